@@ -1,0 +1,163 @@
+"""`fedlab run | zoo | data | report` — the command line."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from fedlab.config import ConfigError
+
+
+def _fail(msg: str, code: int = 2) -> int:
+    print(f"fedlab: error: {msg}", file=sys.stderr)
+    return code
+
+
+def format_table(rows: list[list], header: list[str]) -> str:
+    cells = [header] + [[("-" if c is None else (f"{c:.4f}" if isinstance(c, float) else str(c))) for c in r]
+                        for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])
+
+
+def final_table(history) -> str:
+    """Per task and mean: zero-shot (round 0) against the final round."""
+    zero, last = history.rounds[0], history.final
+    tasks = sorted({k.split("_", 1)[1] for k in list(zero) + list(last) if k.startswith("acc/task_")})
+    rows = [[t, zero.get(f"acc/task_{t}"), last.get(f"acc/task_{t}")] for t in tasks]
+    rows.append(["mean (over clients)", zero.get("acc/mean"), last.get("acc/mean")])
+    return format_table(rows, ["task", "zero-shot", f"final (round {last.get('round')})"])
+
+
+def cmd_run(args) -> int:
+    from fedlab.config import load_config
+
+    try:
+        cfg = load_config(args.config, args.overrides)
+        from fedlab.experiment import preflight
+
+        preflight(cfg)
+    except ConfigError as e:
+        return _fail(str(e))
+    from fedlab.experiment import run_experiment
+
+    history = run_experiment(cfg, progress=True)
+    print(final_table(history))
+    total = history.final.get("time/total", 0.0)
+    print(f"\nrun {history.run_id or '(tracking off)'} · outputs in {history.out_dir} · {total:.1f}s")
+    return 0
+
+
+def cmd_zoo(args) -> int:
+    from fedlab.models import zoo
+
+    if args.action == "list":
+        rows = [[r["name"], r["family"], r["role"], r["tokenizer"], "yes" if r["built"] else "no",
+                 r["params"], r["seconds"], r["about"]] for r in zoo.describe_zoo()]
+        print(format_table(rows, ["name", "family", "role", "tokenizer", "built", "params", "build s", "about"]))
+        return 0
+    names = args.names or zoo.TINY_ZOO
+    for n in names:
+        if n not in zoo.ZOO:
+            return _fail(f"zoo: {n!r} is not a zoo model; allowed: {', '.join(zoo.ZOO)}")
+    from tqdm.auto import tqdm
+
+    for n in tqdm(names, desc="zoo", disable=None):
+        path = zoo.build(n, force=args.force)
+        print(f"{n}: {path}")
+    return 0
+
+
+def cmd_data(args) -> int:
+    from fedlab.config import load_config
+
+    try:
+        cfg = load_config(args.config, args.overrides)
+    except ConfigError as e:
+        return _fail(str(e))
+    from fedlab.data.federated import build_federated_data
+    from fedlab.data.tasks import TASKS
+
+    if cfg.data.source == "embedded":
+        from fedlab.data.tasks import task_examples
+
+        rows = []
+        for name, spec in TASKS.items():
+            rows.append([name, spec.kind, cfg.data.train_per_task, cfg.data.test_per_task,
+                         spec.n_choices or "-", (f"{spec.chance:.3f}" if spec.n_choices else "Rouge-L/EM"),
+                         spec.about])
+        print(format_table(rows, ["task", "kind", "train", "test", "choices", "chance", "about"]))
+        ex = task_examples("two_hop", "test", 1)[0]
+        print(f"\nexample (two_hop): {ex.prompt!r} choices={list(ex.choices)} answer={ex.target!r}")
+    data = build_federated_data(cfg.data, cfg.seed)
+    print(f"\npartition={cfg.data.partition} clients={data.num_clients} public={len(data.public)}")
+    rows = [[cid, len(part), ", ".join(data.client_tasks(cid))] for cid, part in enumerate(data.train)]
+    print(format_table(rows, ["client", "train", "tasks"]))
+    return 0
+
+
+def cmd_report(args) -> int:
+    import mlflow
+
+    from fedlab.tracking import setup_mlflow
+
+    setup_mlflow(args.uri, args.artifact_root, args.experiment)
+    runs = mlflow.search_runs(experiment_names=[args.experiment], output_format="list",
+                              order_by=["attributes.start_time DESC"], max_results=args.limit)
+    if not runs:
+        print(f"no runs in experiment {args.experiment!r} at {args.uri}")
+        return 0
+    client = mlflow.MlflowClient()
+    rows = []
+    for r in runs:
+        p, m = r.data.params, r.data.metrics
+        zero = [x.value for x in client.get_metric_history(r.info.run_id, "acc/mean") if x.step == 0]
+        rows.append([r.info.run_name, p.get("method.name"), p.get("model.name"), p.get("data.partition"),
+                     p.get("data.num_clients"), p.get("federation.rounds"), zero[0] if zero else None,
+                     m.get("acc/mean"), r.info.status])
+    print(format_table(rows, ["run", "method", "model", "partition", "clients", "rounds", "zero-shot",
+                              "final acc", "status"]))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="fedlab", description="federated co-tuning of LLMs and SLMs")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run one experiment: fedlab run CONFIG [key=value ...]")
+    r.add_argument("config")
+    r.add_argument("overrides", nargs="*")
+    r.set_defaults(fn=cmd_run)
+    z = sub.add_parser("zoo", help="build or list the embedded model zoo")
+    z.add_argument("action", choices=["build", "list"])
+    z.add_argument("names", nargs="*")
+    z.add_argument("--force", action="store_true")
+    z.set_defaults(fn=cmd_zoo)
+    d = sub.add_parser("data", help="describe the data of a config (default: the embedded benchmark)")
+    d.add_argument("action", choices=["describe"])
+    d.add_argument("config", nargs="?")
+    d.add_argument("overrides", nargs="*")
+    d.set_defaults(fn=cmd_data)
+    rp = sub.add_parser("report", help="compare runs read back from MLflow")
+    rp.add_argument("--uri", default="sqlite:///mlruns/mlflow.db")
+    rp.add_argument("--artifact-root", default="mlruns/artifacts")
+    rp.add_argument("--experiment", default="fedlab")
+    rp.add_argument("--limit", type=int, default=50)
+    rp.set_defaults(fn=cmd_report)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.cmd == "data" and args.config and "=" in args.config:
+        args.overrides, args.config = [args.config] + args.overrides, None
+    try:
+        return args.fn(args)
+    except ConfigError as e:
+        return _fail(str(e))
+    except FileNotFoundError as e:
+        return _fail(str(e))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

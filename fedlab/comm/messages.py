@@ -1,0 +1,97 @@
+"""Everything that crosses a client boundary: dataclasses of CPU tensors, a small config dict and metrics,
+each measurable in bytes. On the wire (Ray) tensors travel as numpy arrays, which Ray serialises
+out-of-band without torch's slower pickling."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+import torch
+
+State = dict  # str -> torch.Tensor
+
+
+def state_nbytes(state: Optional[State]) -> int:
+    if not state:
+        return 0
+    return sum(v.numel() * v.element_size() for v in state.values())
+
+
+def _small_nbytes(obj) -> int:
+    return len(json.dumps(obj, default=str).encode()) if obj else 0
+
+
+@dataclass
+class FitIns:
+    round: int
+    state: Optional[State] = None          # None: the client continues from its own state
+    config: dict = field(default_factory=dict)
+
+    def nbytes(self) -> int:
+        return state_nbytes(self.state) + _small_nbytes(self.config)
+
+
+@dataclass
+class FitRes:
+    cid: int
+    round: int
+    state: Optional[State]
+    num_examples: int
+    metrics: dict = field(default_factory=dict)
+
+    def nbytes(self) -> int:
+        return state_nbytes(self.state) + _small_nbytes(self.metrics) + 8
+
+
+@dataclass
+class EvalIns:
+    round: int
+    state: Optional[State] = None
+    config: dict = field(default_factory=dict)
+
+    def nbytes(self) -> int:
+        return state_nbytes(self.state) + _small_nbytes(self.config)
+
+
+@dataclass
+class EvalRes:
+    cid: int
+    round: int
+    metrics: dict                          # "acc/<task>" and "n/<task>" for the client's tasks
+
+    def nbytes(self) -> int:
+        return _small_nbytes(self.metrics)
+
+
+@dataclass
+class ClientFailure:
+    cid: int
+    round: int
+    error: str
+
+
+def to_wire(state: Optional[State]):
+    if state is None:
+        return None
+    return {k: (v.detach().cpu().numpy(), str(v.dtype)) for k, v in state.items()}
+
+
+def from_wire(wire) -> Optional[State]:
+    if wire is None:
+        return None
+    return {k: torch.from_numpy(np.array(a, copy=True)) for k, (a, _) in wire.items()}
+
+
+def msg_to_wire(msg):
+    """A copy of a message whose state is numpy arrays (for Ray)."""
+    if getattr(msg, "state", None) is None:
+        return msg
+    return type(msg)(**{**msg.__dict__, "state": to_wire(msg.state)})
+
+
+def msg_from_wire(msg):
+    if getattr(msg, "state", None) is None:
+        return msg
+    return type(msg)(**{**msg.__dict__, "state": from_wire(msg.state)})

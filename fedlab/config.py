@@ -1,0 +1,368 @@
+"""Typed, frozen experiment configs: YAML files that override defaults, dotted `key=value` overrides,
+validation that names the key, the bad value and what is allowed — before any model loads."""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A bad config value; the message is one line naming the dotted key."""
+
+
+# ----------------------------------------------------------------------------------------------------------
+# sections
+@dataclass(frozen=True)
+class LoraConfig:
+    r: int = 8
+    alpha: float = 16.0
+    dropout: float = 0.05
+    # None: the transform's per-architecture default (peft's mapping: q_proj/v_proj, c_attn, …)
+    target_modules: Optional[list[str]] = None
+
+    def validate(self, p: str) -> None:
+        check(self.r >= 1, f"{p}.r", self.r, "an integer >= 1")
+        check(self.alpha > 0, f"{p}.alpha", self.alpha, "a number > 0")
+        check(0.0 <= self.dropout < 1.0, f"{p}.dropout", self.dropout, "a number in [0, 1)")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    # a zoo name (`fedlab zoo list`), a Hugging Face model id or a local directory
+    name: str = "tiny-llama"
+    lora: LoraConfig = field(default_factory=LoraConfig)
+    max_length: int = 96
+
+    def validate(self, p: str) -> None:
+        check(self.max_length >= 8, f"{p}.max_length", self.max_length, "an integer >= 8")
+
+
+PartitionKind = Literal["iid", "by_task", "dirichlet_label", "dirichlet_domain", "quantity"]
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    # "embedded" (the synthetic benchmark) or "hf:<name>" (arc_easy, sst2, …, see `fedlab data describe`)
+    source: str = "embedded"
+    tasks: list[str] = field(default_factory=lambda: ["recall", "two_hop", "arithmetic", "category",
+                                                        "sentiment", "paraphrase", "entailment", "topic"])
+    num_clients: int = 8
+    partition: PartitionKind = "by_task"
+    alpha: float = 0.5                 # Dirichlet concentration for the skewed partitioners
+    train_per_task: int = 160
+    test_per_task: int = 100
+    public_size: int = 256
+    world_seed: int = 0                # the synthetic world; separate from the run seed
+    hf_dir: Optional[str] = None       # local folder of JSON rows for hf:<name> (offline); None: the Hub
+
+    def validate(self, p: str) -> None:
+        from fedlab.data import registry as dreg
+        check(self.num_clients >= 1, f"{p}.num_clients", self.num_clients, "an integer >= 1")
+        check(self.alpha > 0, f"{p}.alpha", self.alpha, "a number > 0")
+        check(self.train_per_task >= 1, f"{p}.train_per_task", self.train_per_task, "an integer >= 1")
+        check(self.test_per_task >= 1, f"{p}.test_per_task", self.test_per_task, "an integer >= 1")
+        check(self.public_size >= 0, f"{p}.public_size", self.public_size, "an integer >= 0")
+        if self.source == "embedded":
+            check(len(self.tasks) >= 1, f"{p}.tasks", self.tasks, "a non-empty list of tasks")
+            for t in self.tasks:
+                choose(t, dreg.EMBEDDED_TASKS, f"{p}.tasks")
+        elif self.source.startswith("hf:"):
+            choose(self.source[3:], dreg.HF_TASKS, f"{p}.source", prefix="hf:")
+        else:
+            raise ConfigError(f"{p}.source: {self.source!r} is not allowed; allowed: 'embedded' or "
+                              f"'hf:<name>' with name in {sorted(dreg.HF_TASKS)}")
+        if self.partition == "by_task":
+            n = 1 if self.source.startswith("hf:") else len(self.tasks)
+            check(self.num_clients >= n, f"{p}.num_clients", self.num_clients,
+                  f"at least one client per task with partition=by_task ({n} tasks)")
+        per_client = self.train_per_task * (len(self.tasks) if self.source == "embedded" else 1)
+        if self.partition != "by_task":
+            check(per_client >= self.num_clients, f"{p}.num_clients", self.num_clients,
+                  f"at most {per_client} clients: every client needs at least one training sample")
+
+
+@dataclass(frozen=True)
+class FederationConfig:
+    rounds: int = 5
+    local_epochs: int = 1
+    local_steps: Optional[int] = None     # overrides local_epochs when set
+    batch_size: int = 16
+    lr: float = 2e-3
+    weight_decay: float = 0.0
+    client_fraction: float = 1.0          # fraction of clients sampled per round
+    min_clients: int = 1
+    client_timeout: Optional[float] = None
+
+    def validate(self, p: str) -> None:
+        check(self.rounds >= 0, f"{p}.rounds", self.rounds, "an integer >= 0")
+        check(self.local_epochs >= 1, f"{p}.local_epochs", self.local_epochs, "an integer >= 1")
+        check(self.local_steps is None or self.local_steps >= 1, f"{p}.local_steps", self.local_steps,
+              "null or an integer >= 1")
+        check(self.batch_size >= 1, f"{p}.batch_size", self.batch_size, "an integer >= 1")
+        check(self.lr > 0, f"{p}.lr", self.lr, "a number > 0")
+        check(0 < self.client_fraction <= 1, f"{p}.client_fraction", self.client_fraction,
+              "a number in (0, 1]")
+        check(self.min_clients >= 1, f"{p}.min_clients", self.min_clients, "an integer >= 1")
+        check(self.client_timeout is None or self.client_timeout > 0, f"{p}.client_timeout",
+              self.client_timeout, "null or a number > 0")
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    name: Literal["inprocess", "ray"] = "inprocess"
+    num_workers: int = 2                  # Ray actors; each hosts several clients when they outnumber it
+    cpus_per_worker: float = 1.0
+    gpus_per_worker: float = 0.0          # fractional GPUs pack several workers on one device
+    num_cpus: Optional[int] = None        # for a local Ray start; None: what the machine has
+    address: Optional[str] = None         # "auto" joins a running cluster
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    threads: int = 1                      # torch threads per client (same on both backends ⇒ same numbers)
+
+    def validate(self, p: str) -> None:
+        check(self.num_workers >= 1, f"{p}.num_workers", self.num_workers, "an integer >= 1")
+        check(self.cpus_per_worker > 0, f"{p}.cpus_per_worker", self.cpus_per_worker, "a number > 0")
+        check(self.gpus_per_worker >= 0, f"{p}.gpus_per_worker", self.gpus_per_worker, "a number >= 0")
+        check(self.threads >= 1, f"{p}.threads", self.threads, "an integer >= 1")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    every: int = 1                        # evaluate every n rounds (and always after the last)
+    length_normalized: bool = False       # acc_norm: log-likelihood divided by the choice's characters
+    max_per_task: Optional[int] = None
+    batch_size: int = 64
+
+    def validate(self, p: str) -> None:
+        check(self.every >= 1, f"{p}.every", self.every, "an integer >= 1")
+        check(self.batch_size >= 1, f"{p}.batch_size", self.batch_size, "an integer >= 1")
+
+
+@dataclass(frozen=True)
+class TrackingConfig:
+    enabled: bool = True
+    uri: str = "sqlite:///mlruns/mlflow.db"
+    artifact_root: str = "mlruns/artifacts"
+    experiment: str = "fedlab"
+    run_name: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class MethodConfig:
+    """Base of every method's config; each method subclasses it with its own documented fields."""
+    name: str = "fedavg"
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    federation: FederationConfig = field(default_factory=FederationConfig)
+    backend: BackendConfig = field(default_factory=BackendConfig)
+    method: MethodConfig = field(default_factory=MethodConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    seed: int = 0
+    output_dir: str = "runs"
+    resume: bool = False
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# validation helpers
+def check(ok: bool, key: str, value: Any, allowed: str) -> None:
+    if not ok:
+        raise ConfigError(f"{key}: {value!r} is not allowed; expected {allowed}")
+
+
+def choose(value: str, allowed, key: str, prefix: str = "") -> None:
+    if value not in allowed:
+        close = difflib.get_close_matches(value, list(allowed), n=1)
+        hint = f" (did you mean {prefix}{close[0]!r}?)" if close else ""
+        raise ConfigError(f"{key}: {prefix}{value!r} is not allowed{hint}; allowed: "
+                          + ", ".join(prefix + a for a in sorted(allowed)))
+
+
+def _unwrap_optional(tp):
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return args[0], True
+    return tp, False
+
+
+def _coerce(value: Any, tp, key: str):
+    tp, optional = _unwrap_optional(tp)
+    if value is None:
+        if optional:
+            return None
+        raise ConfigError(f"{key}: null is not allowed; expected a value of type {getattr(tp, '__name__', tp)}")
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        choices = typing.get_args(tp)
+        if value not in choices:
+            choose(str(value), [str(c) for c in choices], key)
+        return value
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: {value!r} is not allowed; expected a mapping of {tp.__name__} fields")
+        return build_dataclass(tp, value, key)
+    if origin in (list, tuple):
+        (inner,) = typing.get_args(tp)[:1] or (Any,)
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{key}: {value!r} is not allowed; expected a list")
+        return [_coerce(v, inner, f"{key}[{i}]") for i, v in enumerate(value)]
+    if origin is dict or tp is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: {value!r} is not allowed; expected a mapping")
+        return dict(value)
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"{key}: {value!r} is not allowed; expected true or false")
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            raise ConfigError(f"{key}: {value!r} is not allowed; expected an integer")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{key}: {value!r} is not allowed; expected a number")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{key}: {value!r} is not allowed; expected a string")
+        return value
+    return value
+
+
+def build_dataclass(cls, data: dict, prefix: str = ""):
+    """Build a (frozen) dataclass from a mapping, coercing types and rejecting unknown keys."""
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    for key in data:
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1)
+            hint = f" (did you mean {_join(prefix, close[0])!r}?)" if close else ""
+            raise ConfigError(f"{_join(prefix, key)}: unknown key{hint}; allowed keys: {', '.join(names)}")
+    kwargs = {k: _coerce(v, hints[k], _join(prefix, k)) for k, v in data.items()}
+    obj = cls(**kwargs)
+    if hasattr(obj, "validate"):
+        obj.validate(prefix or cls.__name__)
+    return obj
+
+
+def _join(prefix: str, key: str) -> str:
+    return f"{prefix}.{key}" if prefix else str(key)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# loading
+def deep_merge(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def apply_override(tree: dict, item: str) -> dict:
+    """Apply one `a.b.c=value` override (value parsed as YAML) to a nested dict."""
+    if "=" not in item:
+        raise ConfigError(f"override {item!r}: expected key=value (for example federation.rounds=3)")
+    key, raw = item.split("=", 1)
+    key = key.strip()
+    if not key:
+        raise ConfigError(f"override {item!r}: empty key")
+    try:
+        value = yaml.safe_load(raw) if raw != "" else ""
+    except yaml.YAMLError:
+        value = raw
+    node = tree
+    parts = key.split(".")
+    for part in parts[:-1]:
+        if not isinstance(node.get(part), dict):
+            node[part] = {}
+        node = node[part]
+    node[parts[-1]] = value
+    return tree
+
+
+def load_yaml_tree(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"config: file {str(path)!r} does not exist")
+    try:
+        tree = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config: {path} is not valid YAML: {str(e).splitlines()[0]}") from None
+    if not isinstance(tree, dict):
+        raise ConfigError(f"config: {path} must hold a mapping at top level")
+    base = tree.pop("defaults", None)  # `defaults: other.yaml` inherits another file, relative to this one
+    if base:
+        tree = deep_merge(load_yaml_tree(path.parent / base), tree)
+    return tree
+
+
+def build_config(tree: dict) -> ExperimentConfig:
+    """Build and validate an ExperimentConfig from a nested dict; the method section is typed by its name."""
+    from fedlab import registry
+
+    tree = dict(tree)
+    method_tree = dict(tree.pop("method", None) or {})
+    name = method_tree.get("name", MethodConfig.name)
+    if not isinstance(name, str):
+        raise ConfigError(f"method.name: {name!r} is not allowed; expected a string")
+    choose(name, registry.method_names(), "method.name")
+    method_cls = registry.get(name).config_cls
+    method = build_dataclass(method_cls, method_tree, "method")
+    top_names = [f.name for f in dataclasses.fields(ExperimentConfig)]
+    for key in tree:
+        if key not in top_names:
+            close = difflib.get_close_matches(str(key), top_names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"{key}: unknown key{hint}; allowed keys: {', '.join(top_names)}")
+    hints = typing.get_type_hints(ExperimentConfig)
+    kwargs = {k: _coerce(v, hints[k], k) for k, v in tree.items()}
+    cfg = ExperimentConfig(method=method, **kwargs)
+    if hasattr(method, "check_experiment"):
+        method.check_experiment(cfg)
+    return cfg
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> ExperimentConfig:
+    tree = load_yaml_tree(path) if path else {}
+    for item in overrides:
+        apply_override(tree, item)
+    return build_config(tree)
+
+
+def flatten(d: dict, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}.{k}" if prefix else k
+        if isinstance(v, dict):
+            out.update(flatten(v, key))
+        else:
+            out[key] = v
+    return out
+
+
+def to_yaml(cfg: ExperimentConfig) -> str:
+    return yaml.safe_dump(cfg.to_dict(), sort_keys=False)
+
+
+def replace(cfg, **changes):
+    return dataclasses.replace(cfg, **changes)

@@ -1,0 +1,60 @@
+"""The federated view of a data config: per-client training partitions, per-task test sets, public set."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+
+from fedlab.data.partition import partition
+from fedlab.data.tasks import TASKS, Example, public_examples, task_examples
+from fedlab.seeding import derive_seed
+
+
+@dataclass(frozen=True)
+class FederatedData:
+    train: tuple[tuple[Example, ...], ...]      # per client
+    test: dict                                  # task -> tuple[Example, ...]
+    public: tuple[Example, ...]
+    chance: dict                                # task -> chance accuracy
+
+    @property
+    def num_clients(self) -> int:
+        return len(self.train)
+
+    def client_tasks(self, cid: int) -> list[str]:
+        seen = []
+        for e in self.train[cid]:
+            if e.task not in seen:
+                seen.append(e.task)
+        return [t for t in self.test if t in seen]
+
+    def pooled_train(self) -> tuple[Example, ...]:
+        return tuple(e for part in self.train for e in part)
+
+    def sizes(self) -> list[int]:
+        return [len(p) for p in self.train]
+
+
+def build_federated_data(data_cfg, seed: int) -> FederatedData:
+    return _build(json.dumps(dataclasses.asdict(data_cfg), sort_keys=True), seed)
+
+
+@lru_cache(maxsize=16)
+def _build(cfg_json: str, seed: int) -> FederatedData:
+    c = json.loads(cfg_json)
+    if c["source"] == "embedded":
+        pooled = [e for t in c["tasks"] for e in task_examples(t, "train", c["train_per_task"], c["world_seed"])]
+        test = {t: tuple(task_examples(t, "test", c["test_per_task"], c["world_seed"])) for t in c["tasks"]}
+        chance = {t: TASKS[t].chance for t in c["tasks"]}
+    else:
+        from fedlab.data.hf import HF_TASKS, hf_examples
+
+        name = c["source"][3:]
+        pooled = hf_examples(name, "train", c["train_per_task"], c["hf_dir"], seed)
+        test = {name: tuple(hf_examples(name, "test", c["test_per_task"], c["hf_dir"], seed))}
+        chance = {name: HF_TASKS[name].chance}
+    parts = partition(c["partition"], pooled, c["num_clients"], c["alpha"], derive_seed(seed, "partition"))
+    train = tuple(tuple(pooled[i] for i in idx) for idx in parts)
+    public = tuple(public_examples(c["public_size"], c["world_seed"]))
+    return FederatedData(train=train, test=test, public=public, chance=chance)

@@ -1,0 +1,119 @@
+"""Adapters from Hugging Face data sets to fedlab's prompt/choices/label form, selected by
+`data.source=hf:<name>`. Rows come from the Hub (`datasets.load_dataset`) or, offline, from
+`data.hf_dir/<name>/{train,test}.jsonl` holding rows shaped like the Hub's."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+from fedlab.data.tasks import Example
+
+LETTERS = "ABCDEFGH"
+
+
+def _mcq(name: str, question: str, choices: dict, key: str) -> Example:
+    texts, labels = list(choices["text"]), [str(x) for x in choices["label"]]
+    key = str(key)
+    if key not in labels and key.isdigit():  # some ARC rows use 1-4 for A-D
+        key = LETTERS[int(key) - 1] if labels and labels[0] == "A" else key
+    label = labels.index(key)
+    return Example(f"question: {question} answer:", texts[label], name, name, tuple(texts), label)
+
+
+def arc(name: str) -> Callable[[dict], Example]:
+    return lambda r: _mcq(name, r["question"], r["choices"], r["answerKey"])
+
+
+def openbookqa(r: dict) -> Example:
+    return _mcq("openbookqa", r["question_stem"], r["choices"], r["answerKey"])
+
+
+def commonsense_qa(r: dict) -> Example:
+    return _mcq("commonsense_qa", r["question"], r["choices"], r["answerKey"])
+
+
+def _cls(name: str, prompt: str, choices: tuple[str, ...], label: int) -> Example:
+    if not 0 <= label < len(choices):
+        raise ValueError(f"{name}: label {label} outside 0..{len(choices) - 1} (unlabelled test rows?)")
+    return Example(prompt, choices[label], name, name, choices, label)
+
+
+def sst2(r: dict) -> Example:
+    return _cls("sst2", f"review: {r['sentence'].strip()} sentiment:", ("negative", "positive"), int(r["label"]))
+
+
+def mrpc(r: dict) -> Example:
+    return _cls("mrpc", f"sentence one: {r['sentence1']} sentence two: {r['sentence2']} same meaning? answer:",
+                ("no", "yes"), int(r["label"]))
+
+
+def rte(r: dict) -> Example:  # GLUE RTE: 0 = entailment
+    return _cls("rte", f"premise: {r['sentence1']} hypothesis: {r['sentence2']} is the hypothesis true? answer:",
+                ("yes", "no"), int(r["label"]))
+
+
+def mnli(r: dict) -> Example:  # 0 entailment, 1 neutral, 2 contradiction
+    return _cls("mnli", f"premise: {r['premise']} hypothesis: {r['hypothesis']} is the hypothesis true? answer:",
+                ("yes", "maybe", "no"), int(r["label"]))
+
+
+def boolq(r: dict) -> Example:
+    label = r["answer"] if "answer" in r else r["label"]
+    return _cls("boolq", f"passage: {r['passage']} question: {r['question']}? answer:", ("no", "yes"),
+                int(bool(label)))
+
+
+def wic(r: dict) -> Example:
+    return _cls("wic", f"sentence one: {r['sentence1']} sentence two: {r['sentence2']} does '{r['word']}' mean "
+                       "the same in both? answer:", ("no", "yes"), int(r["label"]))
+
+
+@dataclass(frozen=True)
+class HFTask:
+    name: str
+    hub_id: str
+    hub_config: Optional[str]
+    splits: dict            # fedlab split -> hub split
+    adapt: Callable[[dict], Example]
+    n_choices: int
+
+    @property
+    def chance(self) -> float:
+        return 1.0 / self.n_choices
+
+
+HF_TASKS: dict[str, HFTask] = {t.name: t for t in [
+    HFTask("arc_easy", "allenai/ai2_arc", "ARC-Easy", {"train": "train", "test": "test"}, arc("arc_easy"), 4),
+    HFTask("arc_challenge", "allenai/ai2_arc", "ARC-Challenge", {"train": "train", "test": "test"},
+           arc("arc_challenge"), 4),
+    HFTask("openbookqa", "allenai/openbookqa", "main", {"train": "train", "test": "test"}, openbookqa, 4),
+    HFTask("commonsense_qa", "tau/commonsense_qa", None, {"train": "train", "test": "validation"},
+           commonsense_qa, 5),
+    HFTask("sst2", "nyu-mll/glue", "sst2", {"train": "train", "test": "validation"}, sst2, 2),
+    HFTask("mrpc", "nyu-mll/glue", "mrpc", {"train": "train", "test": "validation"}, mrpc, 2),
+    HFTask("rte", "nyu-mll/glue", "rte", {"train": "train", "test": "validation"}, rte, 2),
+    HFTask("mnli", "nyu-mll/glue", "mnli", {"train": "train", "test": "validation_matched"}, mnli, 3),
+    HFTask("boolq", "google/boolq", None, {"train": "train", "test": "validation"}, boolq, 2),
+    HFTask("wic", "aps/super_glue", "wic", {"train": "train", "test": "validation"}, wic, 2),
+]}
+
+
+def load_rows(name: str, split: str, hf_dir: str | None = None):
+    import datasets
+
+    task = HF_TASKS[name]
+    if hf_dir:
+        folder = Path(hf_dir) / name
+        files = sorted(folder.glob(f"{split}.json*"))
+        if not files:
+            raise FileNotFoundError(f"data.hf_dir: no {split}.json or {split}.jsonl under {folder}")
+        return datasets.load_dataset("json", data_files=[str(f) for f in files], split="train")
+    return datasets.load_dataset(task.hub_id, task.hub_config, split=task.splits[split])
+
+
+def hf_examples(name: str, split: str, n: int | None = None, hf_dir: str | None = None, seed: int = 0):
+    rows = load_rows(name, split, hf_dir)
+    if n is not None and n < len(rows):
+        rows = rows.shuffle(seed=seed).select(range(n))
+    return [HF_TASKS[name].adapt(dict(r)) for r in rows]

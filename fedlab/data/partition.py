@@ -1,0 +1,77 @@
+"""Partitioners: deterministic by seed. Each returns, for K clients, lists of indices into the pooled
+training examples. Every client gets at least one example (validated before)."""
+from __future__ import annotations
+
+import numpy as np
+
+from fedlab.data.tasks import Example
+
+
+def _ensure_nonempty(parts: list[list[int]], rng: np.random.Generator) -> list[list[int]]:
+    # move one example from the largest client to each empty one (keeps the skew, avoids empty clients)
+    for k in range(len(parts)):
+        if not parts[k]:
+            big = max(range(len(parts)), key=lambda j: len(parts[j]))
+            if len(parts[big]) <= 1:
+                raise ValueError("data.num_clients: more clients than training samples")
+            parts[k].append(parts[big].pop(int(rng.integers(len(parts[big])))))
+    return [sorted(p) for p in parts]
+
+
+def iid(examples: list[Example], k: int, seed: int) -> list[list[int]]:
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(len(examples))
+    return _ensure_nonempty([sorted(a.tolist()) for a in np.array_split(perm, k)], rng)
+
+
+def by_task(examples: list[Example], k: int, seed: int) -> list[list[int]]:
+    """Client i holds task i mod T; clients sharing a task split it IID."""
+    rng = np.random.default_rng(seed)
+    tasks = sorted({e.task for e in examples}, key=[e.task for e in examples].index)
+    owners = {t: [c for c in range(k) if c % len(tasks) == ti] for ti, t in enumerate(tasks)}
+    parts: list[list[int]] = [[] for _ in range(k)]
+    for t, clients in owners.items():
+        idx = rng.permutation([i for i, e in enumerate(examples) if e.task == t])
+        for c, chunk in zip(clients, np.array_split(idx, len(clients))):
+            parts[c] += chunk.tolist()
+    return _ensure_nonempty(parts, rng)
+
+
+def _dirichlet_by(keys: list[str], k: int, alpha: float, seed: int) -> list[list[int]]:
+    rng = np.random.default_rng(seed)
+    parts: list[list[int]] = [[] for _ in range(k)]
+    for key in sorted(set(keys)):
+        idx = rng.permutation([i for i, x in enumerate(keys) if x == key])
+        props = rng.dirichlet([alpha] * k)
+        cuts = (np.cumsum(props) * len(idx)).astype(int)[:-1]
+        for c, chunk in enumerate(np.split(idx, cuts)):
+            parts[c] += chunk.tolist()
+    return _ensure_nonempty(parts, rng)
+
+
+def dirichlet_label(examples: list[Example], k: int, alpha: float, seed: int) -> list[list[int]]:
+    """Label skew: the share of each (task, answer) class per client ~ Dir(α)."""
+    return _dirichlet_by([f"{e.task}/{e.target}" for e in examples], k, alpha, seed)
+
+
+def dirichlet_domain(examples: list[Example], k: int, alpha: float, seed: int) -> list[list[int]]:
+    """Domain skew: the share of each domain per client ~ Dir(α)."""
+    return _dirichlet_by([e.domain for e in examples], k, alpha, seed)
+
+
+def quantity(examples: list[Example], k: int, alpha: float, seed: int) -> list[list[int]]:
+    """Quantity skew: client sizes ∝ Dir(α), examples assigned at random."""
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(len(examples))
+    props = rng.dirichlet([alpha] * k)
+    cuts = (np.cumsum(props) * len(perm)).astype(int)[:-1]
+    return _ensure_nonempty([c.tolist() for c in np.split(perm, cuts)], rng)
+
+
+PARTITIONERS = {"iid": iid, "by_task": by_task, "dirichlet_label": dirichlet_label,
+                "dirichlet_domain": dirichlet_domain, "quantity": quantity}
+
+
+def partition(kind: str, examples: list[Example], k: int, alpha: float, seed: int) -> list[list[int]]:
+    fn = PARTITIONERS[kind]
+    return fn(examples, k, seed) if kind in ("iid", "by_task") else fn(examples, k, alpha, seed)

@@ -1,0 +1,69 @@
+"""One experiment end to end: validate, build data, track, run the federation, log artifacts."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from fedlab.config import ExperimentConfig, to_yaml
+from fedlab.data.federated import build_federated_data
+from fedlab.runtime.backends import make_backend
+from fedlab.runtime.federation import History, run_dir, run_federation
+
+
+def preflight(cfg: ExperimentConfig) -> None:
+    """Checks that need more than the config's own fields, before any model loads."""
+    from fedlab.config import ConfigError
+    from fedlab.models.real import REAL_MODELS
+    from fedlab.models.zoo import ZOO
+
+    name = cfg.model.name
+    if name not in ZOO and name not in REAL_MODELS:
+        local_like = name.startswith((".", "/", "~")) or name.count("/") > 1
+        if local_like and not Path(name).expanduser().is_dir():
+            raise ConfigError(f"model.name: {name!r} is neither a zoo model ({', '.join(ZOO)}) nor an "
+                              "existing folder")
+
+
+def run_experiment(cfg: ExperimentConfig, tracker=None, progress: bool = True) -> History:
+    from fedlab import registry
+    from fedlab.tracking import make_tracker
+
+    preflight(cfg)
+    data = build_federated_data(cfg.data, cfg.seed)
+    method = registry.get(cfg.method.name).method_cls(cfg, data)
+    backend = make_backend(cfg)
+    resume_id = None
+    ckpt = run_dir(cfg) / "checkpoint.pt"
+    if cfg.resume and ckpt.exists():
+        import torch
+
+        resume_id = torch.load(ckpt, weights_only=False).get("run_id")
+    own_tracker = tracker is None
+    tracker = tracker or make_tracker(cfg, run_id=resume_id)
+    try:
+        history = run_federation(method, backend, cfg, tracker, progress)
+        _log_artifacts(cfg, method, history, tracker)
+    except BaseException:
+        backend.shutdown()
+        if own_tracker:
+            tracker.finish("FAILED")
+        raise
+    if own_tracker:
+        tracker.finish()
+    return history
+
+
+def _log_artifacts(cfg, method, history: History, tracker) -> None:
+    from safetensors.torch import save_file
+
+    from fedlab.plots import accuracy_per_round
+
+    out = Path(history.out_dir)
+    (out / "config.yaml").write_text(to_yaml(cfg))
+    tracker.log_artifact(out / "config.yaml")
+    adapters = method.final_adapters()
+    if adapters:
+        save_file({k: v.contiguous() for k, v in adapters.items()}, str(out / "adapters.safetensors"))
+        tracker.log_artifact(out / "adapters.safetensors")
+    png = accuracy_per_round(history.rounds, out / "accuracy_per_round.png",
+                             f"{cfg.method.name} · {cfg.model.name} · {cfg.data.partition}")
+    tracker.log_artifact(png, "plots")

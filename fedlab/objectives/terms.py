@@ -1,0 +1,61 @@
+"""Loss terms as modules with one signature: term(module, batch, outputs) -> scalar tensor.
+A client objective is the task loss plus a weighted list of these terms."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from fedlab.objectives.penalties import proximal_penalty
+
+
+def target_cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
+    """Mean token cross-entropy over target positions only (labels == -100 elsewhere), next-token shifted."""
+    shift_logits = logits[:, :-1, :].float()
+    shift_labels = labels[:, 1:]
+    mask = shift_labels != -100
+    if not mask.any():
+        return shift_logits.sum() * 0.0
+    return F.cross_entropy(shift_logits[mask], shift_labels[mask])
+
+
+def per_sample_target_ce(logits: Tensor, labels: Tensor) -> Tensor:
+    """[B] mean target-token cross-entropy per sample (FedMKT's l_k^i)."""
+    shift_logits = logits[:, :-1, :].float()
+    shift_labels = labels[:, 1:]
+    mask = shift_labels != -100
+    ce = F.cross_entropy(shift_logits.transpose(1, 2), shift_labels.clamp(min=0), reduction="none")
+    ce = ce * mask
+    return ce.sum(1) / mask.sum(1).clamp(min=1)
+
+
+class TaskLoss(nn.Module):
+    name = "task"
+
+    def forward(self, module, batch, outputs) -> Tensor:
+        return target_cross_entropy(outputs.logits, batch["labels"])
+
+
+class ParamsTerm(nn.Module):
+    """Base for penalties on the flat vector of the communicated parameters (in the declared key order)."""
+
+    def __init__(self, keys: tuple[str, ...], anchor: Tensor):
+        super().__init__()
+        self.keys = tuple(keys)
+        self.register_buffer("anchor", anchor.detach().clone().float(), persistent=False)
+
+    def flat_params(self, module) -> Tensor:
+        params = module.param_index
+        return torch.cat([params[k].reshape(-1) for k in self.keys])
+
+
+class ProximalTerm(ParamsTerm):
+    """FedProx's (μ/2)·‖φ − φ^(t)‖² with the received global state as anchor."""
+    name = "proximal"
+
+    def __init__(self, keys, anchor, mu: float):
+        super().__init__(keys, anchor)
+        self.mu = float(mu)
+
+    def forward(self, module, batch, outputs) -> Tensor:
+        return proximal_penalty(self.flat_params(module), self.anchor, self.mu)

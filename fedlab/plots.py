@@ -1,0 +1,31 @@
+"""Plots logged as artifacts: accuracy per round per client."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def accuracy_per_round(history_rounds: list[dict], path: str | Path, title: str = "") -> Path:
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    keys = sorted({k for r in history_rounds for k in r if k.startswith("acc/client_")},
+                  key=lambda k: int(k.rsplit("_", 1)[1]))
+    for k in keys:
+        pts = [(r["round"], r[k]) for r in history_rounds if k in r]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", alpha=0.6, label=k.split("/")[1])
+    pts = [(r["round"], r["acc/mean"]) for r in history_rounds if "acc/mean" in r]
+    ax.plot([p[0] for p in pts], [p[1] for p in pts], color="black", linewidth=2.5, marker="o", label="mean")
+    ax.set_xlabel("round (0 = zero-shot)")
+    ax.set_ylabel("accuracy")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.set_title(title)
+    ax.legend(fontsize=7, ncol=2, loc="lower right")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,35 @@
+"""The method registry: `register_method(name, config_cls, method_cls)`, one explicit call per method
+(in `fedlab/methods/__init__.py`), no import magic."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MethodEntry:
+    name: str
+    config_cls: type
+    method_cls: type
+
+
+_METHODS: dict[str, MethodEntry] = {}
+
+
+def register_method(name: str, config_cls: type, method_cls: type) -> None:
+    if name in _METHODS and _METHODS[name].method_cls is not method_cls:
+        raise ValueError(f"method {name!r} is already registered")
+    _METHODS[name] = MethodEntry(name, config_cls, method_cls)
+
+
+def _load() -> None:
+    import fedlab.methods  # noqa: F401  (its __init__ registers every method)
+
+
+def method_names() -> list[str]:
+    _load()
+    return sorted(_METHODS)
+
+
+def get(name: str) -> MethodEntry:
+    _load()
+    return _METHODS[name]

@@ -1,0 +1,156 @@
+"""The client side: `ClientHost` hosts one or more clients in a process (the driver for the in-process
+backend, an actor for Ray); `LoraClient` is the client of every LoRA method — a Lightning Trainer per
+round over the resident model, with the method's loss terms."""
+from __future__ import annotations
+
+import time
+
+import lightning as L
+import torch
+from torch.utils.data import DataLoader
+
+from fedlab.comm.messages import EvalIns, EvalRes, FitIns, FitRes
+from fedlab.data.collate import PadCollator, TokenizedExamples
+from fedlab.data.federated import build_federated_data
+from fedlab.eval.multiple_choice import mc_accuracy
+from fedlab.eval.generation import generation_scores
+from fedlab.objectives.modules import ClientModule, Weighted
+from fedlab.runtime.resident import get_resident, quiet_libraries, resolve_device
+from fedlab.seeding import derive_seed, seed_everything
+from fedlab.transforms.lora import get_state, set_state
+
+
+def make_trainer(cfg, max_epochs: int | None = None, max_steps: int | None = None) -> L.Trainer:
+    device = resolve_device(cfg.backend.device)
+    steps = max_steps if max_steps is not None else cfg.federation.local_steps
+    epochs = max_epochs if max_epochs is not None else cfg.federation.local_epochs
+    return L.Trainer(
+        accelerator="gpu" if device == "cuda" else "cpu", devices=1,
+        max_epochs=-1 if steps else epochs, max_steps=steps or -1,
+        logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+        num_sanity_val_steps=0, gradient_clip_val=1.0, deterministic=False)
+
+
+class LoraClient:
+    """Fits the resident model's LoRA on the client's data from the received (or its own) state and
+    returns the communicated parameters. Subclasses add loss terms with `terms()`."""
+
+    def __init__(self, host: "ClientHost", cid: int):
+        self.host, self.cid = host, cid
+        self.own_state: dict | None = None     # the client's latest local state (standalone, resume)
+        self._datasets: dict = {}
+
+    @property
+    def cfg(self):
+        return self.host.cfg
+
+    @property
+    def resident(self):
+        return self.host.resident_for(self.cid)
+
+    def train_examples(self, ins: FitIns):
+        data = self.host.data
+        return data.pooled_train() if ins.config.get("pooled") else data.train[self.cid]
+
+    def dataset(self, key: str, examples) -> TokenizedExamples:
+        if key not in self._datasets:
+            self._datasets[key] = TokenizedExamples(self.resident.tokenizer, list(examples),
+                                                    self.cfg.model.max_length)
+        return self._datasets[key]
+
+    def terms(self, ins: FitIns, start: dict) -> list[Weighted]:
+        return []
+
+    def start_state(self, ins) -> dict:
+        if ins.state is not None:
+            return ins.state
+        return self.own_state if self.own_state is not None else self.resident.init_state
+
+    def fit(self, ins: FitIns) -> FitRes:
+        res = self.resident
+        start = self.start_state(ins)
+        set_state(res.model, start)
+        seed = derive_seed(self.cfg.seed, "fit", ins.round, self.cid)
+        seed_everything(seed)
+        ds = self.dataset("pooled" if ins.config.get("pooled") else "own", self.train_examples(ins))
+        loader = DataLoader(ds, batch_size=self.cfg.federation.batch_size, shuffle=True,
+                            generator=torch.Generator().manual_seed(seed),
+                            collate_fn=PadCollator(res.tokenizer.pad_token_id))
+        module = ClientModule(res.model, res.spec.trainable, self.terms(ins, start),
+                              lr=self.cfg.federation.lr, weight_decay=self.cfg.federation.weight_decay)
+        t0 = time.perf_counter()
+        res.model.train()
+        make_trainer(self.cfg).fit(module, loader)
+        res.model.eval()
+        metrics = {k: float(v) for k, v in module.trainer.callback_metrics.items()}
+        metrics["time/fit"] = time.perf_counter() - t0
+        new = get_state(res.model, res.spec.communicated)
+        self.own_state = new
+        return FitRes(self.cid, ins.round, new, len(ds), metrics)
+
+    def evaluate(self, ins: EvalIns) -> EvalRes:
+        res = self.resident
+        state = self.start_state(ins)
+        tag = ins.config.get("tag")
+        metrics = {}
+        loaded = False
+        for task in self.host.data.client_tasks(self.cid):
+            key = (res.name, tag, task)
+            if tag is not None and key in self.host.eval_cache:
+                metrics.update(self.host.eval_cache[key])
+                continue
+            if not loaded:
+                set_state(res.model, state)
+                loaded = True
+            out = self.host.evaluate_task(res, task)
+            if tag is not None:
+                self.host.eval_cache[key] = out
+            metrics.update(out)
+        return EvalRes(self.cid, ins.round, metrics)
+
+
+class ClientHost:
+    """Hosts clients in one process: rebuilds the federated data from the config (deterministic),
+    keeps one resident model per base, dispatches fit/evaluate to the method's client class."""
+
+    def __init__(self, cfg, cids: list[int], payloads: dict | None = None):
+        from fedlab import registry
+
+        quiet_libraries()
+        torch.set_num_threads(cfg.backend.threads)
+        self.cfg = cfg
+        self.data = build_federated_data(cfg.data, cfg.seed)
+        self.payloads = payloads or {}
+        self.eval_cache: dict = {}
+        client_cls = registry.get(cfg.method.name).method_cls.client_cls
+        self.clients = {cid: client_cls(self, cid) for cid in cids}
+
+    def model_name_for(self, cid: int) -> str:
+        return self.cfg.model.name
+
+    def resident_for(self, cid: int):
+        name = self.model_name_for(cid)
+        return get_resident(self.cfg, name, self.payloads.get(name))
+
+    def fit(self, cid: int, ins: FitIns) -> FitRes:
+        return self.clients[cid].fit(ins)
+
+    def evaluate(self, cid: int, ins: EvalIns) -> EvalRes:
+        return self.clients[cid].evaluate(ins)
+
+    def evaluate_task(self, res, task: str) -> dict:
+        examples = list(self.data.test[task])
+        if self.cfg.eval.max_per_task:
+            examples = examples[: self.cfg.eval.max_per_task]
+        if examples and examples[0].is_choice:
+            acc = mc_accuracy(res.model, res.tokenizer, examples, self.cfg.eval.length_normalized,
+                              self.cfg.model.max_length, self.cfg.eval.batch_size)
+            return {f"acc/{task}": acc, f"n/{task}": len(examples)}
+        scores = generation_scores(res.model, res.tokenizer, examples)
+        return {f"rougeL/{task}": scores["rougeL"], f"em/{task}": scores["em"], f"n/{task}": len(examples)}
+
+    def client_state(self, cid: int):
+        return self.clients[cid].own_state
+
+    def set_client_state(self, cid: int, state) -> None:
+        self.clients[cid].own_state = state

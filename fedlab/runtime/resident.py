@@ -1,0 +1,88 @@
+"""Resident models: one LoRA-wrapped copy of each base model per process. Clients that share a frozen
+base share this copy and swap only their adapter state in and out (DESIGN.md: one copy, per-client
+adapters)."""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+import torch
+
+from fedlab.seeding import derive_seed
+from fedlab.transforms.lora import AdapterSpec, apply_lora, get_state
+
+_RESIDENTS: dict[tuple, "Resident"] = {}
+
+
+def quiet_libraries() -> None:
+    import transformers
+
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    for name in ("lightning.pytorch", "lightning.fabric", "lightning", "pytorch_lightning"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def resolve_device(device: str) -> str:
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+@dataclass
+class Resident:
+    name: str
+    model: torch.nn.Module            # the peft-wrapped model
+    tokenizer: object
+    spec: AdapterSpec
+    init_state: dict                  # the seeded LoRA initialisation (B = 0: the base model's function)
+    device: str
+
+
+def base_payload(name: str):
+    """(config, tokenizer, numpy state dict) of a base model: what a Ray worker needs to rebuild it
+    without touching a disk or the network (shipped through the object store once)."""
+    from fedlab.models.zoo import load_model
+
+    quiet_libraries()
+    model, tok = load_model(name)
+    state = {k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}
+    return model.config, tok, state
+
+
+def get_resident(cfg, name: str | None = None, payload=None) -> Resident:
+    """The process's resident model for (base name, LoRA settings, seed, device), created on first use."""
+    name = name or cfg.model.name
+    lc = cfg.model.lora
+    device = resolve_device(cfg.backend.device)
+    key = (name, lc.r, lc.alpha, lc.dropout, tuple(lc.target_modules or ()), cfg.seed, device)
+    if key in _RESIDENTS:
+        return _RESIDENTS[key]
+    quiet_libraries()
+    if payload is not None:
+        from transformers import AutoModelForCausalLM
+
+        config, tok, state = payload
+        model = AutoModelForCausalLM.from_config(config)
+        model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in state.items()}, strict=False)
+        model.eval()
+    else:
+        from fedlab.models.zoo import load_model
+
+        model, tok = load_model(name)
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    for p in model.parameters():
+        p.requires_grad_(False)
+    pm, spec = apply_lora(model, lc.r, lc.alpha, lc.dropout, lc.target_modules,
+                          seed=derive_seed(cfg.seed, "lora-init", name))
+    pm.to(device)
+    res = Resident(name, pm, tok, spec, get_state(pm, spec.communicated), device)
+    _RESIDENTS[key] = res
+    return res
+
+
+def clear_residents() -> None:
+    _RESIDENTS.clear()

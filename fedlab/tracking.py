@@ -1,0 +1,93 @@
+"""MLflow tracking: one run per experiment (nested runs for sweep trials), params = flattened config,
+metrics per round, artifacts (config YAML, final adapters, plots). Default store: sqlite:///mlruns/mlflow.db
+with artifacts under mlruns/."""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from fedlab.config import flatten
+
+
+def _artifact_location(root: str, experiment: str) -> str:
+    return (Path(root).resolve() / experiment).as_uri()
+
+
+def setup_mlflow(uri: str, artifact_root: str, experiment: str):
+    import mlflow
+
+    if uri.startswith("sqlite:///"):
+        db = Path(uri[len("sqlite:///"):])
+        db.parent.mkdir(parents=True, exist_ok=True)
+    mlflow.set_tracking_uri(uri)
+    client = mlflow.MlflowClient()
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        exp_id = client.create_experiment(experiment, artifact_location=_artifact_location(artifact_root, experiment))
+    else:
+        exp_id = exp.experiment_id
+    mlflow.set_experiment(experiment_id=exp_id)
+    return exp_id
+
+
+class Tracker:
+    """Thin wrapper over MLflow; non-finite metrics are logged under `<name>.nonfinite` = 1 instead of
+    reaching MLflow unmarked."""
+
+    def __init__(self, cfg, run_id: str | None = None, nested: bool = False, tags: dict | None = None):
+        import mlflow
+
+        self.mlflow = mlflow
+        tc = cfg.tracking
+        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+        setup_mlflow(tc.uri, tc.artifact_root, tc.experiment)
+        name = tc.run_name or f"{cfg.method.name}-{Path(cfg.model.name).name}-s{cfg.seed}"
+        self.run = mlflow.start_run(run_id=run_id, run_name=None if run_id else name, nested=nested,
+                                    tags=tags)
+        self.run_id = self.run.info.run_id
+        if run_id is None:
+            params = {k: (str(v) if not isinstance(v, (int, float, str, bool)) else v)
+                      for k, v in flatten(cfg.to_dict()).items()}
+            mlflow.log_params({k: (str(v)[:5000]) for k, v in params.items()})
+
+    def log_metrics(self, metrics: dict, step: int) -> None:
+        clean = {}
+        for k, v in metrics.items():
+            if not isinstance(v, (int, float)):
+                continue
+            if math.isfinite(v):
+                clean[k] = float(v)
+            else:
+                clean[f"{k}.nonfinite"] = 1.0
+        if clean:
+            self.mlflow.log_metrics(clean, step=step)
+
+    def log_artifact(self, path: str | Path, artifact_path: str | None = None) -> None:
+        self.mlflow.log_artifact(str(path), artifact_path=artifact_path)
+
+    def set_tags(self, tags: dict) -> None:
+        self.mlflow.set_tags(tags)
+
+    def finish(self, status: str = "FINISHED") -> None:
+        self.mlflow.end_run(status=status)
+
+
+class NullTracker:
+    run_id = None
+
+    def log_metrics(self, metrics, step):
+        pass
+
+    def log_artifact(self, path, artifact_path=None):
+        pass
+
+    def set_tags(self, tags):
+        pass
+
+    def finish(self, status="FINISHED"):
+        pass
+
+
+def make_tracker(cfg, run_id: str | None = None, nested: bool = False, tags: dict | None = None):
+    return Tracker(cfg, run_id, nested, tags) if cfg.tracking.enabled else NullTracker()
