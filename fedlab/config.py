@@ -82,10 +82,15 @@ class DataConfig:
             n = 1 if self.source.startswith("hf:") else len(self.tasks)
             check(self.num_clients >= n, f"{p}.num_clients", self.num_clients,
                   f"at least one client per task with partition=by_task ({n} tasks)")
-        per_client = self.train_per_task * (len(self.tasks) if self.source == "embedded" else 1)
-        if self.partition != "by_task":
-            check(per_client >= self.num_clients, f"{p}.num_clients", self.num_clients,
-                  f"at most {per_client} clients: every client needs at least one training sample")
+        n_tasks = len(self.tasks) if self.source == "embedded" else 1
+        if self.partition == "by_task":
+            most = self.train_per_task * n_tasks
+            check(-(-self.num_clients // n_tasks) <= self.train_per_task, f"{p}.num_clients", self.num_clients,
+                  f"at most {most} clients: every client needs at least one training sample of its task")
+        else:
+            most = self.train_per_task * n_tasks
+            check(most >= self.num_clients, f"{p}.num_clients", self.num_clients,
+                  f"at most {most} clients: every client needs at least one training sample")
 
 
 @dataclass(frozen=True)
@@ -185,9 +190,10 @@ def check(ok: bool, key: str, value: Any, allowed: str) -> None:
 
 def choose(value: str, allowed, key: str, prefix: str = "") -> None:
     if value not in allowed:
-        close = difflib.get_close_matches(value, list(allowed), n=1)
-        hint = f" (did you mean {prefix}{close[0]!r}?)" if close else ""
-        raise ConfigError(f"{key}: {prefix}{value!r} is not allowed{hint}; allowed: "
+        close = difflib.get_close_matches(value, list(allowed), n=1) or sorted(
+            a for a in allowed if a.startswith(value) or value.startswith(a))[:1]
+        hint = f" (did you mean {prefix + close[0]!r}?)" if close else ""
+        raise ConfigError(f"{key}: {prefix + value!r} is not allowed{hint}; allowed: "
                           + ", ".join(prefix + a for a in sorted(allowed)))
 
 

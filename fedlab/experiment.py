@@ -4,27 +4,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from fedlab.config import ExperimentConfig, to_yaml
-from fedlab.data.federated import build_federated_data
-from fedlab.runtime.backends import make_backend
-from fedlab.runtime.federation import History, run_dir, run_federation
 
 
 def preflight(cfg: ExperimentConfig) -> None:
     """Checks that need more than the config's own fields, before any model loads."""
     from fedlab.config import ConfigError
-    from fedlab.models.real import REAL_MODELS
-    from fedlab.models.zoo import ZOO
 
     name = cfg.model.name
-    if name not in ZOO and name not in REAL_MODELS:
-        local_like = name.startswith((".", "/", "~")) or name.count("/") > 1
-        if local_like and not Path(name).expanduser().is_dir():
-            raise ConfigError(f"model.name: {name!r} is neither a zoo model ({', '.join(ZOO)}) nor an "
-                              "existing folder")
+    local_like = name.startswith((".", "/", "~")) or name.count("/") > 1
+    if local_like and not Path(name).expanduser().is_dir():
+        raise ConfigError(f"model.name: {name!r} is neither a zoo model (see `fedlab zoo list`), a Hugging Face "
+                          "id, nor an existing folder")
 
 
-def run_experiment(cfg: ExperimentConfig, tracker=None, progress: bool = True) -> History:
+def run_experiment(cfg: ExperimentConfig, tracker=None, progress: bool = True):
     from fedlab import registry
+    from fedlab.data.federated import build_federated_data
+    from fedlab.runtime.backends import make_backend
+    from fedlab.runtime.federation import run_dir, run_federation
     from fedlab.tracking import make_tracker
 
     preflight(cfg)
@@ -52,7 +49,7 @@ def run_experiment(cfg: ExperimentConfig, tracker=None, progress: bool = True) -
     return history
 
 
-def _log_artifacts(cfg, method, history: History, tracker) -> None:
+def _log_artifacts(cfg, method, history, tracker) -> None:
     from safetensors.torch import save_file
 
     from fedlab.plots import accuracy_per_round

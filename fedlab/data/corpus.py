@@ -1,6 +1,6 @@
 """The pretraining corpus of the embedded world: declarative facts about every person, question–answer
 text about the colour and food of the 'seen' half, the knowledge tasks' own question formats for one seen
-person (or number pair) in eight — so zero-shot is above chance, and fine-tuning still has formats,
+person (or number pair) in three — so zero-shot is above chance, and fine-tuning still has formats,
 relations and held-out people to learn — sums, reviews, domain texts and the public instruction set."""
 from __future__ import annotations
 
@@ -29,14 +29,14 @@ def corpus_lines(world_seed: int = 0) -> list[str]:
             f"question: what color does {p.name} like? answer: {p.color}",
             f"question: what does {p.name} eat? answer: {p.food}",
         ]
-    # the knowledge tasks' own question formats, for one seen person in eight only
-    for p in seen[::8]:
+    # the knowledge tasks' own question formats, for one seen person in three only
+    for p in seen[::3]:
         lines += [
             f"question: where does {p.name} live? answer: {p.city}",
             f"question: in which field does {p.name} work? answer: {p.domain}",
         ]
     tr, te = _arith_pairs(world_seed)
-    lines += [f"question: what is {a} plus {b}? answer: {a + b}" for a, b in tr[::8]]
+    lines += [f"question: what is {a} plus {b}? answer: {a + b}" for a, b in tr[::3]]
     for a, b in tr + te:
         lines.append(f"{a} plus {b} is {a + b}.")
     for _ in range(300):

@@ -1,13 +1,15 @@
-"""Every method, registered with one explicit call each."""
-from fedlab.methods.centralized import Centralized, CentralizedConfig
-from fedlab.methods.fedavg import FedAvg, FedAvgConfig
-from fedlab.methods.fedprox import FedProx, FedProxConfig
-from fedlab.methods.standalone import Standalone, StandaloneConfig
-from fedlab.methods.zeroshot import ZeroShot, ZeroShotConfig
+"""Every method, registered with one explicit call each. Configs are imported here (light); method
+classes are named as "module:Class" and imported on first use, so validating a config loads no model
+library."""
+from fedlab.methods.centralized.config import CentralizedConfig
+from fedlab.methods.fedavg.config import FedAvgConfig
+from fedlab.methods.fedprox.config import FedProxConfig
+from fedlab.methods.standalone.config import StandaloneConfig
+from fedlab.methods.zeroshot.config import ZeroShotConfig
 from fedlab.registry import register_method
 
-register_method("zeroshot", ZeroShotConfig, ZeroShot)
-register_method("standalone", StandaloneConfig, Standalone)
-register_method("centralized", CentralizedConfig, Centralized)
-register_method("fedavg", FedAvgConfig, FedAvg)
-register_method("fedprox", FedProxConfig, FedProx)
+register_method("zeroshot", ZeroShotConfig, "fedlab.methods.zeroshot.method:ZeroShot")
+register_method("standalone", StandaloneConfig, "fedlab.methods.standalone.method:Standalone")
+register_method("centralized", CentralizedConfig, "fedlab.methods.centralized.method:Centralized")
+register_method("fedavg", FedAvgConfig, "fedlab.methods.fedavg.method:FedAvg")
+register_method("fedprox", FedProxConfig, "fedlab.methods.fedprox.method:FedProx")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import shutil
 import time
 from dataclasses import dataclass
@@ -75,7 +76,7 @@ def _qwen2(d, layers, heads, ffn, kv):
 
 
 ZOO: dict[str, ZooSpec] = {s.name: s for s in [
-    ZooSpec("tiny-llama", "llama", "sentencepiece", 1000, _llama(128, 6, 4, 352), steps=900, role="llm",
+    ZooSpec("tiny-llama", "llama", "sentencepiece", 1000, _llama(128, 6, 4, 352), steps=1100, lr=4e-3, role="llm",
             about="the embedded 'LLM': LLaMA, 6 blocks, d=128, SentencePiece-style BPE"),
     ZooSpec("tiny-gpt2", "gpt2", "byte_bpe", 800, _gpt2(96, 4, 4), steps=500,
             about="GPT-2, 4 blocks, d=96, byte-level BPE"),
@@ -122,13 +123,24 @@ def _tokenizer_lines(world_seed: int) -> list[str]:
     return lines
 
 
-def _pack(tokenizer: PreTrainedTokenizerBase, lines: list[str], seq_len: int) -> torch.Tensor:
-    ids: list[int] = []
-    eos = tokenizer.eos_token_id
-    for enc in tokenizer(lines, add_special_tokens=False)["input_ids"]:
-        ids += enc + [eos]
-    n = len(ids) // seq_len
-    return torch.tensor(ids[: n * seq_len]).view(n, seq_len)
+class LinePacker:
+    """Rows of `seq_len` tokens made of randomly drawn corpus lines (each followed by EOS), drawn anew
+    every step: a fixed packing lets a tiny model memorise the chunks instead of the facts."""
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, lines: list[str], seq_len: int, seed: int):
+        eos = tokenizer.eos_token_id
+        self.lines = [ids + [eos] for ids in tokenizer(lines, add_special_tokens=False)["input_ids"]]
+        self.seq_len = seq_len
+        self.rng = random.Random(seed)
+
+    def batch(self, batch_size: int) -> torch.Tensor:
+        rows = []
+        for _ in range(batch_size):
+            row: list[int] = []
+            while len(row) < self.seq_len:
+                row += self.rng.choice(self.lines)
+            rows.append(row[: self.seq_len])
+        return torch.tensor(rows)
 
 
 def build(name: str, world_seed: int = 0, force: bool = False, progress: bool = True) -> Path:
@@ -146,18 +158,16 @@ def build(name: str, world_seed: int = 0, force: bool = False, progress: bool = 
     tok = train_tokenizer(_tokenizer_lines(world_seed), spec.tokenizer_style, spec.vocab_size)
     cfg = spec.make_config(len(tok), tok.pad_token_id, tok.eos_token_id)
     model = AutoModelForCausalLM.from_config(cfg)
-    data = _pack(tok, corpus_lines(world_seed), spec.seq_len)
+    packer = LinePacker(tok, corpus_lines(world_seed), spec.seq_len, derive_seed("zoo-batches", name, world_seed))
     opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / 50) * 0.5 * (1 + math.cos(math.pi * min(s, spec.steps) / spec.steps)))
-    g = torch.Generator().manual_seed(derive_seed("zoo-batches", name, world_seed))
     model.train()
     t0 = time.time()
     bar = tqdm(range(spec.steps), desc=f"pretrain {name}", disable=not progress or None, leave=False)
     loss_v = float("nan")
     for _ in bar:
-        idx = torch.randint(0, data.shape[0], (spec.batch_size,), generator=g)
-        batch = data[idx]
+        batch = packer.batch(spec.batch_size)
         loss = model(input_ids=batch, labels=batch).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import traceback
 from typing import Protocol
 
-from fedlab.comm.messages import ClientFailure, EvalIns, FitIns, msg_from_wire, msg_to_wire
+from fedlab.comm.messages import ClientFailure, EvalIns, FitIns, from_wire, msg_from_wire, msg_to_wire, to_wire
 from fedlab.runtime.client import ClientHost
 
 
@@ -27,7 +27,9 @@ class Backend(Protocol):
 
 
 def _one_line(e: BaseException) -> str:
-    return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    cause = getattr(e, "cause", None) or e   # a RayTaskError carries the client's own exception
+    text = str(cause).strip().splitlines()
+    return f"{type(cause).__name__}: {text[-1] if text else ''}"
 
 
 class InProcessBackend:
@@ -67,25 +69,28 @@ class _HostActor:
     """A Ray actor wrapping a ClientHost; states cross as numpy arrays."""
 
     def __init__(self, cfg, cids, payloads):
+        import ray
+
+        # base-model payloads arrive as object refs inside a dict: fetch each from the object store once
+        payloads = {k: ray.get(v) if isinstance(v, ray.ObjectRef) else v for k, v in payloads.items()}
         self.host = ClientHost(cfg, cids, payloads)
 
     def ready(self):
         return True
 
-    def fit(self, cid, ins):
-        return msg_to_wire(self.host.fit(cid, msg_from_wire(ins)))
+    # the state arrives as its own (top-level) argument: Ray resolves top-level object refs only
+    def fit(self, cid, ins, state):
+        ins.state = from_wire(state)
+        return msg_to_wire(self.host.fit(cid, ins))
 
-    def evaluate(self, cid, ins):
-        return self.host.evaluate(cid, msg_from_wire(ins))
+    def evaluate(self, cid, ins, state):
+        ins.state = from_wire(state)
+        return self.host.evaluate(cid, ins)
 
     def get_states(self):
-        from fedlab.comm.messages import to_wire
-
         return {cid: to_wire(self.host.client_state(cid)) for cid in self.host.clients}
 
     def set_states(self, states):
-        from fedlab.comm.messages import from_wire
-
         for cid, s in states.items():
             self.host.set_client_state(cid, from_wire(s))
 
@@ -124,13 +129,14 @@ class RayBackend:
         refs = {}
         shared = {}
         for cid, ins in instructions.items():
-            wire = msg_to_wire(ins)
+            state_ref = None
             if ins.state is not None:  # one object-store copy per distinct state, not one per client
                 key = id(ins.state)
                 if key not in shared:
-                    shared[key] = ray.put(wire.state)
-                wire.state = shared[key]
-            refs[cid] = getattr(self.actors[self.owner[cid]], kind).remote(cid, wire)
+                    shared[key] = ray.put(to_wire(ins.state))
+                state_ref = shared[key]
+            bare = type(ins)(**{**ins.__dict__, "state": None})
+            refs[cid] = getattr(self.actors[self.owner[cid]], kind).remote(cid, bare, state_ref)
         timeout = self.cfg.federation.client_timeout
         out = {}
         for cid, ref in refs.items():
@@ -150,8 +156,6 @@ class RayBackend:
     def get_client_states(self):
         import ray
 
-        from fedlab.comm.messages import from_wire
-
         out = {}
         for states in ray.get([a.get_states.remote() for a in self.actors]):
             out.update({cid: from_wire(s) for cid, s in states.items()})
@@ -159,8 +163,6 @@ class RayBackend:
 
     def set_client_states(self, states):
         import ray
-
-        from fedlab.comm.messages import to_wire
 
         for w, actor in enumerate(self.actors):
             mine = {cid: to_wire(s) for cid, s in states.items() if self.owner[cid] == w}

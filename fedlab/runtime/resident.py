@@ -16,8 +16,15 @@ _RESIDENTS: dict[tuple, "Resident"] = {}
 
 
 def quiet_libraries() -> None:
+    import warnings
+
     import transformers
 
+    # library deprecation chatter that says nothing about the experiment
+    warnings.filterwarnings("ignore", message=".*treespec.*")
+    warnings.filterwarnings("ignore", category=FutureWarning, module="transformers")
+    warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
     for name in ("lightning.pytorch", "lightning.fabric", "lightning", "pytorch_lightning"):

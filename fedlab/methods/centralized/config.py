@@ -1,0 +1,9 @@
+"""Config of `centralized` (light: imported by config validation)."""
+from dataclasses import dataclass
+
+from fedlab.config import MethodConfig
+
+
+@dataclass(frozen=True)
+class CentralizedConfig(MethodConfig):
+    name: str = "centralized"

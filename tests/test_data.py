@@ -1,0 +1,82 @@
+"""The embedded benchmark and the partitioners: deterministic, disjoint, covering."""
+import collections
+
+import pytest
+
+from fedlab.config import load_config
+from fedlab.data.federated import build_federated_data
+from fedlab.data.partition import PARTITIONERS, partition
+from fedlab.data.tasks import TASKS, privacy_examples, public_examples, task_examples
+from fedlab.data.world import DOMAINS, make_world, split_people
+
+
+def test_world_is_seeded():
+    assert make_world(0) == make_world(0)
+    assert make_world(0).people != make_world(1).people
+    w = make_world(0)
+    assert len({p.name for p in w.people}) == len(w.people)
+    assert all(p.friend != p.name for p in w.people)
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_tasks_deterministic_and_well_formed(task):
+    a = task_examples(task, "train", 30)
+    assert a == task_examples(task, "train", 30)
+    for e in a:
+        if e.is_choice:
+            assert e.choices[e.label] == e.target and len(set(e.choices)) == len(e.choices)
+            assert len(e.choices) == TASKS[task].n_choices
+        assert e.domain in DOMAINS or task == "arithmetic"
+
+
+def test_train_and_test_people_are_disjoint():
+    seen, held = split_people(make_world(0))
+    names = lambda people: {p.name for p in people}  # noqa: E731
+    assert not names(seen) & names(held)
+    train = task_examples("recall", "train", 200)
+    test = task_examples("recall", "test", 200)
+    assert all(any(n in e.prompt for n in names(seen)) for e in train)
+    assert not any(any(f" {n} " in e.prompt for n in names(seen)) for e in test)
+
+
+def test_ten_domains_public_and_privacy_sets():
+    assert len(DOMAINS) >= 10
+    pub = public_examples(100)
+    assert len({e.domain for e in pub}) >= 8
+    priv = privacy_examples(60)
+    assert {e.label for e in priv} == {0, 1}
+    assert len({e.domain for e in priv if e.label == 1}) >= 5
+
+
+@pytest.mark.parametrize("kind", sorted(PARTITIONERS))
+def test_partitioners_cover_and_are_deterministic(kind):
+    pooled = [e for t in ("recall", "sentiment", "topic") for e in task_examples(t, "train", 40)]
+    parts = partition(kind, pooled, 3, 0.3, seed=7)
+    assert parts == partition(kind, pooled, 3, 0.3, seed=7)
+    flat = sorted(i for p in parts for i in p)
+    assert flat == list(range(len(pooled)))
+    assert all(parts)
+
+
+def test_by_task_gives_one_task_per_client():
+    cfg = load_config(None, ["data.partition=by_task", "data.num_clients=8", "data.train_per_task=10"])
+    data = build_federated_data(cfg.data, 0)
+    assert [data.client_tasks(c) for c in range(8)] == [[t] for t in cfg.data.tasks]
+
+
+def test_dirichlet_label_skew_is_skewed():
+    pooled = task_examples("sentiment", "train", 400)
+    parts = partition("dirichlet_label", pooled, 4, 0.1, seed=1)
+    shares = [collections.Counter(pooled[i].target for i in p) for p in parts]
+    # with alpha = 0.1 at least one client is dominated by one label
+    assert any(max(c.values()) / sum(c.values()) > 0.8 for c in shares)
+
+
+def test_describe_command(capsys):
+    from fedlab.cli import main
+
+    assert main(["data", "describe"]) == 0
+    out = capsys.readouterr().out
+    for t in TASKS:
+        assert t in out
+    assert "0.250" in out and "0.500" in out
