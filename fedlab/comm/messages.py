@@ -19,8 +19,16 @@ def state_nbytes(state: Optional[State]) -> int:
     return sum(v.numel() * v.element_size() for v in state.values())
 
 
-def _small_nbytes(obj) -> int:
-    return len(json.dumps(obj, default=str).encode()) if obj else 0
+def _small_nbytes(obj: dict | None) -> int:
+    """Bytes of a small dict as sent: its keys, 8 bytes per number, JSON text for anything else (so the
+    count does not depend on how many digits a float happens to print with)."""
+    if not obj:
+        return 0
+    total = 0
+    for k, v in obj.items():
+        total += len(str(k).encode())
+        total += 8 if isinstance(v, (int, float, bool)) else len(json.dumps(v, default=str).encode())
+    return total
 
 
 @dataclass

@@ -152,7 +152,10 @@ def build(name: str, world_seed: int = 0, force: bool = False, progress: bool = 
         return out
     spec = ZOO[name]
     from fedlab.data.corpus import corpus_lines
+    from fedlab.runtime.resident import quiet_libraries
     from fedlab.seeding import derive_seed
+
+    quiet_libraries()
 
     torch.manual_seed(derive_seed("zoo", name, world_seed))
     tok = train_tokenizer(_tokenizer_lines(world_seed), spec.tokenizer_style, spec.vocab_size)
@@ -218,6 +221,9 @@ def resolve(name: str) -> str:
 
 def load_model(name: str, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32):
     """(model, tokenizer) for a zoo name, a local Hugging Face folder or a Hub id."""
+    from fedlab.runtime.resident import quiet_libraries
+
+    quiet_libraries()
     path = resolve(name)
     tok = AutoTokenizer.from_pretrained(path)
     if tok.pad_token is None:

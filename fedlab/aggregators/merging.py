@@ -1,0 +1,101 @@
+"""FedProxy's server analysis and merging kernels (SPEC.md §1.2, §1.4, §1.6): conflict scores,
+heterogeneity, consensus weights, H-TIES and TIES. Pure, vectorised over P, inputs never modified."""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from fedlab.aggregators.basic import magnitude_trim, pairwise_cosine
+
+
+def _check_tau(tau: Tensor) -> None:
+    if tau.dim() != 2:
+        raise ValueError(f"tau must be [K, P], got shape {tuple(tau.shape)}")
+
+
+def conflict_scores(tau: Tensor) -> Tensor:
+    """FedProxy Eq. 7: C_d = 1 − |Σ_k sign(τ_k[d])| / K, with sign(0) = 0."""
+    _check_tau(tau)
+    k = tau.shape[0]
+    if k == 0:
+        return tau.new_zeros(tau.shape[1])
+    agree = torch.sign(tau).sum(dim=0).abs()
+    return 1.0 - agree.to(torch.float32 if not tau.is_floating_point() else tau.dtype) / k
+
+
+def heterogeneity(sim: Tensor) -> tuple[Tensor, Tensor]:
+    """FedProxy Eq. 5: h_k = 1 − (1/(K−1)) Σ_{j≠k} max(0, S_kj), and its min-max normalisation over clients
+    (0 where max == min). K = 1 gives h = 0 (no division by K − 1 = 0)."""
+    k = sim.shape[0]
+    if sim.shape != (k, k):
+        raise ValueError(f"sim must be [K, K], got shape {tuple(sim.shape)}")
+    if k <= 1:
+        z = sim.new_zeros(k)
+        return z, z.clone()
+    off = ~torch.eye(k, dtype=torch.bool, device=sim.device)
+    h = 1.0 - (sim.clamp(min=0) * off).sum(dim=1) / (k - 1)
+    lo, hi = h.min(), h.max()
+    span = hi - lo
+    h_norm = torch.where(span > 0, (h - lo) / torch.where(span > 0, span, torch.ones_like(span)),
+                         torch.zeros_like(h))
+    return h, h_norm
+
+
+def consensus_weights(sim: Tensor) -> Tensor:
+    """FedProxy Eq. 6: w_k = softmax_k(Σ_{j≠k} |S_kj|)."""
+    k = sim.shape[0]
+    if sim.shape != (k, k):
+        raise ValueError(f"sim must be [K, K], got shape {tuple(sim.shape)}")
+    off = ~torch.eye(k, dtype=torch.bool, device=sim.device)
+    return torch.softmax((sim.abs() * off).sum(dim=1), dim=0)
+
+
+def _sign_gated_mean(that: Tensor, w: Tensor, select: Tensor) -> Tensor:
+    # Σ_{k selected} τ̂_k[d] / Σ_{k selected} w_k, per d (0 where nothing is selected)
+    num = (that * select).sum(dim=0)
+    den = (w[:, None] * select).sum(dim=0)
+    return torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(num))
+
+
+def h_ties(tau: Tensor, *, r0: float = 1.0, delta: float = 0.2, rho: float = 1.1, eps: float = 1e-8) -> Tensor:
+    """FedProxy Eqs. 5, 6, 10–13 — the global delta Δφ:
+    r_k = clip(r0 − δ·h_norm_k, 0, 1); τ̃_k = magnitude_trim(τ_k, r_k); τ̂_k = w_k τ̃_k;
+    P_d = Σ_{τ̂>0} |τ̂_k[d]|, N_d = Σ_{τ̂<0} |τ̂_k[d]|;
+    Δ[d] = Σ_{τ̂>0} τ̂_k[d] / Σ_{τ̂>0} w_k if P_d/(N_d+ε) ≥ ρ, elif N_d/(P_d+ε) ≥ ρ the same over τ̂ < 0, else 0."""
+    _check_tau(tau)
+    if rho < 1:
+        raise ValueError(f"rho: {rho!r} is not allowed; expected a number >= 1 (sign-dominance ratio)")
+    k, p = tau.shape
+    if k == 0:
+        return tau.new_zeros(p)
+    sim = pairwise_cosine(tau)
+    _, h_norm = heterogeneity(sim)
+    w = consensus_weights(sim).to(tau.dtype)
+    r = (r0 - delta * h_norm).clamp(0.0, 1.0)
+    that = w[:, None] * magnitude_trim(tau, r)
+    pos, neg = that > 0, that < 0
+    p_mass = (that * pos).sum(dim=0)
+    n_mass = -(that * neg).sum(dim=0)
+    pos_wins = p_mass / (n_mass + eps) >= rho
+    neg_wins = ~pos_wins & (n_mass / (p_mass + eps) >= rho)
+    return torch.where(pos_wins, _sign_gated_mean(that, w, pos),
+                       torch.where(neg_wins, _sign_gated_mean(that, w, neg), torch.zeros_like(p_mass)))
+
+
+def ties(tau: Tensor, *, density: float = 0.2, weights: Tensor | None = None) -> Tensor:
+    """TIES-merging (SPEC.md §1.6): trim each client to `density`; elect the sign per entry as the sign of
+    Σ_k w_k τ̃_k (0 counts as +); average the agreeing non-zero entries with their weights."""
+    _check_tau(tau)
+    k, p = tau.shape
+    if k == 0:
+        return tau.new_zeros(p)
+    w = (torch.ones(k, dtype=tau.dtype, device=tau.device) if weights is None
+         else torch.as_tensor(weights, dtype=tau.dtype, device=tau.device).reshape(-1))
+    if w.numel() != k:
+        raise ValueError(f"weights has {w.numel()} entries for {k} clients")
+    trimmed = magnitude_trim(tau, density)
+    elected = torch.where((w[:, None] * trimmed).sum(dim=0) >= 0, 1.0, -1.0).to(tau.dtype)
+    agree = (trimmed != 0) & (torch.sign(trimmed) == elected)
+    num = (w[:, None] * trimmed * agree).sum(dim=0)
+    den = (w[:, None] * agree).sum(dim=0)
+    return torch.where(den != 0, num / torch.where(den != 0, den, torch.ones_like(den)), torch.zeros_like(num))

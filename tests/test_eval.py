@@ -1,0 +1,29 @@
+"""Evaluation: log-likelihood scoring against a hand computation, Rouge-L and exact match."""
+import torch
+import torch.nn.functional as F
+
+from fedlab.data.tasks import Example
+from fedlab.eval import choice_loglikelihoods, mc_accuracy, rouge_l_and_em
+
+
+def test_choice_loglikelihood_matches_hand_computation(pico_zoo):
+    from fedlab.models.zoo import load_model
+
+    model, tok = load_model("pico-llama")
+    ex = Example("question: where does bob live? answer:", "paris", "t", "d", ("paris", "rome"), 0)
+    scores = choice_loglikelihoods(model, tok, [ex])[0]
+    for choice, got in zip(ex.choices, scores):
+        ctx = tok(ex.prompt, add_special_tokens=False)["input_ids"]
+        full = tok(ex.prompt + " " + choice, add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            logp = F.log_softmax(model(torch.tensor([full])).logits[0], -1)
+        want = sum(logp[i - 1, full[i]].item() for i in range(len(ctx), len(full)))
+        assert abs(got - want) < 1e-4
+    best = max(range(2), key=lambda j: scores[j])
+    assert mc_accuracy(model, tok, [ex]) == float(best == 0)
+
+
+def test_rouge_l_and_exact_match():
+    rl, em = rouge_l_and_em(["bob lives in paris.", "alice"], ["Bob lives in Paris", "carol likes soup"])
+    assert em == 0.5
+    assert 0.49 < rl < 0.51  # 1.0 for the first pair, 0.0 for the second

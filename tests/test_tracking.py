@@ -1,0 +1,106 @@
+"""MLflow: a run of `fedlab run` is found through a real `mlflow server`'s REST API, metrics read back."""
+import contextlib
+import io
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import PICO
+from fedlab.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str):
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return json.loads(r.read().decode() or "{}")
+
+
+def _post(url: str, body: dict):
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read().decode())
+
+
+@pytest.fixture(scope="module")
+def finished_run(pico_zoo, tmp_path_factory):
+    """`fedlab run` as a user types it, in a fresh folder (default MLflow store: ./mlruns/mlflow.db)."""
+    tmp = tmp_path_factory.mktemp("tracked")
+    buf = io.StringIO()
+    with contextlib.chdir(tmp), contextlib.redirect_stdout(buf):
+        code = main(["run", str(ROOT / "experiments/baselines/fedavg_hetero.yaml"), *PICO, "data.num_clients=8",
+                     "tracking.experiment=fedlab-test"])
+    assert code == 0
+    assert "| mean (over clients)" in buf.getvalue() and "zero-shot" in buf.getvalue()
+    return tmp
+
+
+def test_run_is_in_mlflow_with_artifacts(finished_run):
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{finished_run}/mlruns/mlflow.db")
+    runs = mlflow.search_runs(experiment_names=["fedlab-test"], output_format="list")
+    assert len(runs) == 1
+    run = runs[0]
+    assert run.data.params["method.name"] == "fedavg" and run.data.params["data.num_clients"] == "8"
+    assert 0 <= run.data.metrics["acc/mean"] <= 1 and run.data.metrics["bytes/up"] > 0
+    client = mlflow.MlflowClient()
+    hist = client.get_metric_history(run.info.run_id, "acc/client_7")
+    assert [m.step for m in hist] == [0, 1, 2]
+    names = {a.path for a in client.list_artifacts(run.info.run_id)} | {
+        a.path for a in client.list_artifacts(run.info.run_id, "plots")}
+    assert {"config.yaml", "adapters.safetensors", "plots/accuracy_per_round.png"} <= names
+    # the artifacts live under mlruns/
+    assert list((finished_run / "mlruns").rglob("accuracy_per_round.png"))
+
+
+def test_report_reads_runs_back(finished_run):
+    buf = io.StringIO()
+    with contextlib.chdir(finished_run), contextlib.redirect_stdout(buf):
+        assert main(["report", "--experiment", "fedlab-test"]) == 0
+    out = buf.getvalue()
+    assert "fedavg" in out and "pico-llama" in out and "FINISHED" in out
+
+
+def test_mlflow_server_rest_api(finished_run):
+    port = _free_port()
+    db = f"sqlite:///{finished_run}/mlruns/mlflow.db"
+    proc = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", db,
+                             "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=finished_run)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/health", timeout=2)
+                break
+            except Exception:
+                if time.time() > deadline or proc.poll() is not None:
+                    pytest.fail("mlflow server did not start")
+                time.sleep(1)
+        exp = _get(f"{base}/api/2.0/mlflow/experiments/get-by-name?"
+                   + urllib.parse.urlencode({"experiment_name": "fedlab-test"}))["experiment"]
+        runs = _post(f"{base}/api/2.0/mlflow/runs/search", {"experiment_ids": [exp["experiment_id"]]})["runs"]
+        assert len(runs) == 1
+        run_id = runs[0]["info"]["run_id"]
+        hist = _get(f"{base}/api/2.0/mlflow/metrics/get-history?"
+                    + urllib.parse.urlencode({"run_id": run_id, "metric_key": "acc/mean"}))["metrics"]
+        assert sorted(m["step"] for m in hist) == [0, 1, 2]
+        assert all(0 <= m["value"] <= 1 for m in hist)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

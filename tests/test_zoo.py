@@ -1,0 +1,57 @@
+"""The zoo: own tokenizers in different styles, cached builds, and any HF folder through load_model."""
+import json
+
+import pytest
+import torch
+
+from fedlab.models import zoo
+from fedlab.models.tokenizers import train_tokenizer
+
+LINES = ["we utilize the dynamic programming approach to align tokens .", "paris lives in 12 plus 7 ."] * 20
+
+
+@pytest.mark.parametrize("style, marker", [("sentencepiece", "▁"), ("byte_bpe", "Ġ"),
+                                           ("byte_bpe_digits", "Ġ"), ("wordpiece", "##")])
+def test_tokenizer_styles(style, marker):
+    tok = train_tokenizer(LINES, style, 120)
+    pieces = tok.tokenize("we utilize the dynamic approach 127")
+    assert any(marker in p for p in pieces) or (style == "wordpiece" and pieces)
+    if style == "byte_bpe_digits":
+        assert {"1", "2", "7"} <= set(pieces)
+    assert tok.pad_token_id is not None
+
+
+def test_pico_zoo_builds_cached_with_distinct_tokenizers(pico_zoo):
+    a, ta = zoo.load_model("pico-llama")
+    b, tb = zoo.load_model("pico-gpt2")
+    assert a.config.model_type == "llama" and b.config.model_type == "gpt2"
+    assert len(ta) != len(tb) and ta.tokenize("tell me")[0].startswith("▁")
+    meta = json.loads((zoo.zoo_dir("pico-llama") / "meta.json").read_text())
+    assert meta["steps"] == zoo.ZOO["pico-llama"].steps and meta["final_loss"] > 0
+    mtime = (zoo.zoo_dir("pico-llama") / "meta.json").stat().st_mtime
+    zoo.build("pico-llama")  # cached: not rebuilt
+    assert (zoo.zoo_dir("pico-llama") / "meta.json").stat().st_mtime == mtime
+
+
+def test_any_local_hf_folder_loads_through_the_same_interface(tmp_path):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tok = train_tokenizer(LINES, "sentencepiece", 100)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=2, pad_token_id=tok.pad_token_id)
+    torch.manual_seed(0)
+    LlamaForCausalLM(cfg).save_pretrained(tmp_path / "m")
+    tok.save_pretrained(tmp_path / "m")
+    model, t = zoo.load_model(str(tmp_path / "m"))
+    assert model.config.num_hidden_layers == 2 and len(t) == len(tok)
+    with pytest.raises(FileNotFoundError, match="model.name"):
+        zoo.load_model(str(tmp_path / "missing"))
+
+
+def test_zoo_list_command(pico_zoo, capsys):
+    from fedlab.cli import main
+
+    assert main(["zoo", "list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("tiny-llama", "tiny-gpt2", "tiny-opt", "tiny-bloom", "tiny-qwen2"):
+        assert name in out
