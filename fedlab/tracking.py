@@ -15,8 +15,12 @@ def _artifact_location(root: str, experiment: str) -> str:
 
 
 def setup_mlflow(uri: str, artifact_root: str, experiment: str):
+    import logging
+
     import mlflow
 
+    for name in ("mlflow", "alembic"):  # schema-migration chatter on a new store
+        logging.getLogger(name).setLevel(logging.WARNING)
     if uri.startswith("sqlite:///"):
         db = Path(uri[len("sqlite:///"):])
         db.parent.mkdir(parents=True, exist_ok=True)

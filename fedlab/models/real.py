@@ -48,7 +48,14 @@ def ensure(name: str) -> Path:
     tmp = out.with_name(out.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tok = AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name)
-    model = AutoModelForCausalLM.from_pretrained(str(src.parent), gguf_file=src.name)
+    loaded = AutoModelForCausalLM.from_pretrained(str(src.parent), gguf_file=src.name)
+    # the weights are de-quantised on load; re-home them in a plain model (transformers refuses to save a
+    # model still marked as gguf-quantised)
+    config = loaded.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config)
+    model.load_state_dict(loaded.state_dict())
     model.save_pretrained(tmp)
     tok.save_pretrained(tmp)
     shutil.rmtree(out, ignore_errors=True)

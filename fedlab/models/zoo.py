@@ -231,3 +231,32 @@ def load_model(name: str, device: str | torch.device = "cpu", dtype: torch.dtype
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device)
     model.eval()
     return model, tok
+
+
+def load_encoder(name: str, device: str | torch.device = "cpu"):
+    """(encoder, tokenizer) for a sentence/encoder model (e.g. `minilm-l6`, any BERT folder or Hub id)."""
+    from transformers import AutoModel
+
+    from fedlab.runtime.resident import quiet_libraries
+
+    quiet_libraries()
+    path = resolve(name)
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModel.from_pretrained(path).to(device)
+    model.eval()
+    return model, tok
+
+
+@torch.no_grad()
+def sentence_embeddings(model, tokenizer, texts: list[str], batch_size: int = 64) -> torch.Tensor:
+    """Mean-pooled, L2-normalised sentence embeddings (the all-MiniLM-L6-v2 recipe)."""
+    out = []
+    device = next(model.parameters()).device
+    for i in range(0, len(texts), batch_size):
+        enc = tokenizer(texts[i:i + batch_size], padding=True, truncation=True, max_length=128,
+                        return_tensors="pt").to(device)
+        hidden = model(**enc).last_hidden_state
+        mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+        emb = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
+        out.append(torch.nn.functional.normalize(emb, dim=-1).cpu())
+    return torch.cat(out) if out else torch.zeros(0)
