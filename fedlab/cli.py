@@ -22,12 +22,17 @@ def format_table(rows: list[list], header: list[str]) -> str:
 
 
 def final_table(history) -> str:
-    """Per task and mean: zero-shot (round 0) against the final round."""
+    """Per task and mean: zero-shot (round 0) against the final round; for methods that evaluate a
+    server LLM after fusion (FedProxy), the LLM's zero-shot and fused accuracy too."""
     zero, last = history.rounds[0], history.final
     tasks = sorted({k.split("_", 1)[1] for k in list(zero) + list(last) if k.startswith("acc/task_")})
-    rows = [[t, zero.get(f"acc/task_{t}"), last.get(f"acc/task_{t}")] for t in tasks]
-    rows.append(["mean (over clients)", zero.get("acc/mean"), last.get("acc/mean")])
-    return format_table(rows, ["task", "zero-shot", f"final (round {last.get('round')})"])
+    extra = [p for p in ("llm_zeroshot/", "llm/") if f"{p}acc/mean" in last]
+    rows = [[t, zero.get(f"acc/task_{t}"), last.get(f"acc/task_{t}")] + [last.get(f"{p}acc/task_{t}") for p in extra]
+            for t in tasks]
+    rows.append(["mean (over clients)", zero.get("acc/mean"), last.get("acc/mean")]
+                + [last.get(f"{p}acc/mean") for p in extra])
+    names = {"llm_zeroshot/": "LLM zero-shot", "llm/": "LLM after fusion"}
+    return format_table(rows, ["task", "zero-shot", f"final (round {last.get('round')})"] + [names[p] for p in extra])
 
 
 def cmd_run(args) -> int:

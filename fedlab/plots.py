@@ -29,3 +29,36 @@ def accuracy_per_round(history_rounds: list[dict], path: str | Path, title: str 
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def similarity_heatmap(sim, path: str | Path, title: str = "") -> Path:
+    """The K×K cosine similarity of client updates."""
+    fig, ax = plt.subplots(figsize=(4.6, 4))
+    im = ax.imshow(sim, vmin=-1, vmax=1, cmap="RdBu_r")
+    k = len(sim)
+    ax.set_xticks(range(k))
+    ax.set_yticks(range(k))
+    for i in range(k):
+        for j in range(k):
+            ax.text(j, i, f"{float(sim[i][j]):.2f}", ha="center", va="center", fontsize=7)
+    fig.colorbar(im, ax=ax, fraction=0.046)
+    ax.set_title(title or "client update cosine similarity")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def conflict_histogram(conflict, path: str | Path, title: str = "") -> Path:
+    """Distribution of the per-parameter conflict scores C_d."""
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    ax.hist(conflict, bins=20, range=(0, 1), color="#b5523b")
+    ax.set_xlabel("conflict score C_d")
+    ax.set_ylabel("parameters")
+    ax.set_title(title or "conflict scores")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

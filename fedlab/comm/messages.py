@@ -36,9 +36,10 @@ class FitIns:
     round: int
     state: Optional[State] = None          # None: the client continues from its own state
     config: dict = field(default_factory=dict)
+    aux: Optional[State] = None            # tensors sent beside the state (e.g. FedProxy's conflict scores)
 
     def nbytes(self) -> int:
-        return state_nbytes(self.state) + _small_nbytes(self.config)
+        return state_nbytes(self.state) + state_nbytes(self.aux) + _small_nbytes(self.config)
 
 
 @dataclass
@@ -92,14 +93,15 @@ def from_wire(wire) -> Optional[State]:
     return {k: torch.from_numpy(np.array(a, copy=True)) for k, (a, _) in wire.items()}
 
 
+_TENSOR_FIELDS = ("state", "aux")
+
+
 def msg_to_wire(msg):
-    """A copy of a message whose state is numpy arrays (for Ray)."""
-    if getattr(msg, "state", None) is None:
-        return msg
-    return type(msg)(**{**msg.__dict__, "state": to_wire(msg.state)})
+    """A copy of a message whose tensor fields are numpy arrays (for Ray)."""
+    changes = {f: to_wire(getattr(msg, f)) for f in _TENSOR_FIELDS if getattr(msg, f, None) is not None}
+    return type(msg)(**{**msg.__dict__, **changes}) if changes else msg
 
 
 def msg_from_wire(msg):
-    if getattr(msg, "state", None) is None:
-        return msg
-    return type(msg)(**{**msg.__dict__, "state": from_wire(msg.state)})
+    changes = {f: from_wire(getattr(msg, f)) for f in _TENSOR_FIELDS if getattr(msg, f, None) is not None}
+    return type(msg)(**{**msg.__dict__, **changes}) if changes else msg

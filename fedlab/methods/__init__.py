@@ -4,6 +4,7 @@ library."""
 from fedlab.methods.centralized.config import CentralizedConfig
 from fedlab.methods.fedavg.config import FedAvgConfig
 from fedlab.methods.fedprox.config import FedProxConfig
+from fedlab.methods.fedproxy.config import FedProxyConfig, TiesConfig
 from fedlab.methods.standalone.config import StandaloneConfig
 from fedlab.methods.zeroshot.config import ZeroShotConfig
 from fedlab.registry import register_method
@@ -13,3 +14,5 @@ register_method("standalone", StandaloneConfig, "fedlab.methods.standalone.metho
 register_method("centralized", CentralizedConfig, "fedlab.methods.centralized.method:Centralized")
 register_method("fedavg", FedAvgConfig, "fedlab.methods.fedavg.method:FedAvg")
 register_method("fedprox", FedProxConfig, "fedlab.methods.fedprox.method:FedProx")
+register_method("fedproxy", FedProxyConfig, "fedlab.methods.fedproxy.method:FedProxy")
+register_method("ties", TiesConfig, "fedlab.methods.fedproxy.method:FedProxy")

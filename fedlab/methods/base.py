@@ -17,6 +17,8 @@ class FedMethod:
     def __init__(self, cfg, data):
         self.cfg, self.data = cfg, data
         self.global_state: dict | None = None
+        self.tracker = None      # set by run_federation: methods may log their own artifacts
+        self.out_dir = None
 
     @property
     def resident(self):

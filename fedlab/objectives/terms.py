@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from fedlab.objectives.penalties import proximal_penalty
+from fedlab.objectives.penalties import pcr_penalty, proximal_penalty
 
 
 def target_cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
@@ -59,3 +59,19 @@ class ProximalTerm(ParamsTerm):
 
     def forward(self, module, batch, outputs) -> Tensor:
         return proximal_penalty(self.flat_params(module), self.anchor, self.mu)
+
+
+class PCRTerm(ParamsTerm):
+    """FedProxy's conflict-aware regulariser Σ_d C_d (φ[d] − φ^(t)[d])² (Eq. 9); with
+    weighting='consensus' the weights are 1 − C (the ablation of SPEC.md §1.3)."""
+    name = "pcr"
+
+    def __init__(self, keys, anchor, conflict: Tensor, weighting: str = "conflict"):
+        super().__init__(keys, anchor)
+        if weighting not in ("conflict", "consensus"):
+            raise ValueError(f"method.pcr_weighting: {weighting!r} is not allowed; allowed: conflict, consensus")
+        weights = conflict.detach().float() if weighting == "conflict" else 1.0 - conflict.detach().float()
+        self.register_buffer("weights", weights.clone(), persistent=False)
+
+    def forward(self, module, batch, outputs) -> Tensor:
+        return pcr_penalty(self.flat_params(module), self.anchor, self.weights)

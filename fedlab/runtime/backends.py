@@ -80,6 +80,7 @@ class _HostActor:
 
     # the state arrives as its own (top-level) argument: Ray resolves top-level object refs only
     def fit(self, cid, ins, state):
+        ins = msg_from_wire(ins)
         ins.state = from_wire(state)
         return msg_to_wire(self.host.fit(cid, ins))
 
@@ -135,7 +136,7 @@ class RayBackend:
                 if key not in shared:
                     shared[key] = ray.put(to_wire(ins.state))
                 state_ref = shared[key]
-            bare = type(ins)(**{**ins.__dict__, "state": None})
+            bare = msg_to_wire(type(ins)(**{**ins.__dict__, "state": None}))
             refs[cid] = getattr(self.actors[self.owner[cid]], kind).remote(cid, bare, state_ref)
         timeout = self.cfg.federation.client_timeout
         out = {}

@@ -12,10 +12,9 @@ from torch.utils.data import DataLoader
 from fedlab.comm.messages import EvalIns, EvalRes, FitIns, FitRes
 from fedlab.data.collate import PadCollator, TokenizedExamples
 from fedlab.data.federated import build_federated_data
-from fedlab.eval.multiple_choice import mc_accuracy
-from fedlab.eval.generation import generation_scores
+from fedlab.eval.tasks import evaluate_task
 from fedlab.objectives.modules import ClientModule, Weighted
-from fedlab.runtime.resident import get_resident, quiet_libraries, resolve_device
+from fedlab.runtime.resident import as_transform, get_resident, quiet_libraries, resolve_device
 from fedlab.seeding import derive_seed, seed_everything
 from fedlab.transforms.lora import get_state, set_state
 
@@ -44,9 +43,11 @@ class LoraClient:
     def cfg(self):
         return self.host.cfg
 
+    transform: tuple | None = None   # the model transform of the latest instruction (e.g. FedProxy's proxy)
+
     @property
     def resident(self):
-        return self.host.resident_for(self.cid)
+        return self.host.resident_for(self.cid, self.transform)
 
     def train_examples(self, ins: FitIns):
         data = self.host.data
@@ -67,6 +68,7 @@ class LoraClient:
         return self.own_state if self.own_state is not None else self.resident.init_state
 
     def fit(self, ins: FitIns) -> FitRes:
+        self.transform = as_transform(ins.config.get("transform"))
         res = self.resident
         start = self.start_state(ins)
         set_state(res.model, start)
@@ -89,13 +91,14 @@ class LoraClient:
         return FitRes(self.cid, ins.round, new, len(ds), metrics)
 
     def evaluate(self, ins: EvalIns) -> EvalRes:
+        self.transform = as_transform(ins.config.get("transform"))
         res = self.resident
         state = self.start_state(ins)
         tag = ins.config.get("tag")
         metrics = {}
         loaded = False
         for task in self.host.data.client_tasks(self.cid):
-            key = (res.name, tag, task)
+            key = (res.name, self.transform, tag, task)
             if tag is not None and key in self.host.eval_cache:
                 metrics.update(self.host.eval_cache[key])
                 continue
@@ -128,9 +131,9 @@ class ClientHost:
     def model_name_for(self, cid: int) -> str:
         return self.cfg.model.name
 
-    def resident_for(self, cid: int):
+    def resident_for(self, cid: int, transform: tuple | None = None):
         name = self.model_name_for(cid)
-        return get_resident(self.cfg, name, self.payloads.get(name))
+        return get_resident(self.cfg, name, self.payloads.get(name), transform)
 
     def fit(self, cid: int, ins: FitIns) -> FitRes:
         return self.clients[cid].fit(ins)
@@ -139,15 +142,7 @@ class ClientHost:
         return self.clients[cid].evaluate(ins)
 
     def evaluate_task(self, res, task: str) -> dict:
-        examples = list(self.data.test[task])
-        if self.cfg.eval.max_per_task:
-            examples = examples[: self.cfg.eval.max_per_task]
-        if examples and examples[0].is_choice:
-            acc = mc_accuracy(res.model, res.tokenizer, examples, self.cfg.eval.length_normalized,
-                              self.cfg.model.max_length, self.cfg.eval.batch_size)
-            return {f"acc/{task}": acc, f"n/{task}": len(examples)}
-        scores = generation_scores(res.model, res.tokenizer, examples)
-        return {f"rougeL/{task}": scores["rougeL"], f"em/{task}": scores["em"], f"n/{task}": len(examples)}
+        return evaluate_task(res.model, res.tokenizer, self.data, task, self.cfg)
 
     def client_state(self, cid: int):
         return self.clients[cid].own_state

@@ -92,6 +92,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
     num_clients = method.data.num_clients
     cids = list(range(num_clients))
     rounds = cfg.federation.rounds if method.trains else 0
+    method.tracker, method.out_dir = (tracker if tracker.run_id else None), str(out)
     backend.start(cfg, num_clients)
     start = 1
     method.setup()

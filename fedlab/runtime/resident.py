@@ -59,12 +59,33 @@ def base_payload(name: str):
     return model.config, tok, state
 
 
-def get_resident(cfg, name: str | None = None, payload=None) -> Resident:
-    """The process's resident model for (base name, LoRA settings, seed, device), created on first use."""
+def apply_model_transform(model, transform: tuple | None):
+    """Model → model transforms a resident may be built with, named by a hashable spec:
+    ("proxy", kept_layers) — FedProxy's compressed proxy (SPEC.md §1.1)."""
+    if not transform:
+        return model
+    kind, *args = transform
+    if kind == "proxy":
+        from fedlab.transforms.compress import make_proxy
+
+        return make_proxy(model, list(args[0]), copy=False)
+    raise ValueError(f"unknown model transform {kind!r}")
+
+
+def as_transform(spec) -> tuple | None:
+    """A transform spec from a message config (JSON lists) as a hashable tuple."""
+    if not spec:
+        return None
+    return tuple(tuple(x) if isinstance(x, list) else x for x in spec)
+
+
+def get_resident(cfg, name: str | None = None, payload=None, transform: tuple | None = None) -> Resident:
+    """The process's resident model for (base name, transform, LoRA settings, seed, device), created on
+    first use."""
     name = name or cfg.model.name
     lc = cfg.model.lora
     device = resolve_device(cfg.backend.device)
-    key = (name, lc.r, lc.alpha, lc.dropout, tuple(lc.target_modules or ()), cfg.seed, device)
+    key = (name, transform, lc.r, lc.alpha, lc.dropout, tuple(lc.target_modules or ()), cfg.seed, device)
     if key in _RESIDENTS:
         return _RESIDENTS[key]
     quiet_libraries()
@@ -81,10 +102,11 @@ def get_resident(cfg, name: str | None = None, payload=None) -> Resident:
         model, tok = load_model(name)
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
+    model = apply_model_transform(model, transform)
     for p in model.parameters():
         p.requires_grad_(False)
     pm, spec = apply_lora(model, lc.r, lc.alpha, lc.dropout, lc.target_modules,
-                          seed=derive_seed(cfg.seed, "lora-init", name))
+                          seed=derive_seed(cfg.seed, "lora-init", name, transform))
     pm.to(device)
     res = Resident(name, pm, tok, spec, get_state(pm, spec.communicated), device)
     _RESIDENTS[key] = res

@@ -2,7 +2,7 @@
 captured with forward hooks, block selection, and the proxy SLM that keeps the selected blocks."""
 from __future__ import annotations
 
-import copy
+import copy as _copy
 import math
 from typing import Sequence
 
@@ -100,10 +100,10 @@ def measure_block_influence(model, batches) -> Tensor:
     return sums / max(count, 1.0)
 
 
-def make_proxy(model, kept_layers: list[int]):
-    """A copy of `model` that keeps the embeddings, final norm, LM head and the blocks in `kept_layers`
-    (indices into the original), recording `kept_layers` on its config."""
-    proxy = copy.deepcopy(model)
+def make_proxy(model, kept_layers: list[int], copy: bool = True):
+    """`model` (a copy unless copy=False) keeping the embeddings, final norm, LM head and the blocks in
+    `kept_layers` (indices into the original), with `kept_layers` recorded on its config."""
+    proxy = _copy.deepcopy(model) if copy else model
     blocks = decoder_blocks(proxy)
     kept = torch.nn.ModuleList([blocks[i] for i in kept_layers])
     for new_idx, blk in enumerate(kept):  # attention modules index their KV cache by layer
@@ -112,7 +112,7 @@ def make_proxy(model, kept_layers: list[int]):
                 mod.layer_idx = new_idx
     blocks_parent, attr = _parent_of(proxy, blocks)
     setattr(blocks_parent, attr, kept)
-    cfg = proxy.config
+    cfg = proxy.config = _copy.deepcopy(proxy.config)
     for key in ("num_hidden_layers", "n_layer"):
         if hasattr(cfg, key):
             setattr(cfg, key, len(kept_layers))

@@ -1,0 +1,55 @@
+"""Config of `fedproxy` and its variants (light: imported by config validation)."""
+from dataclasses import dataclass
+
+from fedlab.config import MethodConfig, check, choose
+
+
+@dataclass(frozen=True)
+class FedProxyConfig(MethodConfig):
+    name: str = "fedproxy"
+    kappa: float = 0.5               # fraction of the LLM's blocks removed to make the proxy (Eq. 1)
+    bi_samples: int = 256            # public samples for block influence (Eq. 4)
+    aggregator: str = "h_ties"       # h_ties | fedavg (the 'w/o H-TIES' ablation) | ties
+    pcr_lambda: float = 1e-5         # λ of PCR (Eq. 8); 0 is the 'w/o PCR' ablation
+    pcr_weighting: str = "conflict"  # conflict (Eq. 9) | consensus (1 − C, ablation)
+    r0: float = 1.0                  # H-TIES base retention (Eq. 10)
+    delta: float = 0.2               # H-TIES heterogeneity penalty δ
+    rho: float = 1.1                 # H-TIES sign-dominance ratio ρ ≥ 1 (Eq. 12)
+    eps: float = 1e-8
+    density: float = 0.2             # TIES density (aggregator=ties)
+    mu: float = 0.0                  # FedProx μ on the proxy's clients (0: none)
+    pooled: bool = False             # centralized training of the proxy on pooled data
+    fusion: str = "plugin"           # plugin (Eq. 3) | proxy_tuning (Appendix C.2)
+
+    def validate(self, p):
+        check(0.0 <= self.kappa < 1.0, f"{p}.kappa", self.kappa, "a fraction of blocks in [0, 1)")
+        check(self.bi_samples >= 1, f"{p}.bi_samples", self.bi_samples, "an integer >= 1")
+        choose(self.aggregator, ["h_ties", "fedavg", "ties"], f"{p}.aggregator")
+        check(self.pcr_lambda >= 0, f"{p}.pcr_lambda", self.pcr_lambda, "a number >= 0")
+        choose(self.pcr_weighting, ["conflict", "consensus"], f"{p}.pcr_weighting")
+        check(0 <= self.r0 <= 1, f"{p}.r0", self.r0, "a number in [0, 1]")
+        check(self.delta >= 0, f"{p}.delta", self.delta, "a number >= 0")
+        check(self.rho >= 1, f"{p}.rho", self.rho, "a number >= 1 (the sign-dominance ratio)")
+        check(0 < self.density <= 1, f"{p}.density", self.density, "a number in (0, 1]")
+        check(self.mu >= 0, f"{p}.mu", self.mu, "a number >= 0")
+        choose(self.fusion, ["plugin", "proxy_tuning"], f"{p}.fusion")
+
+    def check_experiment(self, cfg):
+        from fedlab.models.inspect import num_blocks
+
+        n = num_blocks(cfg.model.name)
+        if n is not None:
+            dropped = int(self.kappa * n + 0.5)
+            check(dropped < n, "method.kappa", self.kappa,
+                  f"a fraction that leaves at least one of the {n} blocks of {cfg.model.name} (kappa < "
+                  f"{(n - 0.5) / n:.3f})")
+        check(self.bi_samples <= max(1, cfg.data.public_size), "method.bi_samples", self.bi_samples,
+              f"at most data.public_size ({cfg.data.public_size})")
+
+
+@dataclass(frozen=True)
+class TiesConfig(FedProxyConfig):
+    """TIES-merging on the proxy (no PCR), then the same fusion."""
+    name: str = "ties"
+    aggregator: str = "ties"
+    pcr_lambda: float = 0.0

@@ -1,0 +1,23 @@
+"""Facts about a model read from its config file only (no weights, no torch): for config validation."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+_ZOO_BLOCKS = {"tiny-llama": 6, "tiny-gpt2": 4, "tiny-opt": 4, "tiny-bloom": 4, "tiny-qwen2": 4,
+               "pico-llama": 4, "pico-gpt2": 2, "pico-opt": 2, "pico-bloom": 2, "pico-qwen2": 2,
+               "smollm2-135m": 30}
+
+
+def num_blocks(name: str) -> int | None:
+    """Decoder blocks of a zoo model or a local folder; None when unknown without loading."""
+    if name in _ZOO_BLOCKS:
+        return _ZOO_BLOCKS[name]
+    cfg = Path(os.path.expanduser(name)) / "config.json"
+    if cfg.exists():
+        c = json.loads(cfg.read_text())
+        for key in ("num_hidden_layers", "n_layer", "num_layers"):
+            if key in c:
+                return int(c[key])
+    return None

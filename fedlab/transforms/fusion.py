@@ -1,0 +1,42 @@
+"""FedProxy fusion (SPEC.md §1.5): plug-in fusion of the tuned proxy into the LLM (Eq. 3) and the
+proxy-tuning logit variant (Appendix C.2)."""
+from __future__ import annotations
+
+import copy
+from types import SimpleNamespace
+
+import torch
+from torch import nn
+
+from fedlab.transforms.compress import decoder_blocks
+
+
+def merged_proxy(peft_proxy) -> nn.Module:
+    """A plain copy of a LoRA-wrapped proxy with W ← W + (α/r)·BA merged in (the resident is untouched)."""
+    return copy.deepcopy(peft_proxy).merge_and_unload()
+
+
+@torch.no_grad()
+def plug_in_fusion(llm: nn.Module, proxy: nn.Module, kept_layers: list[int]) -> nn.Module:
+    """FedProxy Eq. 3: a copy of the LLM whose block kept_layers[i] is overwritten by proxy block i; the
+    dropped blocks keep the LLM's weights. Same architecture, zero extra inference cost."""
+    fused = copy.deepcopy(llm)
+    dst, src = decoder_blocks(fused), decoder_blocks(proxy)
+    if len(src) != len(kept_layers):
+        raise ValueError(f"proxy has {len(src)} blocks but kept_layers names {len(kept_layers)}")
+    for i, j in enumerate(kept_layers):
+        dst[j].load_state_dict(src[i].state_dict())
+    return fused
+
+
+class ProxyTuned(nn.Module):
+    """Proxy tuning: logits = LLM(x) + proxy_tuned(x) − proxy_untuned(x); no weights change."""
+
+    def __init__(self, llm: nn.Module, tuned: nn.Module, untuned: nn.Module):
+        super().__init__()
+        self.llm, self.tuned, self.untuned = llm, tuned, untuned
+
+    def forward(self, input_ids, attention_mask=None, **kwargs):
+        kw = dict(input_ids=input_ids, attention_mask=attention_mask)
+        logits = self.llm(**kw).logits + self.tuned(**kw).logits - self.untuned(**kw).logits
+        return SimpleNamespace(logits=logits)

@@ -1,0 +1,78 @@
+"""FedProxy end to end on a pico model: compression, PCR, H-TIES/TIES/FedAvg, both fusions."""
+import pytest
+import torch
+
+from conftest import PICO
+from fedlab.config import ConfigError, load_config
+from fedlab.experiment import run_experiment
+from fedlab.objectives import pcr_penalty
+from fedlab.transforms.compress import make_proxy
+from fedlab.transforms.fusion import ProxyTuned, plug_in_fusion
+
+SMALL = PICO + ["data.partition=by_task", "data.num_clients=2", "data.tasks=[recall,sentiment]",
+                "tracking.enabled=false", "data.public_size=32", "method.bi_samples=32"]
+
+
+def _run(tmp_path, *extra):
+    return run_experiment(load_config(None, ["method.name=fedproxy", *SMALL, f"output_dir={tmp_path}/runs", *extra]),
+                          progress=False)
+
+
+def test_pcr_penalty_by_hand():
+    params = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    v = pcr_penalty(params, torch.tensor([0.0, 0.0, 1.0]), torch.tensor([1.0, 0.0, 0.5]))
+    assert torch.isclose(v, torch.tensor(1.0 + 0.0 + 0.5 * 4))
+    v.backward()
+    assert torch.allclose(params.grad, torch.tensor([2.0, 0.0, 2.0]))
+
+
+def test_fedproxy_runs_with_pcr_and_logs_server_analysis(pico_zoo, tmp_path):
+    h = _run(tmp_path, "method.pcr_lambda=1.0")
+    r1, r2 = h.rounds[1], h.rounds[2]
+    assert r1["loss/pcr"] == 0.0          # C^(0) = 0: no penalty in the first round
+    assert r2["loss/pcr"] > 0.0
+    for cid in (0, 1):
+        assert 0 <= r2[f"server/r_client_{cid}"] <= 1 and r2[f"server/w_client_{cid}"] > 0
+    assert 0 <= r2["server/conflict_mean"] <= 1
+    f = h.final
+    assert f["proxy/kept_layers"] == 2      # pico-llama: 4 blocks, κ = 0.5
+    assert 0 <= f["llm/acc/mean"] <= 1 and 0 <= f["llm_zeroshot/acc/mean"] <= 1
+    assert r2["bytes/down"] > r2["bytes/up"]  # φ and C go down, only φ_k comes up
+
+
+@pytest.mark.parametrize("extra", [["method.aggregator=fedavg", "method.pcr_lambda=0"],
+                                   ["method.name=ties"], ["method.fusion=proxy_tuning"],
+                                   ["method.pooled=true"], ["method.mu=0.1", "method.aggregator=fedavg"]])
+def test_fedproxy_variants_run(pico_zoo, tmp_path, extra):
+    h = _run(tmp_path, *extra)
+    assert 0 <= h.final["llm/acc/mean"] <= 1
+
+
+def test_fusion_of_an_untuned_proxy_is_the_llm(pico_zoo):
+    from fedlab.models.zoo import load_model
+
+    llm, tok = load_model("pico-llama")
+    kept = [0, 3]
+    proxy = make_proxy(llm, kept)
+    fused = plug_in_fusion(llm, proxy, kept)
+    for (n, a), (_, b) in zip(llm.state_dict().items(), fused.state_dict().items()):
+        assert torch.equal(a, b), n
+    batch = tok(["question: what is 2 plus 3? answer: 5"], return_tensors="pt")
+    pt = ProxyTuned(llm, proxy, make_proxy(llm, kept))
+    assert torch.allclose(pt(**batch).logits, llm(**batch).logits, atol=1e-5)
+
+
+def test_kappa_that_leaves_no_block_fails_before_loading():
+    with pytest.raises(ConfigError, match="method.kappa"):
+        load_config(None, ["method.name=fedproxy", "model.name=pico-llama", "method.kappa=0.9"])
+    with pytest.raises(ConfigError, match="method.rho"):
+        load_config(None, ["method.name=fedproxy", "method.rho=0.9"])
+
+
+def test_block_counts_known_without_loading_match_the_zoo():
+    from fedlab.models.inspect import _ZOO_BLOCKS
+    from fedlab.models.zoo import ZOO
+
+    for name, spec in ZOO.items():
+        cfg = spec.make_config(100, 0, 1)
+        assert _ZOO_BLOCKS[name] == getattr(cfg, "num_hidden_layers", getattr(cfg, "n_layer", None)), name
