@@ -1,0 +1,192 @@
+"""Ray Tune grids over dotted config keys: each trial a full fedlab run, logged to MLflow as a child of
+one parent run; a failing trial is retried (`max_failures`) and never stops the others; an interrupted
+sweep resumes with its finished trials kept; the end prints a ranked table, writes it as CSV and logs a
+heatmap of the metric over two chosen axes to the parent run."""
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import os
+import sys
+from pathlib import Path
+
+import yaml
+
+
+def parse_axis(item: str) -> tuple[str, list]:
+    """`key=v1,v2,…` → (key, [values parsed as YAML])."""
+    from fedlab.config import ConfigError
+
+    if "=" not in item:
+        raise ConfigError(f"--set {item!r}: expected key=v1,v2,... (e.g. method.rho=1.0,1.5)")
+    key, raw = item.split("=", 1)
+    values = [yaml.safe_load(v) for v in raw.split(",") if v != ""]
+    if not values:
+        raise ConfigError(f"--set {item!r}: no values")
+    return key.strip(), values
+
+
+def validate_grid(base: str, grid: dict[str, list], overrides: list[str]) -> None:
+    """Every grid point must validate before any trial starts (bad keys and values fail fast)."""
+    from fedlab.config import load_config
+
+    for point in itertools.product(*grid.values()):
+        load_config(base, [*overrides, *(f"{k}={json.dumps(v)}" for k, v in zip(grid, point))])
+
+
+def _trial(config: dict, fixed: dict) -> None:
+    """One Tune trial: a full fedlab run with the trial's grid point (`config`) applied on top of the
+    sweep's fixed settings (`fixed`, shipped once with tune.with_parameters)."""
+    from ray import tune
+
+    from fedlab.config import load_config
+    from fedlab.experiment import run_experiment
+    from fedlab.tracking import make_tracker
+
+    point = {k: config[k] for k in fixed["keys"]}
+    cfg = load_config(fixed["base"], [*fixed["overrides"], *(f"{k}={json.dumps(v)}" for k, v in point.items())])
+    marker = Path(fixed["folder"]) / "fail_once"
+    if fixed.get("fail_on") and all(point.get(k) == v for k, v in fixed["fail_on"].items()) and not marker.exists():
+        marker.write_text(json.dumps(point))
+        raise RuntimeError(f"injected failure for {point}")  # fault injection (tests): fails the first time only
+    name = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in point.items())
+    tracker = make_tracker(cfg, tags={"mlflow.parentRunId": fixed["parent"], "fedlab.sweep": fixed["name"],
+                                      "mlflow.runName": name})
+    try:
+        h = run_experiment(cfg, tracker=tracker, progress=False)
+    except BaseException:
+        tracker.finish("FAILED")
+        raise
+    tracker.finish()
+    f = h.final
+    tune.report({"acc_mean": f.get("acc/mean", float("nan")),
+                 "llm_acc_mean": f.get("llm/acc/mean", f.get("acc/mean", float("nan"))),
+                 "mlflow_run_id": tracker.run_id or ""})
+
+
+def _absolute_tracking(overrides: list[str], base: str) -> list[str]:
+    """Trials run in other processes and folders: pin the MLflow store, artifacts and outputs absolutely."""
+    from fedlab.config import load_config
+
+    cfg = load_config(base, overrides)
+    uri = cfg.tracking.uri
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        uri = "sqlite:///" + str(Path(uri[len("sqlite:///"):]).resolve())
+    return [*overrides, f"tracking.uri={uri}", f"tracking.artifact_root={Path(cfg.tracking.artifact_root).resolve()}",
+            f"output_dir={Path(cfg.output_dir).resolve()}"]
+
+
+def run_sweep(base: str, grid: dict[str, list], overrides: list[str], name: str, storage: str = "sweeps/results",
+              address: str | None = None, num_cpus: int | None = None, cpus_per_trial: float = 1.0,
+              gpus_per_trial: float = 0.0, max_failures: int = 1, metric: str = "llm_acc_mean",
+              heatmap_axes: tuple[str, str] | None = None, resume: bool = True, fail_on: dict | None = None) -> list[dict]:
+    import mlflow
+    import ray
+    from ray import tune
+
+    from fedlab.config import load_config
+    from fedlab.tracking import setup_mlflow
+
+    validate_grid(base, grid, overrides)
+    overrides = _absolute_tracking(overrides, base)
+    cfg = load_config(base, overrides)
+    folder = Path(storage).resolve() / name
+    folder.mkdir(parents=True, exist_ok=True)
+
+    # the parent MLflow run (continued, not duplicated, when the sweep resumes)
+    setup_mlflow(cfg.tracking.uri, cfg.tracking.artifact_root, cfg.tracking.experiment)
+    parent_file = folder / "parent_run_id"
+    parent_id = parent_file.read_text().strip() if parent_file.exists() and resume else None
+    parent = mlflow.start_run(run_id=parent_id, run_name=None if parent_id else f"sweep-{name}")
+    parent_file.write_text(parent.info.run_id)
+    if not parent_id:
+        mlflow.log_params({"sweep.base": base, "sweep.grid": json.dumps(grid)[:5000],
+                           "sweep.overrides": " ".join(overrides)[:5000]})
+
+    os.environ["RAY_CHDIR_TO_TRIAL_DIR"] = "0"
+    if not ray.is_initialized():
+        if address:
+            ray.init(address=address, include_dashboard=False, logging_level="ERROR")
+        else:
+            ray.init(num_cpus=num_cpus, include_dashboard=False, logging_level="ERROR")
+    fixed = {"keys": list(grid), "base": str(Path(base).resolve()), "overrides": overrides,
+             "parent": parent.info.run_id, "name": name, "fail_on": fail_on or {}, "folder": str(folder)}
+    trainable = tune.with_resources(tune.with_parameters(_trial, fixed=fixed),
+                                    {"cpu": cpus_per_trial, "gpu": gpus_per_trial})
+    space = {k: tune.grid_search(v) for k, v in grid.items()}
+    exp_path = folder / "tune"
+    if resume and tune.Tuner.can_restore(str(exp_path)):
+        print(f"[fedlab] resuming sweep {exp_path} (finished trials are kept)", file=sys.stderr)
+        tuner = tune.Tuner.restore(str(exp_path), trainable=trainable, resume_errored=True, param_space=space)
+    else:
+        tuner = tune.Tuner(trainable, param_space=space,
+                           tune_config=tune.TuneConfig(metric=metric, mode="max"),
+                           run_config=tune.RunConfig(name="tune", storage_path=str(folder), verbose=1,
+                                                     failure_config=tune.FailureConfig(max_failures=max_failures)))
+    results = tuner.fit()
+
+    rows = []
+    for r in results:
+        row = {k: r.config.get(k) for k in grid}
+        m = r.metrics or {}
+        row.update({"acc_mean": m.get("acc_mean"), "llm_acc_mean": m.get("llm_acc_mean"),
+                    "mlflow_run_id": m.get("mlflow_run_id"), "status": "ERROR" if r.error else "OK"})
+        rows.append(row)
+    rows.sort(key=lambda x: (x[metric] is None, -(x[metric] or 0.0)))
+    csv_path = folder / "ranked.csv"
+    with csv_path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    mlflow.log_artifact(str(csv_path))
+    if heatmap_axes and all(a in grid for a in heatmap_axes):
+        png = sweep_heatmap(rows, heatmap_axes, metric, folder / "heatmap.png")
+        mlflow.log_artifact(str(png), "plots")
+    ok = [r for r in rows if r["status"] == "OK" and r[metric] is not None]
+    if ok:
+        mlflow.log_metrics({f"best_{metric}": ok[0][metric], "trials_ok": len(ok), "trials_failed": len(rows) - len(ok)})
+    mlflow.end_run()
+    return rows
+
+
+def sweep_heatmap(rows: list[dict], axes: tuple[str, str], metric: str, path: Path) -> Path:
+    """Mean of `metric` over every other axis, on the grid of the two chosen axes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    xs = sorted({r[axes[0]] for r in rows}, key=str)
+    ys = sorted({r[axes[1]] for r in rows}, key=str)
+    grid = np.full((len(ys), len(xs)), np.nan)
+    for i, y in enumerate(ys):
+        for j, x in enumerate(xs):
+            vals = [r[metric] for r in rows if r[axes[0]] == x and r[axes[1]] == y and r[metric] is not None]
+            if vals:
+                grid[i, j] = float(np.mean(vals))
+    fig, ax = plt.subplots(figsize=(1.3 * len(xs) + 2.5, 1.0 * len(ys) + 2))
+    im = ax.imshow(grid, cmap="viridis", origin="lower")
+    ax.set_xticks(range(len(xs)), [str(x) for x in xs])
+    ax.set_yticks(range(len(ys)), [str(y) for y in ys])
+    ax.set_xlabel(axes[0])
+    ax.set_ylabel(axes[1])
+    for i in range(len(ys)):
+        for j in range(len(xs)):
+            if not np.isnan(grid[i, j]):
+                ax.text(j, i, f"{grid[i, j]:.3f}", ha="center", va="center", color="white", fontsize=8)
+    fig.colorbar(im, ax=ax, fraction=0.046, label=metric)
+    ax.set_title(f"{metric} (mean over other axes)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def format_ranked(rows: list[dict], keys: list[str], metric: str, limit: int = 20) -> str:
+    from fedlab.cli import format_table
+
+    table = [[i + 1, *[str(r[k]) for k in keys], r["acc_mean"], r["llm_acc_mean"], r["status"]]
+             for i, r in enumerate(rows[:limit])]
+    return format_table(table, ["rank", *keys, "proxy acc", "LLM acc", "status"])

@@ -1,0 +1,48 @@
+"""The sweep: trials as MLflow children of one parent, a failing trial does not stop the others, an
+interrupted (here: partly failed) sweep resumes with its finished trials kept, ranked CSV and heatmap."""
+import csv
+
+import pytest
+
+from conftest import PICO
+
+pytest.importorskip("ray")
+
+
+def test_sweep_children_failure_resume_and_outputs(pico_zoo, tmp_path):
+    import mlflow
+    import ray
+
+    from fedlab.sweep import parse_axis, run_sweep
+
+    overrides = [*PICO, "federation.rounds=1", "data.public_size=16", "method.bi_samples=16",
+                 "data.num_clients=2", "data.tasks=[recall,sentiment]", f"tracking.uri=sqlite:///{tmp_path}/m.db",
+                 f"tracking.artifact_root={tmp_path}/art", f"output_dir={tmp_path}/runs"]
+    grid = dict([parse_axis("method.rho=1.0,1.5"), parse_axis("method.delta=0.0,0.5")])
+    base = "experiments/fedproxy/hetero.yaml"
+    try:
+        rows = run_sweep(base, grid, overrides, "t", storage=str(tmp_path / "sw"), num_cpus=2, max_failures=0,
+                         heatmap_axes=("method.rho", "method.delta"), fail_on={"method.rho": 1.5, "method.delta": 0.5})
+        status = {(r["method.rho"], r["method.delta"]): r["status"] for r in rows}
+        assert status.pop((1.5, 0.5)) == "ERROR" and set(status.values()) == {"OK"}
+        done = {r["mlflow_run_id"] for r in rows if r["status"] == "OK"}
+        # run again: the errored trial resumes, the three finished ones are kept (not re-run)
+        rows2 = run_sweep(base, grid, overrides, "t", storage=str(tmp_path / "sw"), num_cpus=2, max_failures=0,
+                          heatmap_axes=("method.rho", "method.delta"))
+    finally:
+        ray.shutdown()
+    assert [r["status"] for r in rows2] == ["OK"] * 4
+    assert done <= {r["mlflow_run_id"] for r in rows2}
+    with open(tmp_path / "sw" / "t" / "ranked.csv") as fh:
+        ranked = list(csv.DictReader(fh))
+    assert len(ranked) == 4
+    values = [float(r["llm_acc_mean"]) for r in ranked]
+    assert values == sorted(values, reverse=True)
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/m.db")
+    runs = mlflow.search_runs(experiment_names=["fedlab"], output_format="list")
+    parents = [r for r in runs if r.info.run_name == "sweep-t"]
+    assert len(parents) == 1
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
+    assert len([c for c in children if c.info.status == "FINISHED"]) == 4
+    arts = {a.path for a in mlflow.MlflowClient().list_artifacts(parents[0].info.run_id, "plots")}
+    assert "plots/heatmap.png" in arts
