@@ -76,3 +76,51 @@ def test_block_counts_known_without_loading_match_the_zoo():
     for name, spec in ZOO.items():
         cfg = spec.make_config(100, 0, 1)
         assert _ZOO_BLOCKS[name] == getattr(cfg, "num_hidden_layers", getattr(cfg, "n_layer", None)), name
+
+
+def test_emulator_indices_by_hand():
+    from fedlab.methods.fedproxy.offsite import emulator_indices
+
+    assert emulator_indices(5, 3) == [0, 2, 4]
+    assert emulator_indices(4, 3) == [0, 2, 3]      # 1.5 rounds half up
+    assert emulator_indices(4, 1) == [0]
+    assert emulator_indices(6, 6) == list(range(6))
+
+
+@pytest.mark.parametrize("method, extra, lora_blocks", [
+    ("fedot", ["method.adapter_front=1", "method.adapter_back=1"], {0, 2}),
+    ("fedot_et", ["method.adapter_front=1", "method.adapter_back=1"], {0, 1, 2}),
+    ("fedbiot", ["method.adapter_front=0", "method.adapter_back=2"], {1, 2}),
+])
+def test_offsite_family_layout_and_plug_in(pico_zoo, tmp_path, method, extra, lora_blocks):
+    from fedlab.data.federated import build_federated_data
+    from fedlab.methods.fedproxy.offsite import OffsiteTuning
+
+    cfg = load_config(None, [f"method.name={method}", *SMALL, f"output_dir={tmp_path}/runs", *extra])
+    ot = OffsiteTuning(cfg, build_federated_data(cfg.data, 0))
+    ot.setup()
+    # pico-llama: 4 blocks; middle of 2 (or 2 for fedbiot) sub-sampled by κ = 0.5 to 1 block
+    assert len(ot.kept_layers) == 3
+    keys = ot.resident.spec.communicated
+    got = {int(k.split(".layers.")[1].split(".")[0]) for k in keys}
+    assert got == lora_blocks
+    # plug-in touches the adapters only: LLM blocks outside them are unchanged
+    fused = ot.fused_llm()
+    from fedlab.transforms.compress import decoder_blocks
+
+    adapters = {ot.kept_layers[p] for p in ot.adapter_positions}
+    for j, (a, b) in enumerate(zip(decoder_blocks(ot.llm), decoder_blocks(fused))):
+        if j not in adapters:
+            assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+
+
+def test_fedbiot_sends_the_realigned_emulator(pico_zoo, tmp_path):
+    h = _run(tmp_path, "method.name=fedbiot", "method.adapter_front=0", "method.adapter_back=2")
+    r1, r2 = h.rounds[1], h.rounds[2]
+    assert r1["server/realign_kl"] >= 0
+    assert r2["bytes/down"] > r1["bytes/down"]   # from round 2 the emulator weights travel down too
+
+
+def test_offsite_adapters_must_leave_a_middle():
+    with pytest.raises(ConfigError, match="method.adapter_front"):
+        load_config(None, ["method.name=fedot", "model.name=pico-llama"])

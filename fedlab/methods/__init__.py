@@ -4,7 +4,8 @@ library."""
 from fedlab.methods.centralized.config import CentralizedConfig
 from fedlab.methods.fedavg.config import FedAvgConfig
 from fedlab.methods.fedprox.config import FedProxConfig
-from fedlab.methods.fedproxy.config import FedProxyConfig, TiesConfig
+from fedlab.methods.fedproxy.config import (FedBiOTConfig, FedOTETConfig, FedProxyConfig, OffsiteConfig,
+                                            OTConfig, TiesConfig)
 from fedlab.methods.standalone.config import StandaloneConfig
 from fedlab.methods.zeroshot.config import ZeroShotConfig
 from fedlab.registry import register_method
@@ -16,3 +17,7 @@ register_method("fedavg", FedAvgConfig, "fedlab.methods.fedavg.method:FedAvg")
 register_method("fedprox", FedProxConfig, "fedlab.methods.fedprox.method:FedProx")
 register_method("fedproxy", FedProxyConfig, "fedlab.methods.fedproxy.method:FedProxy")
 register_method("ties", TiesConfig, "fedlab.methods.fedproxy.method:FedProxy")
+register_method("ot", OTConfig, "fedlab.methods.fedproxy.offsite:OffsiteTuning")
+register_method("fedot", OffsiteConfig, "fedlab.methods.fedproxy.offsite:OffsiteTuning")
+register_method("fedbiot", FedBiOTConfig, "fedlab.methods.fedproxy.offsite:OffsiteTuning")
+register_method("fedot_et", FedOTETConfig, "fedlab.methods.fedproxy.offsite:OffsiteTuning")

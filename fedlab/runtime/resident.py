@@ -61,7 +61,8 @@ def base_payload(name: str):
 
 def apply_model_transform(model, transform: tuple | None):
     """Model → model transforms a resident may be built with, named by a hashable spec:
-    ("proxy", kept_layers) — FedProxy's compressed proxy (SPEC.md §1.1)."""
+    ("proxy", kept_layers[, lora_layers]) — FedProxy's compressed proxy (SPEC.md §1.1), or an
+    Offsite-Tuning adapter+emulator model; lora_layers (proxy positions) limits where LoRA goes."""
     if not transform:
         return model
     kind, *args = transform
@@ -105,8 +106,9 @@ def get_resident(cfg, name: str | None = None, payload=None, transform: tuple | 
     model = apply_model_transform(model, transform)
     for p in model.parameters():
         p.requires_grad_(False)
+    lora_layers = transform[2] if transform and len(transform) > 2 else None
     pm, spec = apply_lora(model, lc.r, lc.alpha, lc.dropout, lc.target_modules,
-                          seed=derive_seed(cfg.seed, "lora-init", name, transform))
+                          seed=derive_seed(cfg.seed, "lora-init", name, transform), layers=lora_layers)
     pm.to(device)
     res = Resident(name, pm, tok, spec, get_state(pm, spec.communicated), device)
     _RESIDENTS[key] = res

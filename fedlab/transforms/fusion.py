@@ -17,15 +17,17 @@ def merged_proxy(peft_proxy) -> nn.Module:
 
 
 @torch.no_grad()
-def plug_in_fusion(llm: nn.Module, proxy: nn.Module, kept_layers: list[int]) -> nn.Module:
+def plug_in_fusion(llm: nn.Module, proxy: nn.Module, kept_layers: list[int],
+                   positions: list[int] | None = None) -> nn.Module:
     """FedProxy Eq. 3: a copy of the LLM whose block kept_layers[i] is overwritten by proxy block i; the
-    dropped blocks keep the LLM's weights. Same architecture, zero extra inference cost."""
+    dropped blocks keep the LLM's weights. Same architecture, zero extra inference cost. `positions`
+    limits the plug-in to some proxy blocks (Offsite-Tuning plugs in its adapters only)."""
     fused = copy.deepcopy(llm)
     dst, src = decoder_blocks(fused), decoder_blocks(proxy)
     if len(src) != len(kept_layers):
         raise ValueError(f"proxy has {len(src)} blocks but kept_layers names {len(kept_layers)}")
-    for i, j in enumerate(kept_layers):
-        dst[j].load_state_dict(src[i].state_dict())
+    for i in (range(len(kept_layers)) if positions is None else positions):
+        dst[kept_layers[i]].load_state_dict(src[i].state_dict())
     return fused
 
 

@@ -32,11 +32,13 @@ def lora_targets(model: torch.nn.Module, target_modules: list[str] | None) -> li
 
 
 def apply_lora(model: torch.nn.Module, r: int, alpha: float, dropout: float,
-               target_modules: list[str] | None = None, seed: int = 0):
-    """Wrap `model` with one LoRA adapter (A random with a seeded init, B = 0) and freeze the base.
-    Returns (peft_model, AdapterSpec) where every LoRA A/B matrix is trainable and communicated."""
+               target_modules: list[str] | None = None, seed: int = 0, layers: list[int] | None = None):
+    """Wrap `model` with one LoRA adapter (A random with a seeded init, B = 0) and freeze the base;
+    `layers` restricts LoRA to those decoder blocks (None: all). Returns (peft_model, AdapterSpec) where
+    every LoRA A/B matrix is trainable and communicated."""
     cfg = PeftLoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout,
-                         target_modules=lora_targets(model, target_modules), task_type="CAUSAL_LM")
+                         target_modules=lora_targets(model, target_modules), task_type="CAUSAL_LM",
+                         layers_to_transform=list(layers) if layers is not None else None)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         pm = get_peft_model(model, cfg)

@@ -53,3 +53,57 @@ class TiesConfig(FedProxyConfig):
     name: str = "ties"
     aggregator: str = "ties"
     pcr_lambda: float = 0.0
+
+
+@dataclass(frozen=True)
+class OffsiteConfig(FedProxyConfig):
+    """The Offsite-Tuning family on the LLM (SPEC.md §1.6): adapters = the first `adapter_front` and last
+    `adapter_back` blocks with LoRA, emulator = the middle blocks uniformly sub-sampled by κ, frozen."""
+    name: str = "fedot"
+    aggregator: str = "fedavg"
+    pcr_lambda: float = 0.0
+    adapter_front: int = 2
+    adapter_back: int = 2
+    train_emulator: bool = False     # FedOT-ET: LoRA on the emulator too (discarded at plug-in)
+    realign: bool = False            # FedBiOT: the server re-aligns the emulator by KD on public data
+    realign_steps: int = 10
+    realign_lr: float = 1e-4
+
+    def validate(self, p):
+        super().validate(p)
+        check(self.adapter_front >= 0 and self.adapter_back >= 0 and self.adapter_front + self.adapter_back >= 1,
+              f"{p}.adapter_front", self.adapter_front, "adapter_front, adapter_back >= 0 with at least one adapter")
+        check(self.realign_steps >= 1, f"{p}.realign_steps", self.realign_steps, "an integer >= 1")
+        check(self.realign_lr > 0, f"{p}.realign_lr", self.realign_lr, "a number > 0")
+        check(self.fusion == "plugin", f"{p}.fusion", self.fusion, "'plugin' (adapters are plugged into the LLM)")
+
+    def check_experiment(self, cfg):
+        from fedlab.models.inspect import num_blocks
+
+        n = num_blocks(cfg.model.name)
+        if n is not None:
+            check(n > self.adapter_front + self.adapter_back, "method.adapter_front", self.adapter_front,
+                  f"adapters that leave a middle for the emulator: adapter_front + adapter_back < {n} blocks")
+
+
+@dataclass(frozen=True)
+class OTConfig(OffsiteConfig):
+    """Offsite-Tuning with one data owner holding the pooled data."""
+    name: str = "ot"
+    pooled: bool = True
+
+
+@dataclass(frozen=True)
+class FedBiOTConfig(OffsiteConfig):
+    """FedBiOT: adapter = the last 4 blocks; the server re-aligns the emulator each round."""
+    name: str = "fedbiot"
+    adapter_front: int = 0
+    adapter_back: int = 4
+    realign: bool = True
+
+
+@dataclass(frozen=True)
+class FedOTETConfig(OffsiteConfig):
+    """FedOT-ET: the emulator is trained too."""
+    name: str = "fedot_et"
+    train_emulator: bool = True

@@ -25,14 +25,25 @@ from fedlab.objectives.modules import Weighted
 from fedlab.objectives.terms import PCRTerm, ProximalTerm
 from fedlab.runtime.client import LoraClient
 from fedlab.runtime.federation import summarize_eval
-from fedlab.runtime.resident import get_resident, resolve_device
+from fedlab.runtime.resident import as_transform, get_resident, resolve_device
 from fedlab.transforms.compress import make_proxy, measure_block_influence, select_blocks
 from fedlab.transforms.fusion import ProxyTuned, merged_proxy, plug_in_fusion
 from fedlab.transforms.lora import flatten_state, set_state
 
 
+EMULATOR = "emulator:"  # aux-key prefix of the emulator weights a FedBiOT server sends down
+
+
 class FedProxyClient(LoraClient):
-    """LoRA on the proxy with PCR (λ > 0, conflict scores received beside φ^(t)) and optional FedProx."""
+    """LoRA on the proxy with PCR (λ > 0, conflict scores received beside φ^(t)) and optional FedProx.
+    A re-aligned emulator sent by the server (FedBiOT) replaces the frozen emulator blocks first."""
+
+    def fit(self, ins):
+        emulator = {k[len(EMULATOR):]: v for k, v in (ins.aux or {}).items() if k.startswith(EMULATOR)}
+        if emulator:
+            self.transform = as_transform(ins.config.get("transform"))
+            set_state(self.resident.model, emulator)
+        return super().fit(ins)
 
     def terms(self, ins, start):
         m = self.cfg.method
@@ -57,13 +68,22 @@ class FedProxy(FedMethod):
         self.llm, self.tokenizer = load_model(self.cfg.model.name, resolve_device(self.cfg.backend.device))
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.block_influence = measure_block_influence(self.llm, self._public_batches(m.bi_samples))
-        self.kept_layers = select_blocks(self.block_influence, m.kappa)
-        self.transform = ("proxy", tuple(self.kept_layers))
+        self.kept_layers, self.lora_positions = self.choose_layers()
+        self.transform = (("proxy", tuple(self.kept_layers)) if self.lora_positions is None
+                          else ("proxy", tuple(self.kept_layers), tuple(self.lora_positions)))
         proxy = get_resident(self.cfg, transform=self.transform)
         self.global_state = {k: v.clone() for k, v in proxy.init_state.items()}
         self.conflict = torch.zeros(flatten_state(self.global_state).numel())
         self.round_stats: list[dict] = []
+
+    def choose_layers(self) -> tuple[list[int], list[int] | None]:
+        """(LLM blocks the proxy keeps, proxy positions that get LoRA — None: all)."""
+        self.block_influence = measure_block_influence(self.llm, self._public_batches(self.cfg.method.bi_samples))
+        return select_blocks(self.block_influence, self.cfg.method.kappa), None
+
+    def plugin_positions(self) -> list[int] | None:
+        """Proxy blocks plugged back into the LLM (None: all of them)."""
+        return None
 
     def _public_batches(self, n: int, batch_size: int = 32):
         texts = [f"{e.prompt} {e.target}" for e in self.data.public[:n]]
@@ -83,7 +103,7 @@ class FedProxy(FedMethod):
 
     # ------------------------------------------------------------------ rounds
     def _config(self) -> dict:
-        return {"transform": ["proxy", list(self.kept_layers)]}
+        return {"transform": [list(x) if isinstance(x, tuple) else x for x in self.transform]}
 
     def configure_fit(self, rnd, cids):
         cfg = {**self._config(), **({"pooled": True} if self.cfg.method.pooled else {})}
@@ -143,7 +163,7 @@ class FedProxy(FedMethod):
         if self.cfg.method.fusion == "proxy_tuning":
             untuned = make_proxy(self.llm, self.kept_layers)
             return ProxyTuned(self.llm, tuned, untuned)
-        return plug_in_fusion(self.llm, tuned, self.kept_layers)
+        return plug_in_fusion(self.llm, tuned, self.kept_layers, self.plugin_positions())
 
     def finalize(self, backend) -> dict:
         llm0 = summarize_eval(evaluate_on_clients(self.llm, self.tokenizer, self.data, self.cfg))

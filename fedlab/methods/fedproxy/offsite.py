@@ -1,0 +1,102 @@
+"""The Offsite-Tuning family (SPEC.md §1.6), as FedProxy variants: the client model is the LLM's adapter
+blocks around a uniformly sub-sampled, frozen emulator of the middle; only the adapters' LoRA is plugged
+back into the full LLM. OT pools the data at one owner, FedOT averages the adapters, FedBiOT also
+re-aligns the emulator on the server each round, FedOT-ET trains the emulator too."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import torch
+import torch.nn.functional as F
+
+from fedlab.methods.fedproxy.method import EMULATOR, FedProxy
+from fedlab.transforms.compress import decoder_blocks, n_dropped
+from fedlab.transforms.lora import get_state, set_state
+
+
+def emulator_indices(n: int, kept: int) -> list[int]:
+    """idx_i = round(i·(n−1)/(m−1)), i = 0..m−1 (round half up): m of n middle blocks, evenly spread."""
+    if kept <= 1:
+        return [0][:kept]
+    return [int(math.floor(i * (n - 1) / (kept - 1) + 0.5)) for i in range(kept)]
+
+
+class OffsiteTuning(FedProxy):
+    def choose_layers(self):
+        m = self.cfg.method
+        blocks = len(decoder_blocks(self.llm))
+        front = list(range(m.adapter_front))
+        back = list(range(blocks - m.adapter_back, blocks))
+        middle = list(range(m.adapter_front, blocks - m.adapter_back))
+        keep = max(1, len(middle) - n_dropped(len(middle), m.kappa))
+        emulator = [middle[i] for i in emulator_indices(len(middle), keep)]
+        kept = front + emulator + back
+        self.adapter_positions = list(range(len(front))) + list(range(len(front) + len(emulator), len(kept)))
+        self.emulator_positions = list(range(len(front), len(front) + len(emulator)))
+        self.block_influence = torch.zeros(blocks)
+        self.emulator_state = None
+        return kept, (None if m.train_emulator else self.adapter_positions)
+
+    def plugin_positions(self):
+        return self.adapter_positions
+
+    def configure_fit(self, rnd, cids):
+        ins = super().configure_fit(rnd, cids)
+        if self.emulator_state is not None:
+            for i in ins.values():
+                i.aux = {**(i.aux or {}), **{EMULATOR + k: v for k, v in self.emulator_state.items()}}
+        return ins
+
+    def aggregate_fit(self, rnd, results):
+        stats = super().aggregate_fit(rnd, results)
+        if self.cfg.method.realign and results:
+            stats["realign_kl"] = self._realign()
+        return stats
+
+    def _emulator_names(self, model) -> list[str]:
+        blocks = decoder_blocks(model)
+        ids = {id(p) for pos in self.emulator_positions for p in blocks[pos].parameters()}
+        return [n for n, p in model.named_parameters() if id(p) in ids and "lora_" not in n]
+
+    def _realign(self) -> float:
+        """FedBiOT's server step: distil the full LLM into the adapter+emulator model on public data,
+        training the emulator's base weights only (KL on next-token distributions; see README)."""
+        m = self.cfg.method
+        res = self.resident
+        set_state(res.model, self.global_state)
+        names = self._emulator_names(res.model)
+        params = dict(res.model.named_parameters())
+        trainable = [params[n] for n in names]
+        for p in trainable:
+            p.requires_grad_(True)
+        opt = torch.optim.AdamW(trainable, lr=m.realign_lr)
+        batches = itertools.cycle(list(self._public_batches(m.bi_samples)))
+        res.model.train()
+        loss_v = float("nan")
+        for _ in range(m.realign_steps):
+            batch = next(batches)
+            with torch.no_grad():
+                teacher = F.log_softmax(self.llm(input_ids=batch["input_ids"],
+                                                 attention_mask=batch["attention_mask"]).logits.float(), -1)
+            student = F.log_softmax(res.model(input_ids=batch["input_ids"],
+                                              attention_mask=batch["attention_mask"]).logits.float(), -1)
+            kl = (teacher.exp() * (teacher - student)).sum(-1)
+            mask = batch["attention_mask"].float()
+            loss = (kl * mask).sum() / mask.sum()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            loss_v = float(loss.detach())
+        res.model.eval()
+        for p in trainable:
+            p.requires_grad_(False)
+        self.emulator_state = get_state(res.model, names)
+        return loss_v
+
+    def state_dict(self):
+        return {**super().state_dict(), "emulator_state": self.emulator_state}
+
+    def load_state_dict(self, state):
+        super().load_state_dict(state)
+        self.emulator_state = state.get("emulator_state")
