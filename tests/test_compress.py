@@ -2,7 +2,13 @@
 import pytest
 import torch
 
-from fedlab.transforms.compress import block_influence, decoder_blocks, make_proxy, measure_block_influence, select_blocks
+from fedlab.transforms.compress import (
+    block_influence,
+    decoder_blocks,
+    make_proxy,
+    measure_block_influence,
+    select_blocks,
+)
 
 
 def test_block_influence_by_hand():

@@ -6,7 +6,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedlab.aggregators import conflict_scores, consensus_weights, h_ties, heterogeneity, pairwise_cosine, ties
+from fedlab.aggregators import (
+    conflict_scores,
+    consensus_weights,
+    h_ties,
+    heterogeneity,
+    pairwise_cosine,
+    ties,
+)
 
 
 def test_conflict_scores_by_hand():

@@ -3,9 +3,10 @@
 `data.hf_dir/<name>/{train,test}.jsonl` holding rows shaped like the Hub's."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 from fedlab.data.tasks import Example
 

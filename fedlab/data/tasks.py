@@ -7,11 +7,23 @@ classification tasks share one answer vocabulary with different rules, so their 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Optional
 
-from fedlab.data.world import (CITIES, COLORS, DOMAIN_WORDS, DOMAINS, FOODS, NEGATIVE, POSITIVE, Person,
-                               World, make_world, split_people)
+from fedlab.data.world import (
+    CITIES,
+    COLORS,
+    DOMAIN_WORDS,
+    DOMAINS,
+    FOODS,
+    NEGATIVE,
+    POSITIVE,
+    Person,
+    World,
+    make_world,
+    split_people,
+)
 
 
 @dataclass(frozen=True)

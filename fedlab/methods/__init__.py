@@ -4,8 +4,14 @@ library."""
 from fedlab.methods.centralized.config import CentralizedConfig
 from fedlab.methods.fedavg.config import FedAvgConfig
 from fedlab.methods.fedprox.config import FedProxConfig
-from fedlab.methods.fedproxy.config import (FedBiOTConfig, FedOTETConfig, FedProxyConfig, OffsiteConfig,
-                                            OTConfig, TiesConfig)
+from fedlab.methods.fedproxy.config import (
+                                            FedBiOTConfig,
+                                            FedOTETConfig,
+                                            FedProxyConfig,
+                                            OffsiteConfig,
+                                            OTConfig,
+                                            TiesConfig,
+)
 from fedlab.methods.standalone.config import StandaloneConfig
 from fedlab.methods.zeroshot.config import ZeroShotConfig
 from fedlab.registry import register_method

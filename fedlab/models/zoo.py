@@ -9,14 +9,22 @@ import os
 import random
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 from tqdm.auto import tqdm
-from transformers import (AutoModelForCausalLM, AutoTokenizer, BloomConfig, GPT2Config, LlamaConfig, OPTConfig,
-                          PreTrainedTokenizerBase, Qwen2Config)
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    BloomConfig,
+    GPT2Config,
+    LlamaConfig,
+    OPTConfig,
+    PreTrainedTokenizerBase,
+    Qwen2Config,
+)
 
 from fedlab.models.tokenizers import train_tokenizer
 

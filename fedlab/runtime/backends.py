@@ -6,7 +6,15 @@ from __future__ import annotations
 import traceback
 from typing import Protocol
 
-from fedlab.comm.messages import ClientFailure, EvalIns, FitIns, from_wire, msg_from_wire, msg_to_wire, to_wire
+from fedlab.comm.messages import (
+    ClientFailure,
+    EvalIns,
+    FitIns,
+    from_wire,
+    msg_from_wire,
+    msg_to_wire,
+    to_wire,
+)
 from fedlab.runtime.client import ClientHost
 
 

@@ -34,7 +34,7 @@ class LoraClient:
     """Fits the resident model's LoRA on the client's data from the received (or its own) state and
     returns the communicated parameters. Subclasses add loss terms with `terms()`."""
 
-    def __init__(self, host: "ClientHost", cid: int):
+    def __init__(self, host: ClientHost, cid: int):
         self.host, self.cid = host, cid
         self.own_state: dict | None = None     # the client's latest local state (standalone, resume)
         self._datasets: dict = {}

@@ -12,7 +12,7 @@ import torch
 from fedlab.seeding import derive_seed
 from fedlab.transforms.lora import AdapterSpec, apply_lora, get_state
 
-_RESIDENTS: dict[tuple, "Resident"] = {}
+_RESIDENTS: dict[tuple, Resident] = {}
 
 
 def quiet_libraries() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy as _copy
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -77,7 +77,7 @@ def measure_block_influence(model, batches) -> Tensor:
         captured: list[Tensor | None] = [None] * (len(blocks) + 1)
         handles = []
 
-        def hook(i):
+        def hook(i, captured=captured):
             def fn(module, args, kwargs, output):
                 x = args[0] if args else kwargs.get("hidden_states")
                 if i == 0:

@@ -15,8 +15,15 @@ from pathlib import Path
 
 import torch
 
-from fedlab.aggregators import (conflict_scores, consensus_weights, fedavg, h_ties, heterogeneity,
-                                pairwise_cosine, ties)
+from fedlab.aggregators import (
+    conflict_scores,
+    consensus_weights,
+    fedavg,
+    h_ties,
+    heterogeneity,
+    pairwise_cosine,
+    ties,
+)
 from fedlab.comm.messages import EvalIns, FitIns
 from fedlab.data.collate import PadCollator
 from fedlab.eval.tasks import evaluate_on_clients
@@ -29,7 +36,6 @@ from fedlab.runtime.resident import as_transform, get_resident, resolve_device
 from fedlab.transforms.compress import make_proxy, measure_block_influence, select_blocks
 from fedlab.transforms.fusion import ProxyTuned, merged_proxy, plug_in_fusion
 from fedlab.transforms.lora import flatten_state, set_state
-
 
 EMULATOR = "emulator:"  # aux-key prefix of the emulator weights a FedBiOT server sends down
 
@@ -64,7 +70,6 @@ class FedProxy(FedMethod):
     def setup(self) -> None:
         from fedlab.models.zoo import load_model
 
-        m = self.cfg.method
         self.llm, self.tokenizer = load_model(self.cfg.model.name, resolve_device(self.cfg.backend.device))
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
