@@ -91,6 +91,11 @@ def run_sweep(base: str, grid: dict[str, list], overrides: list[str], name: str,
     validate_grid(base, grid, overrides)
     overrides = _absolute_tracking(overrides, base)
     cfg = load_config(base, overrides)
+    from fedlab.models.zoo import resolve
+
+    for model in sorted({load_config(base, [*overrides, *(f"{k}={json.dumps(v)}" for k, v in zip(grid, point))]).model.name
+                         for point in itertools.product(*grid.values())}):
+        resolve(model)  # build zoo models once here, before trials start in parallel
     folder = Path(storage).resolve() / name
     folder.mkdir(parents=True, exist_ok=True)
 

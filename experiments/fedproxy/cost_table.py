@@ -19,10 +19,13 @@ def count(model) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def lora_size(model, r: int, alpha: float, layers=None) -> int:
+ALL_PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+def lora_size(model, r: int, alpha: float, layers=None, targets=None) -> int:
     from fedlab.transforms.lora import apply_lora
 
-    pm, spec = apply_lora(model, r, alpha, 0.0, layers=layers)
+    pm, spec = apply_lora(model, r, alpha, 0.0, target_modules=targets, layers=layers)
     params = dict(pm.named_parameters())
     n = sum(params[k].numel() for k in spec.communicated)
     pm.unload()
@@ -30,16 +33,16 @@ def lora_size(model, r: int, alpha: float, layers=None) -> int:
 
 
 def rows_for(llm, kept_proxy: list[int], kept_ot: list[int], adapter_pos: list[int], r: int, alpha: float,
-             with_conflict: bool = True) -> list[list]:
+             targets=None, with_conflict: bool = True) -> list[list]:
     import copy
 
     from fedlab.transforms.compress import make_proxy
 
     proxy = make_proxy(llm, kept_proxy)
     ot = make_proxy(llm, kept_ot)
-    p_full = lora_size(copy.deepcopy(llm), r, alpha)
-    p_proxy = lora_size(copy.deepcopy(proxy), r, alpha)
-    p_ot = lora_size(copy.deepcopy(ot), r, alpha, layers=adapter_pos)
+    p_full = lora_size(copy.deepcopy(llm), r, alpha, targets=targets)
+    p_proxy = lora_size(copy.deepcopy(proxy), r, alpha, targets=targets)
+    p_ot = lora_size(copy.deepcopy(ot), r, alpha, layers=adapter_pos, targets=targets)
     return [
         ["CentSFT", count(llm), None, p_full],
         ["FedOT", count(ot), 2 * p_ot, p_ot],
@@ -78,9 +81,9 @@ def main() -> int:
     ot = OffsiteTuning(load_config(HERE / "hetero.yaml", ["method.name=fedot", f"method.kappa={args.kappa}"]), data)
     ot.setup()
     lc = cfg.model.lora
-    rows = rows_for(fp.llm, fp.kept_layers, ot.kept_layers, ot.adapter_positions, lc.r, lc.alpha)
+    rows = rows_for(fp.llm, fp.kept_layers, ot.kept_layers, ot.adapter_positions, lc.r, lc.alpha, lc.target_modules)
     out.append(f"tiny-llama ({len(fp.kept_layers)} of 6 blocks kept by block influence: {fp.kept_layers}; "
-               f"FedOT keeps {ot.kept_layers}), LoRA r={lc.r} on q/v; per-round = up + down "
+               f"FedOT keeps {ot.kept_layers}), LoRA r={lc.r} on every projection; per-round = up + down "
                "(+ FedProxy's conflict scores down):\n")
     out.append(format_table([[m, human(a), human(b), human(c)] for m, a, b, c in rows],
                             ["method", "initial comm (params)", "per-round comm (params)", "client trainable"]))
@@ -98,9 +101,9 @@ def main() -> int:
 
         ot_kept = [0, 1] + [middle[i] for i in emulator_indices(len(middle), m_keep)] + [30, 31]
         adapters = [0, 1, len(ot_kept) - 2, len(ot_kept) - 1]
-        rows = rows_for(llm, list(range(keep)), ot_kept, adapters, 32, 64)
+        rows = rows_for(llm, list(range(keep)), ot_kept, adapters, 32, 64, ALL_PROJECTIONS)
         out.append(f"\nLlama-2-7B architecture (meta device, no weights), κ={args.kappa}: proxy of {keep} blocks, "
-                   f"FedOT of {len(ot_kept)} blocks, LoRA r=32 on q/v:\n")
+                   f"FedOT of {len(ot_kept)} blocks, LoRA r=32 on every projection:\n")
         out.append(format_table([[m, human(a), human(b), human(cc)] for m, a, b, cc in rows],
                                 ["method", "initial comm (params)", "per-round comm (params)", "client trainable"]))
         out.append("\nPaper Table 4 (LLaMA2-7B, 50%): CentSFT ~7B / N/A / ~76.24M; FedOT ~3.5B / ~19.06M / ~9.53M; "

@@ -26,7 +26,7 @@ def runs(only: str | None) -> list[tuple[str, str, Path, list[str]]]:
     out = []
     if only in (None, "homo"):
         out += [("homo/zeroshot", "LLM zero-shot", BASE / "zeroshot_homo.yaml", []),
-                ("homo/centsft", "CentSFT (LLM, pooled)", BASE / "centralized_homo.yaml", [])]
+                ("homo/centsft", "CentSFT (LLM, pooled)", HERE / "homo_centsft.yaml", [])]
         for k in ("0.3", "0.5"):
             for m in ("ot", "fedot", "fedbiot"):
                 out.append((f"homo/{m}/{k}", m, HERE / "homo.yaml", [f"method.name={m}", f"method.kappa={k}"]))
@@ -35,7 +35,7 @@ def runs(only: str | None) -> list[tuple[str, str, Path, list[str]]]:
                 ("homo/fedot_et/0.5", "fedot_et", HERE / "homo.yaml", ["method.name=fedot_et"])]
     if only in (None, "hetero"):
         out += [("hetero/zeroshot", "LLM zero-shot", BASE / "zeroshot_hetero.yaml", []),
-                ("hetero/centsft", "CentSFT (LLM, pooled)", BASE / "centralized_hetero.yaml", [])]
+                ("hetero/centsft", "CentSFT (LLM, pooled)", HERE / "hetero_centsft.yaml", [])]
         for k in ("0.3", "0.5"):
             for m in ("ot", "fedot", "fedbiot"):
                 out.append((f"hetero/{m}/{k}", m, HERE / "hetero.yaml", [f"method.name={m}", f"method.kappa={k}"]))

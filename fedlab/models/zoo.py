@@ -152,13 +152,30 @@ class LinePacker:
 
 
 def build(name: str, world_seed: int = 0, force: bool = False, progress: bool = True) -> Path:
-    """Train the tokenizer, pretrain the model on the corpus and cache both; returns the folder."""
+    """Train the tokenizer, pretrain the model on the corpus and cache both; returns the folder. A file
+    lock makes concurrent callers (sweep trials, Ray workers) wait for one build instead of racing."""
+    import fcntl
+
     if name not in ZOO:
         raise KeyError(f"zoo model {name!r} is not known; allowed: {', '.join(ZOO)}")
     out = zoo_dir(name)
     if is_built(name) and not force:
         return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.parent / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if is_built(name) and not force:
+                return out
+            return _build_locked(name, world_seed, progress, out)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _build_locked(name: str, world_seed: int, progress: bool, out: Path) -> Path:
     spec = ZOO[name]
+    import sys
+
     from fedlab.data.corpus import corpus_lines
     from fedlab.runtime.resident import quiet_libraries
     from fedlab.seeding import derive_seed
@@ -175,6 +192,9 @@ def build(name: str, world_seed: int = 0, force: bool = False, progress: bool = 
         opt, lambda s: min(1.0, (s + 1) / 50) * 0.5 * (1 + math.cos(math.pi * min(s, spec.steps) / spec.steps)))
     model.train()
     t0 = time.time()
+    if progress:
+        print(f"[fedlab] zoo: building {name} ({sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters, "
+              f"{spec.steps} pretraining steps) → {out}", file=sys.stderr, flush=True)
     bar = tqdm(range(spec.steps), desc=f"pretrain {name}", disable=not progress or None, leave=False)
     loss_v = float("nan")
     for _ in bar:
@@ -199,6 +219,9 @@ def build(name: str, world_seed: int = 0, force: bool = False, progress: bool = 
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
+    if progress:
+        print(f"[fedlab] zoo: {name} built in {meta['seconds']:.0f}s (final loss {loss_v:.3f})", file=sys.stderr,
+              flush=True)
     return out
 
 
