@@ -126,6 +126,25 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_sweep(args) -> int:
+    from fedlab.sweep import format_ranked, parse_axis, run_sweep
+
+    grid = dict(parse_axis(item) for item in args.set)
+    if not grid:
+        return _fail("sweep: give at least one axis with --set KEY=V1,V2")
+    axes = tuple(args.heatmap.split(",")) if args.heatmap else tuple(list(grid)[:2]) if len(grid) >= 2 else None
+    if axes and (len(axes) != 2 or any(a not in grid for a in axes)):
+        return _fail(f"sweep: --heatmap {args.heatmap!r} must name two grid axes; axes: {', '.join(grid)}")
+    from pathlib import Path
+
+    name = args.name or Path(args.config).stem
+    rows = run_sweep(args.config, grid, args.overrides, name, storage=args.storage, address=args.address,
+                     num_cpus=args.num_cpus, cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
+                     max_failures=args.max_failures, metric=args.metric, heatmap_axes=axes, resume=not args.fresh)
+    print(format_ranked(rows, list(grid), args.metric))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="fedlab", description="federated co-tuning of LLMs and SLMs")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -143,6 +162,21 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("config", nargs="?")
     d.add_argument("overrides", nargs="*")
     d.set_defaults(fn=cmd_data)
+    sw = sub.add_parser("sweep", help="Ray Tune grid of full runs: fedlab sweep CONFIG --set KEY=V1,V2 [key=value ...]")
+    sw.add_argument("config")
+    sw.add_argument("overrides", nargs="*")
+    sw.add_argument("--set", action="append", default=[], metavar="KEY=V1,V2")
+    sw.add_argument("--name", default=None)
+    sw.add_argument("--fresh", action="store_true")
+    sw.add_argument("--address", default=None)
+    sw.add_argument("--num-cpus", type=int, default=None)
+    sw.add_argument("--cpus-per-trial", type=float, default=1.0)
+    sw.add_argument("--gpus-per-trial", type=float, default=0.0)
+    sw.add_argument("--max-failures", type=int, default=1)
+    sw.add_argument("--metric", default="llm_acc_mean", choices=["llm_acc_mean", "acc_mean"])
+    sw.add_argument("--heatmap", default=None)
+    sw.add_argument("--storage", default="sweeps/results")
+    sw.set_defaults(fn=cmd_sweep)
     rp = sub.add_parser("report", help="compare runs read back from MLflow")
     rp.add_argument("--uri", default="sqlite:///mlruns/mlflow.db")
     rp.add_argument("--artifact-root", default="mlruns/artifacts")

@@ -46,3 +46,23 @@ def test_sweep_children_failure_resume_and_outputs(pico_zoo, tmp_path):
     assert len([c for c in children if c.info.status == "FINISHED"]) == 4
     arts = {a.path for a in mlflow.MlflowClient().list_artifacts(parents[0].info.run_id, "plots")}
     assert "plots/heatmap.png" in arts
+
+
+def test_sweep_command_rejects_bad_axes_before_starting(capsys):
+    from fedlab.cli import main
+
+    assert main(["sweep", "experiments/fedproxy/hetero.yaml"]) == 2
+    assert main(["sweep", "experiments/fedproxy/hetero.yaml", "--set", "method.rho=0.5,1.0"]) == 2
+    err = capsys.readouterr().err
+    assert "give at least one axis" in err and "method.rho: 0.5 is not allowed" in err
+
+
+def test_htiess_grid_script_rejects_bad_heatmap_axes(capsys, monkeypatch):
+    import runpy
+    import sys
+
+    monkeypatch.setattr(sys, "argv", ["htiess_grid.py", "--heatmap", "method.rho,model.lora.r"])
+    with pytest.raises(SystemExit) as e:
+        runpy.run_path("sweeps/htiess_grid.py", run_name="__main__")
+    assert e.value.code == 2
+    assert "--heatmap" in capsys.readouterr().err
