@@ -9,6 +9,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+def _save(fig, path: str | Path, dpi: int = 100) -> Path:
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
 def accuracy_per_round(history_rounds: list[dict], path: str | Path, title: str = "") -> Path:
     fig, ax = plt.subplots(figsize=(7, 4.2))
     keys = sorted({k for r in history_rounds for k in r if k.startswith("acc/client_")},
@@ -24,11 +32,7 @@ def accuracy_per_round(history_rounds: list[dict], path: str | Path, title: str 
     ax.grid(alpha=0.3)
     ax.set_title(title)
     ax.legend(fontsize=7, ncol=2, loc="lower right")
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path, dpi=110)
 
 
 def similarity_heatmap(sim, path: str | Path, title: str = "") -> Path:
@@ -43,11 +47,7 @@ def similarity_heatmap(sim, path: str | Path, title: str = "") -> Path:
             ax.text(j, i, f"{float(sim[i][j]):.2f}", ha="center", va="center", fontsize=7)
     fig.colorbar(im, ax=ax, fraction=0.046)
     ax.set_title(title or "client update cosine similarity")
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def conflict_histogram(conflict, path: str | Path, title: str = "") -> Path:
@@ -57,8 +57,4 @@ def conflict_histogram(conflict, path: str | Path, title: str = "") -> Path:
     ax.set_xlabel("conflict score C_d")
     ax.set_ylabel("parameters")
     ax.set_title(title or "conflict scores")
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
