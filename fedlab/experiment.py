@@ -61,6 +61,8 @@ def _log_artifacts(cfg, method, history, tracker) -> None:
     if adapters:
         save_file({k: v.contiguous() for k, v in adapters.items()}, str(out / "adapters.safetensors"))
         tracker.log_artifact(out / "adapters.safetensors")
+    labels = {cid: ", ".join(method.data.client_tasks(cid)) for cid in range(method.data.num_clients)}
+    labels = {cid: (t if len(t) <= 24 else t[:21] + "...") for cid, t in labels.items()}
     png = accuracy_per_round(history.rounds, out / "accuracy_per_round.png",
-                             f"{cfg.method.name} · {cfg.model.name} · {cfg.data.partition}")
+                             f"{cfg.method.name} · {cfg.model.name} · {cfg.data.partition}", labels)
     tracker.log_artifact(png, "plots")

@@ -17,13 +17,17 @@ def _save(fig, path: str | Path, dpi: int = 100) -> Path:
     return path
 
 
-def accuracy_per_round(history_rounds: list[dict], path: str | Path, title: str = "") -> Path:
+def accuracy_per_round(history_rounds: list[dict], path: str | Path, title: str = "",
+                       labels: dict | None = None) -> Path:
+    """Accuracy of every client and their mean per round; `labels` names clients (e.g. by their tasks)."""
     fig, ax = plt.subplots(figsize=(7, 4.2))
     keys = sorted({k for r in history_rounds for k in r if k.startswith("acc/client_")},
                   key=lambda k: int(k.rsplit("_", 1)[1]))
     for k in keys:
         pts = [(r["round"], r[k]) for r in history_rounds if k in r]
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", alpha=0.6, label=k.split("/")[1])
+        cid = int(k.rsplit("_", 1)[1])
+        name = k.split("/")[1] + (f" ({labels[cid]})" if labels and cid in labels else "")
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", alpha=0.6, label=name)
     pts = [(r["round"], r["acc/mean"]) for r in history_rounds if "acc/mean" in r]
     ax.plot([p[0] for p in pts], [p[1] for p in pts], color="black", linewidth=2.5, marker="o", label="mean")
     ax.set_xlabel("round (0 = zero-shot)")
