@@ -153,7 +153,7 @@ class FedProxy(FedMethod):
         folder = Path(self.out_dir) / "plots"
         folder.mkdir(parents=True, exist_ok=True)
         heat = similarity_heatmap(sim.numpy(), folder / f"similarity_round{rnd:03d}.png",
-                                  f"round {rnd}: cosine of client updates (clients {cids})")
+                                  f"round {rnd}: cosine of client updates")
         hist = conflict_histogram(self.conflict.numpy(), folder / f"conflict_round{rnd:03d}.png",
                                   f"round {rnd}: conflict scores")
         if self.tracker is not None:
