@@ -75,6 +75,7 @@ def fmt(x) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", choices=["homo", "hetero"])
+    ap.add_argument("--render-only", action="store_true", help="rewrite RESULTS.md from results.json")
     ap.add_argument("overrides", nargs="*")
     args = ap.parse_args()
     from fedlab.config import load_config
@@ -82,7 +83,7 @@ def main() -> int:
 
     store = HERE / "results.json"
     results = json.loads(store.read_text()) if store.exists() else {}
-    for key, label, yaml, extra in runs(args.only):
+    for key, label, yaml, extra in ([] if args.render_only else runs(args.only)):
         t0 = time.time()
         cfg = load_config(yaml, [*extra, *args.overrides])
         h = run_experiment(cfg, progress=False)
@@ -121,8 +122,8 @@ def render(results: dict) -> str:
 
     homo = ["homo/zeroshot", "homo/centsft"] + [f"homo/{m}/{k}" for k in ("0.3", "0.5")
                                                  for m in ("ot", "fedot", "fedbiot", "fedproxy")]
-    for k in ("0.3", "0.5"):
-        for m in ("ot", "fedot", "fedbiot", "fedproxy"):
+    for k in ("0.3", "0.5", "0.7"):
+        for m in ("ot", "fedot", "fedbiot", "fedproxy", "fedot_et"):
             if f"homo/{m}/{k}" in r:
                 r[f"homo/{m}/{k}"]["label"] = f"{r[f'homo/{m}/{k}']['label']} (κ={k})"
             if f"hetero/{m}/{k}" in r:
@@ -146,7 +147,7 @@ def render(results: dict) -> str:
                   f"| FedProxy-SLM after federated tuning | {fmt(m.get('proxy_final'))} |",
                   f"| FedProxy-LLM (after fusion) | {fmt(m.get('mean'))} |", ""])
     table("Table 8 — compression ratio (homogeneous)", ["homo/fedproxy/0.3", "homo/fedproxy/0.5", "homo/fedproxy/0.7"],
-          ["mean"], ["κ", "entailment acc"])
+          ["mean"], ["method", "entailment acc"])
     for k in ("hetero/pt/0.5", "hetero/pt/0.7", "hetero/fedproxy/0.7"):
         if k in r:
             r[k]["label"] = r[k]["label"].split(" (")[0] + f" (κ={k[-3:]})"
