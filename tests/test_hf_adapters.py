@@ -58,3 +58,16 @@ def test_data_source_hf_builds_federated_data(hf_dir):
 def test_missing_local_rows_say_where(tmp_path):
     with pytest.raises(FileNotFoundError, match="data.hf_dir"):
         hf_examples("sst2", "train", 1, str(tmp_path))
+
+
+def test_hub_failure_is_one_clear_line(monkeypatch):
+    import datasets
+
+    from fedlab.config import ConfigError
+
+    def offline(*a, **k):
+        raise ConnectionError("Couldn't reach 'nyu-mll/glue' on the Hub (LocalEntryNotFoundError)")
+
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    with pytest.raises(ConfigError, match="data.source: could not load nyu-mll/glue/sst2.*data.hf_dir"):
+        hf_examples("sst2", "train", 1)

@@ -110,7 +110,15 @@ def load_rows(name: str, split: str, hf_dir: str | None = None):
         if not files:
             raise FileNotFoundError(f"data.hf_dir: no {split}.json or {split}.jsonl under {folder}")
         return datasets.load_dataset("json", data_files=[str(f) for f in files], split="train")
-    return datasets.load_dataset(task.hub_id, task.hub_config, split=task.splits[split])
+    try:
+        return datasets.load_dataset(task.hub_id, task.hub_config, split=task.splits[split])
+    except Exception as e:  # no network, no cache, renamed data set: one clear line instead of a traceback
+        from fedlab.config import ConfigError
+
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ConfigError(f"data.source: could not load {task.hub_id}"
+                          f"{'/' + task.hub_config if task.hub_config else ''} ({first[:200]}); offline, set "
+                          f"data.hf_dir to a folder with {name}/train.jsonl and {name}/test.jsonl") from None
 
 
 def hf_examples(name: str, split: str, n: int | None = None, hf_dir: str | None = None, seed: int = 0):
