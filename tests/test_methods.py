@@ -68,3 +68,16 @@ def test_same_seed_same_numbers_inprocess_and_ray(pico_zoo, tmp_path):
     for ra, rb in zip(a.rounds, b.rounds):
         assert {k: ra.get(k) for k in keys} == {k: rb.get(k) for k in keys}
     assert [r["acc/mean"] for r in s.rounds] == [r["acc/mean"] for r in s_in.rounds]
+
+
+def test_fedproxy_same_numbers_on_both_backends(pico_zoo, tmp_path):
+    """Clients on Ray actors rebuild the proxy from the shipped LLM and receive C beside φ."""
+    ray = pytest.importorskip("ray")
+    extra = ["method.name=fedproxy", "method.pcr_lambda=0.5", *PROXY]
+    a = _run(tmp_path / "a", *extra)
+    try:
+        b = _run(tmp_path / "b", *extra, "backend.name=ray", "backend.num_workers=2", "backend.num_cpus=2")
+    finally:
+        ray.shutdown()
+    keys = [k for k in a.final if k.startswith(("acc/", "llm/", "loss/", "bytes/"))]
+    assert {k: a.final[k] for k in keys} == {k: b.final.get(k) for k in keys}

@@ -93,6 +93,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
     cids = list(range(num_clients))
     rounds = cfg.federation.rounds if method.trains else 0
     method.tracker, method.out_dir = (tracker if tracker.run_id else None), str(out)
+    torch.set_num_threads(cfg.backend.threads)  # server-side compute too: same numbers on every backend
     backend.start(cfg, num_clients)
     start = 1
     method.setup()

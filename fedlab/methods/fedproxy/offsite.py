@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from fedlab.methods.fedproxy.method import EMULATOR, FedProxy
+from fedlab.seeding import derive_seed
 from fedlab.transforms.compress import decoder_blocks, n_dropped
 from fedlab.transforms.lora import get_state, set_state
 
@@ -51,7 +52,7 @@ class OffsiteTuning(FedProxy):
     def aggregate_fit(self, rnd, results):
         stats = super().aggregate_fit(rnd, results)
         if self.cfg.method.realign and results:
-            stats["realign_kl"] = self._realign()
+            stats["realign_kl"] = self._realign(rnd)
         return stats
 
     def _emulator_names(self, model) -> list[str]:
@@ -59,13 +60,16 @@ class OffsiteTuning(FedProxy):
         ids = {id(p) for pos in self.emulator_positions for p in blocks[pos].parameters()}
         return [n for n, p in model.named_parameters() if id(p) in ids and "lora_" not in n]
 
-    def _realign(self) -> float:
+    def _realign(self, rnd: int) -> float:
         """FedBiOT's server step: distil the full LLM into the adapter+emulator model on public data,
         training the emulator's base weights only (KL on next-token distributions; see README)."""
         m = self.cfg.method
         res = self.resident
         set_state(res.model, self.global_state)
         names = self._emulator_names(res.model)
+        before = get_state(res.model, names)  # clients may share this resident: they get the result via aux only
+        if self.emulator_state is not None:   # continue from the server's own latest emulator
+            set_state(res.model, self.emulator_state)
         params = dict(res.model.named_parameters())
         trainable = [params[n] for n in names]
         for p in trainable:
@@ -74,24 +78,27 @@ class OffsiteTuning(FedProxy):
         batches = itertools.cycle(list(self._public_batches(m.bi_samples)))
         res.model.train()
         loss_v = float("nan")
-        for _ in range(m.realign_steps):
-            batch = next(batches)
-            with torch.no_grad():
-                teacher = F.log_softmax(self.llm(input_ids=batch["input_ids"],
-                                                 attention_mask=batch["attention_mask"]).logits.float(), -1)
-            student = F.log_softmax(res.model(input_ids=batch["input_ids"],
-                                              attention_mask=batch["attention_mask"]).logits.float(), -1)
-            kl = (teacher.exp() * (teacher - student)).sum(-1)
-            mask = batch["attention_mask"].float()
-            loss = (kl * mask).sum() / mask.sum()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            loss_v = float(loss.detach())
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(derive_seed(self.cfg.seed, "realign", rnd))  # LoRA dropout: by round, not history
+            for _ in range(m.realign_steps):
+                batch = next(batches)
+                with torch.no_grad():
+                    teacher = F.log_softmax(self.llm(input_ids=batch["input_ids"],
+                                                     attention_mask=batch["attention_mask"]).logits.float(), -1)
+                student = F.log_softmax(res.model(input_ids=batch["input_ids"],
+                                                  attention_mask=batch["attention_mask"]).logits.float(), -1)
+                kl = (teacher.exp() * (teacher - student)).sum(-1)
+                mask = batch["attention_mask"].float()
+                loss = (kl * mask).sum() / mask.sum()
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                loss_v = float(loss.detach())
         res.model.eval()
         for p in trainable:
             p.requires_grad_(False)
         self.emulator_state = get_state(res.model, names)
+        set_state(res.model, before)
         return loss_v
 
     def state_dict(self):
