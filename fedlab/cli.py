@@ -37,17 +37,11 @@ def final_table(history) -> str:
 
 def cmd_run(args) -> int:
     from fedlab.config import load_config
-
-    try:
-        cfg = load_config(args.config, args.overrides)
-        from fedlab.experiment import preflight
-
-        preflight(cfg)
-    except ConfigError as e:
-        return _fail(str(e))
     from fedlab.experiment import run_experiment
 
-    history = run_experiment(cfg, progress=True)
+    # config errors and preflight errors (raised by run_experiment before anything is written) reach
+    # main(), which prints them as one line
+    history = run_experiment(load_config(args.config, args.overrides), progress=True)
     print(final_table(history))
     total = history.final.get("time/total", 0.0)
     print(f"\nrun {history.run_id or '(tracking off)'} · outputs in {history.out_dir} · {total:.1f}s")

@@ -9,10 +9,10 @@ from fedlab.config import ExperimentConfig, to_yaml
 def preflight(cfg: ExperimentConfig) -> None:
     """Checks that need more than the config's own fields, before any model loads."""
     from fedlab.config import ConfigError
+    from fedlab.models.inspect import looks_local
 
     name = cfg.model.name
-    local_like = name.startswith((".", "/", "~")) or name.count("/") > 1
-    if local_like and not Path(name).expanduser().is_dir():
+    if looks_local(name) and not Path(name).expanduser().is_dir():
         raise ConfigError(f"model.name: {name!r} is neither a zoo model (see `fedlab zoo list`), a Hugging Face "
                           "id, nor an existing folder")
 

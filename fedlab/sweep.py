@@ -27,12 +27,12 @@ def parse_axis(item: str) -> tuple[str, list]:
     return key.strip(), values
 
 
-def validate_grid(base: str, grid: dict[str, list], overrides: list[str]) -> None:
-    """Every grid point must validate before any trial starts (bad keys and values fail fast)."""
+def validate_grid(base: str, grid: dict[str, list], overrides: list[str]) -> list:
+    """Every grid point's config, validated before any trial starts (bad keys and values fail fast)."""
     from fedlab.config import load_config
 
-    for point in itertools.product(*grid.values()):
-        load_config(base, [*overrides, *(f"{k}={json.dumps(v)}" for k, v in zip(grid, point))])
+    return [load_config(base, [*overrides, *(f"{k}={json.dumps(v)}" for k, v in zip(grid, point))])
+            for point in itertools.product(*grid.values())]
 
 
 def _trial(config: dict, fixed: dict) -> None:
@@ -88,13 +88,12 @@ def run_sweep(base: str, grid: dict[str, list], overrides: list[str], name: str,
     from fedlab.config import load_config
     from fedlab.tracking import setup_mlflow
 
-    validate_grid(base, grid, overrides)
+    points = validate_grid(base, grid, overrides)
     overrides = _absolute_tracking(overrides, base)
     cfg = load_config(base, overrides)
     from fedlab.models.zoo import resolve
 
-    for model in sorted({load_config(base, [*overrides, *(f"{k}={json.dumps(v)}" for k, v in zip(grid, point))]).model.name
-                         for point in itertools.product(*grid.values())}):
+    for model in sorted({c.model.name for c in points}):
         resolve(model)  # build zoo models once here, before trials start in parallel
     folder = Path(storage).resolve() / name
     folder.mkdir(parents=True, exist_ok=True)

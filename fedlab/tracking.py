@@ -51,9 +51,7 @@ class Tracker:
                                     tags=tags)
         self.run_id = self.run.info.run_id
         if run_id is None:
-            params = {k: (str(v) if not isinstance(v, (int, float, str, bool)) else v)
-                      for k, v in flatten(cfg.to_dict()).items()}
-            mlflow.log_params({k: (str(v)[:5000]) for k, v in params.items()})
+            mlflow.log_params({k: str(v)[:5000] for k, v in flatten(cfg.to_dict()).items()})
 
     def log_metrics(self, metrics: dict, step: int) -> None:
         clean = {}

@@ -22,33 +22,31 @@ CLS = ["sentiment", "paraphrase", "entailment", "topic"]
 
 
 def runs(only: str | None) -> list[tuple[str, str, Path, list[str]]]:
-    """(key, label, yaml, overrides)."""
+    """(key, label, yaml, overrides): per setting the shared comparison (Tables 2/3), then its extras."""
+    extras = {
+        "homo": [("homo/fedproxy/0.7", "FedProxy", HERE / "homo_k07.yaml", []),
+                 ("homo/fedot_et/0.5", "fedot_et", HERE / "homo.yaml", ["method.name=fedot_et"])],
+        "hetero": [("hetero/wo_pcr", "w/o PCR", HERE / "hetero_wo_pcr.yaml", []),
+                   ("hetero/wo_htiess", "w/o H-TIES", HERE / "hetero_wo_htiess.yaml", []),
+                   ("hetero/fedavg", "FedAvg (proxy)", HERE / "hetero_fedavg_proxy.yaml", []),
+                   ("hetero/fedprox", "FedProx (proxy)", HERE / "hetero_fedprox_proxy.yaml", []),
+                   ("hetero/ties", "TIES-Merging (proxy)", HERE / "hetero_ties.yaml", []),
+                   ("hetero/pcr_consensus", "PCR weighted by consensus", HERE / "hetero_pcr_consensus.yaml", []),
+                   ("hetero/pt/0.5", "FedProxy+PT", HERE / "hetero_proxy_tuning.yaml", []),
+                   ("hetero/fedproxy/0.7", "FedProxy", HERE / "hetero_k07.yaml", []),
+                   ("hetero/pt/0.7", "FedProxy+PT", HERE / "hetero_proxy_tuning.yaml", ["method.kappa=0.7"])],
+    }
     out = []
-    if only in (None, "homo"):
-        out += [("homo/zeroshot", "LLM zero-shot", BASE / "zeroshot_homo.yaml", []),
-                ("homo/centsft", "CentSFT (LLM, pooled)", HERE / "homo_centsft.yaml", [])]
+    for s in ("homo", "hetero"):
+        if only not in (None, s):
+            continue
+        out += [(f"{s}/zeroshot", "LLM zero-shot", BASE / f"zeroshot_{s}.yaml", []),
+                (f"{s}/centsft", "CentSFT (LLM, pooled)", HERE / f"{s}_centsft.yaml", [])]
         for k in ("0.3", "0.5"):
             for m in ("ot", "fedot", "fedbiot"):
-                out.append((f"homo/{m}/{k}", m, HERE / "homo.yaml", [f"method.name={m}", f"method.kappa={k}"]))
-            out.append((f"homo/fedproxy/{k}", "FedProxy", HERE / "homo.yaml", [f"method.kappa={k}"]))
-        out += [("homo/fedproxy/0.7", "FedProxy", HERE / "homo_k07.yaml", []),
-                ("homo/fedot_et/0.5", "fedot_et", HERE / "homo.yaml", ["method.name=fedot_et"])]
-    if only in (None, "hetero"):
-        out += [("hetero/zeroshot", "LLM zero-shot", BASE / "zeroshot_hetero.yaml", []),
-                ("hetero/centsft", "CentSFT (LLM, pooled)", HERE / "hetero_centsft.yaml", [])]
-        for k in ("0.3", "0.5"):
-            for m in ("ot", "fedot", "fedbiot"):
-                out.append((f"hetero/{m}/{k}", m, HERE / "hetero.yaml", [f"method.name={m}", f"method.kappa={k}"]))
-            out.append((f"hetero/fedproxy/{k}", "FedProxy", HERE / "hetero.yaml", [f"method.kappa={k}"]))
-        out += [("hetero/wo_pcr", "w/o PCR", HERE / "hetero_wo_pcr.yaml", []),
-                ("hetero/wo_htiess", "w/o H-TIES", HERE / "hetero_wo_htiess.yaml", []),
-                ("hetero/fedavg", "FedAvg (proxy)", HERE / "hetero_fedavg_proxy.yaml", []),
-                ("hetero/fedprox", "FedProx (proxy)", HERE / "hetero_fedprox_proxy.yaml", []),
-                ("hetero/ties", "TIES-Merging (proxy)", HERE / "hetero_ties.yaml", []),
-                ("hetero/pcr_consensus", "PCR weighted by consensus", HERE / "hetero_pcr_consensus.yaml", []),
-                ("hetero/pt/0.5", "FedProxy+PT", HERE / "hetero_proxy_tuning.yaml", []),
-                ("hetero/fedproxy/0.7", "FedProxy", HERE / "hetero_k07.yaml", []),
-                ("hetero/pt/0.7", "FedProxy+PT", HERE / "hetero_proxy_tuning.yaml", ["method.kappa=0.7"])]
+                out.append((f"{s}/{m}/{k}", m, HERE / f"{s}.yaml", [f"method.name={m}", f"method.kappa={k}"]))
+            out.append((f"{s}/fedproxy/{k}", "FedProxy", HERE / f"{s}.yaml", [f"method.kappa={k}"]))
+        out += extras[s]
     return out
 
 

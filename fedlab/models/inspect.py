@@ -10,6 +10,11 @@ _ZOO_BLOCKS = {"tiny-llama": 6, "tiny-gpt2": 4, "tiny-opt": 4, "tiny-bloom": 4, 
                "smollm2-135m": 30}
 
 
+def looks_local(name: str) -> bool:
+    """A model name meant as a folder (./x, /x, ~/x, a/b/c) rather than a zoo name or a Hub id (org/name)."""
+    return name.startswith((".", "/", "~")) or name.count("/") > 1
+
+
 def num_blocks(name: str) -> int | None:
     """Decoder blocks of a zoo model or a local folder; None when unknown without loading."""
     if name in _ZOO_BLOCKS:

@@ -245,7 +245,9 @@ def resolve(name: str) -> str:
         return str(real.ensure(name))
     if os.path.isdir(name):
         return name
-    if name.startswith((".", "/", "~")) or os.sep in name.strip("/").split("/", 1)[-1]:
+    from fedlab.models.inspect import looks_local
+
+    if looks_local(name):
         raise FileNotFoundError(f"model.name: {name!r} is neither a zoo model nor an existing folder")
     return name  # a Hugging Face Hub id (needs network or a filled HF cache)
 

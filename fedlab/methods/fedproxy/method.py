@@ -142,10 +142,10 @@ class FedProxy(FedMethod):
             stats[f"h_client_{cid}"] = float(h[i])
             stats[f"w_client_{cid}"] = float(w[i])
             stats[f"r_client_{cid}"] = float(retention[i])
-        self._log_round_plots(rnd, sim, cids)
+        self._log_round_plots(rnd, sim)
         return stats
 
-    def _log_round_plots(self, rnd: int, sim, cids) -> None:
+    def _log_round_plots(self, rnd: int, sim) -> None:
         if self.out_dir is None:
             return
         from fedlab.plots import conflict_histogram, similarity_heatmap
