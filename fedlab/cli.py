@@ -22,17 +22,21 @@ def format_table(rows: list[list], header: list[str]) -> str:
 
 
 def final_table(history) -> str:
-    """Per task and mean: zero-shot (round 0) against the final round; for methods that evaluate a
-    server LLM after fusion (FedProxy), the LLM's zero-shot and fused accuracy too."""
+    """Per task and mean: zero-shot (round 0) against the final round; for methods with a server LLM, the
+    LLM's columns too — evaluated every round (FedMKT) or after fusion at the end (FedProxy)."""
     zero, last = history.rounds[0], history.final
     tasks = sorted({k.split("_", 1)[1] for k in list(zero) + list(last) if k.startswith("acc/task_")})
-    extra = [p for p in ("llm_zeroshot/", "llm/") if f"{p}acc/mean" in last]
-    rows = [[t, zero.get(f"acc/task_{t}"), last.get(f"acc/task_{t}")] + [last.get(f"{p}acc/task_{t}") for p in extra]
+    if "llm/acc/mean" in zero:      # the LLM was evaluated from round 0 on
+        extra = [(zero, "llm/", "LLM zero-shot"), (last, "llm/", f"LLM final (round {last.get('round')})")]
+    else:
+        extra = [(last, p, name) for p, name in (("llm_zeroshot/", "LLM zero-shot"), ("llm/", "LLM after fusion"))
+                 if f"{p}acc/mean" in last]
+    rows = [[t, zero.get(f"acc/task_{t}"), last.get(f"acc/task_{t}")] + [src.get(f"{p}acc/task_{t}")
+                                                                           for src, p, _ in extra]
             for t in tasks]
     rows.append(["mean (over clients)", zero.get("acc/mean"), last.get("acc/mean")]
-                + [last.get(f"{p}acc/mean") for p in extra])
-    names = {"llm_zeroshot/": "LLM zero-shot", "llm/": "LLM after fusion"}
-    return format_table(rows, ["task", "zero-shot", f"final (round {last.get('round')})"] + [names[p] for p in extra])
+                + [src.get(f"{p}acc/mean") for src, p, _ in extra])
+    return format_table(rows, ["task", "zero-shot", f"final (round {last.get('round')})"] + [n for *_, n in extra])
 
 
 def cmd_run(args) -> int:

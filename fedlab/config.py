@@ -8,7 +8,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, ClassVar, Literal, Optional
 
 import yaml
 
@@ -39,9 +39,18 @@ class ModelConfig:
     name: str = "tiny-llama"
     lora: LoraConfig = field(default_factory=LoraConfig)
     max_length: int = 96
+    # per-client models (one name per client, e.g. four SLM families for FedMKT); None: every client runs
+    # `name`. With it, `name` is the server's model (the LLM) where the method has one.
+    clients: Optional[list[str]] = None
 
     def validate(self, p: str) -> None:
         check(self.max_length >= 8, f"{p}.max_length", self.max_length, "an integer >= 8")
+        check(self.clients is None or (len(self.clients) >= 1 and all(isinstance(c, str) and c
+                                                                      for c in self.clients)),
+              f"{p}.clients", self.clients, "null or a non-empty list of model names, one per client")
+
+    def client_model(self, cid: int) -> str:
+        return self.clients[cid] if self.clients else self.name
 
 
 PartitionKind = Literal["iid", "by_task", "dirichlet_label", "dirichlet_domain", "quantity"]
@@ -59,6 +68,11 @@ class DataConfig:
     train_per_task: int = 160
     test_per_task: int = 100
     public_size: int = 256
+    # where the public set comes from: "instructions" (public_size instruction/response pairs, the Alpaca
+    # analogue) or "holdout" (FedMKT Appendix D.2: a public_fraction of the task training data is held out
+    # as the public set, the rest is partitioned among the clients)
+    public_source: Literal["instructions", "holdout"] = "instructions"
+    public_fraction: float = 0.2
     world_seed: int = 0                # the synthetic world; separate from the run seed
     hf_dir: Optional[str] = None       # local folder of JSON rows for hf:<name> (offline); None: the Hub
 
@@ -69,6 +83,7 @@ class DataConfig:
         check(self.train_per_task >= 1, f"{p}.train_per_task", self.train_per_task, "an integer >= 1")
         check(self.test_per_task >= 1, f"{p}.test_per_task", self.test_per_task, "an integer >= 1")
         check(self.public_size >= 0, f"{p}.public_size", self.public_size, "an integer >= 0")
+        check(0 < self.public_fraction < 1, f"{p}.public_fraction", self.public_fraction, "a number in (0, 1)")
         if self.source == "embedded":
             check(len(self.tasks) >= 1, f"{p}.tasks", self.tasks, "a non-empty list of tasks")
             for t in self.tasks:
@@ -83,12 +98,17 @@ class DataConfig:
             check(self.num_clients >= n, f"{p}.num_clients", self.num_clients,
                   f"at least one client per task with partition=by_task ({n} tasks)")
         n_tasks = len(self.tasks) if self.source == "embedded" else 1
+        per_task = self.train_per_task
+        if self.public_source == "holdout":   # what is left for the clients after the public share
+            per_task = self.train_per_task - round(self.public_fraction * self.train_per_task)
+            check(per_task >= 1, f"{p}.public_fraction", self.public_fraction,
+                  f"a fraction that leaves training data for the clients (train_per_task={self.train_per_task})")
         if self.partition == "by_task":
-            most = self.train_per_task * n_tasks
-            check(-(-self.num_clients // n_tasks) <= self.train_per_task, f"{p}.num_clients", self.num_clients,
+            most = per_task * n_tasks
+            check(-(-self.num_clients // n_tasks) <= per_task, f"{p}.num_clients", self.num_clients,
                   f"at most {most} clients: every client needs at least one training sample of its task")
         else:
-            most = self.train_per_task * n_tasks
+            most = per_task * n_tasks
             check(most >= self.num_clients, f"{p}.num_clients", self.num_clients,
                   f"at most {most} clients: every client needs at least one training sample")
 
@@ -101,6 +121,8 @@ class FederationConfig:
     batch_size: int = 16
     lr: float = 2e-3
     weight_decay: float = 0.0
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])   # AdamW (β1, β2)
+    warmup_ratio: float = 0.0             # linear warm-up over this fraction of each local fit's steps
     client_fraction: float = 1.0          # fraction of clients sampled per round
     min_clients: int = 1
     client_timeout: Optional[float] = None
@@ -114,6 +136,9 @@ class FederationConfig:
         check(self.lr > 0, f"{p}.lr", self.lr, "a number > 0")
         check(0 < self.client_fraction <= 1, f"{p}.client_fraction", self.client_fraction,
               "a number in (0, 1]")
+        check(len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas), f"{p}.betas", self.betas,
+              "two numbers in [0, 1)")
+        check(0 <= self.warmup_ratio < 1, f"{p}.warmup_ratio", self.warmup_ratio, "a number in [0, 1)")
         check(self.min_clients >= 1, f"{p}.min_clients", self.min_clients, "an integer >= 1")
         check(self.client_timeout is None or self.client_timeout > 0, f"{p}.client_timeout",
               self.client_timeout, "null or a number > 0")
@@ -162,6 +187,9 @@ class TrackingConfig:
 class MethodConfig:
     """Base of every method's config; each method subclasses it with its own documented fields."""
     name: str = "fedavg"
+
+    # whether clients may run different models (model.clients); methods that average weights may not
+    heterogeneous_clients: ClassVar[bool] = False
 
 
 @dataclass(frozen=True)
@@ -343,9 +371,24 @@ def build_config(tree: dict) -> ExperimentConfig:
     hints = typing.get_type_hints(ExperimentConfig)
     kwargs = {k: _coerce(v, hints[k], k) for k, v in tree.items()}
     cfg = ExperimentConfig(method=method, **kwargs)
+    _check_client_models(cfg)
     if hasattr(method, "check_experiment"):
         method.check_experiment(cfg)
     return cfg
+
+
+def _check_client_models(cfg) -> None:
+    from fedlab import registry
+
+    clients = cfg.model.clients
+    if clients is None:
+        return
+    check(len(clients) == cfg.data.num_clients, "model.clients", clients,
+          f"one model name per client (data.num_clients={cfg.data.num_clients})")
+    if len(set(clients)) > 1 and not type(cfg.method).heterogeneous_clients:
+        ok = sorted(n for n in registry.method_names() if registry.get(n).config_cls.heterogeneous_clients)
+        raise ConfigError(f"model.clients: method {cfg.method.name!r} needs one model shared by every client "
+                          f"(it exchanges weights); different client models are allowed with: {', '.join(ok)}")
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> ExperimentConfig:

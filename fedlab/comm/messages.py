@@ -49,9 +49,10 @@ class FitRes:
     state: Optional[State]
     num_examples: int
     metrics: dict = field(default_factory=dict)
+    aux: Optional[State] = None            # tensors sent beside (or instead of) the state, e.g. FedMKT knowledge
 
     def nbytes(self) -> int:
-        return state_nbytes(self.state) + _small_nbytes(self.metrics) + 8
+        return state_nbytes(self.state) + state_nbytes(self.aux) + _small_nbytes(self.metrics) + 8
 
 
 @dataclass

@@ -36,6 +36,24 @@ class FederatedData:
         return [len(p) for p in self.train]
 
 
+def _hold_out(pooled: list[Example], fraction: float, seed: int) -> tuple[list[Example], tuple[Example, ...]]:
+    """FedMKT Appendix D.2: per task, a random `fraction` of the training data becomes the public set (with
+    its labels); the rest stays private. Returns (private pool, public set)."""
+    import random
+
+    rng = random.Random(seed)
+    private, public = [], []
+    for task in dict.fromkeys(e.task for e in pooled):
+        rows = [e for e in pooled if e.task == task]
+        idx = list(range(len(rows)))
+        rng.shuffle(idx)
+        n_pub = round(fraction * len(rows))
+        chosen = set(idx[:n_pub])
+        public += [rows[i] for i in sorted(chosen)]
+        private += [rows[i] for i in range(len(rows)) if i not in chosen]
+    return private, tuple(public)
+
+
 def build_federated_data(data_cfg, seed: int) -> FederatedData:
     return _build(json.dumps(dataclasses.asdict(data_cfg), sort_keys=True), seed)
 
@@ -54,7 +72,10 @@ def _build(cfg_json: str, seed: int) -> FederatedData:
         pooled = hf_examples(name, "train", c["train_per_task"], c["hf_dir"], seed)
         test = {name: tuple(hf_examples(name, "test", c["test_per_task"], c["hf_dir"], seed))}
         chance = {name: HF_TASKS[name].chance}
+    if c.get("public_source", "instructions") == "holdout":
+        pooled, public = _hold_out(pooled, c["public_fraction"], derive_seed(seed, "public-holdout"))
+    else:
+        public = tuple(public_examples(c["public_size"], c["world_seed"]))
     parts = partition(c["partition"], pooled, c["num_clients"], c["alpha"], derive_seed(seed, "partition"))
     train = tuple(tuple(pooled[i] for i in idx) for idx in parts)
-    public = tuple(public_examples(c["public_size"], c["world_seed"]))
     return FederatedData(train=train, test=test, public=public, chance=chance)

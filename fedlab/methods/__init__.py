@@ -3,6 +3,7 @@ classes are named as "module:Class" and imported on first use, so validating a c
 library."""
 from fedlab.methods.centralized.config import CentralizedConfig
 from fedlab.methods.fedavg.config import FedAvgConfig
+from fedlab.methods.fedmkt.config import FedMKTConfig, LLM2SLMConfig
 from fedlab.methods.fedprox.config import FedProxConfig
 from fedlab.methods.fedproxy.config import (
                                             FedBiOTConfig,
@@ -27,3 +28,5 @@ register_method("ot", OTConfig, "fedlab.methods.fedproxy.offsite:OffsiteTuning")
 register_method("fedot", OffsiteConfig, "fedlab.methods.fedproxy.offsite:OffsiteTuning")
 register_method("fedbiot", FedBiOTConfig, "fedlab.methods.fedproxy.offsite:OffsiteTuning")
 register_method("fedot_et", FedOTETConfig, "fedlab.methods.fedproxy.offsite:OffsiteTuning")
+register_method("fedmkt", FedMKTConfig, "fedlab.methods.fedmkt.method:FedMKT")
+register_method("llm2slm", LLM2SLMConfig, "fedlab.methods.fedmkt.method:FedMKT")

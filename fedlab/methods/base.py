@@ -39,6 +39,20 @@ class FedMethod:
     def configure_evaluate(self, rnd: int, cids: list[int]) -> dict[int, EvalIns]:
         return {cid: EvalIns(rnd, self.global_state, {"tag": f"global/{rnd}"}) for cid in cids}
 
+    def next_phase(self, rnd: int, phase: int, results: dict[int, FitRes]) -> dict[int, FitIns] | None:
+        """Instructions for a further exchange within round `rnd` after phase `phase` was aggregated
+        (e.g. FedMKT's server→client distillation); None ends the round."""
+        return None
+
+    def aggregate_phase(self, rnd: int, phase: int, results: dict[int, FitRes]) -> dict:
+        """Aggregates the answers of phase `phase` ≥ 1 of a round."""
+        return {}
+
+    def evaluate_server(self, rnd: int) -> dict:
+        """Metrics of a server-side model (e.g. FedMKT's LLM) at an evaluation round, logged beside the
+        clients' metrics; {} for methods without one."""
+        return {}
+
     def finalize(self, backend) -> dict:
         return {}
 

@@ -252,6 +252,17 @@ def resolve(name: str) -> str:
     return name  # a Hugging Face Hub id (needs network or a filled HF cache)
 
 
+def load_tokenizer(name: str):
+    """The tokenizer of a zoo name, local folder or Hub id (pad token set), without loading weights."""
+    from fedlab.runtime.resident import quiet_libraries
+
+    quiet_libraries()
+    tok = AutoTokenizer.from_pretrained(resolve(name))
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
 def load_model(name: str, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32):
     """(model, tokenizer) for a zoo name, a local Hugging Face folder or a Hub id."""
     from fedlab.runtime.resident import quiet_libraries

@@ -1,4 +1,6 @@
-"""Objectives: pure penalty kernels, loss terms as modules, and the Client/Server LightningModules."""
+"""Objectives: pure penalty and distillation kernels, loss terms as modules, and the Client/Server
+LightningModules."""
+from fedlab.objectives.distill import dual_min_ce, sparse_soft_cross_entropy
 from fedlab.objectives.penalties import pcr_penalty, proximal_penalty
 
-__all__ = ["pcr_penalty", "proximal_penalty"]
+__all__ = ["dual_min_ce", "pcr_penalty", "proximal_penalty", "sparse_soft_cross_entropy"]

@@ -22,7 +22,8 @@ class ClientModule(L.LightningModule):
     L = task_weight·L_task + Σ_i w_i·term_i."""
 
     def __init__(self, model: nn.Module, trainable: tuple[str, ...], terms: list[Weighted] | None = None,
-                 lr: float = 1e-3, weight_decay: float = 0.0, task_weight: float = 1.0):
+                 lr: float = 1e-3, weight_decay: float = 0.0, task_weight: float = 1.0,
+                 betas: tuple[float, float] = (0.9, 0.999), warmup_ratio: float = 0.0):
         super().__init__()
         self.model = model
         self.trainable = tuple(trainable)
@@ -30,7 +31,7 @@ class ClientModule(L.LightningModule):
         self.task_weight = task_weight
         self.terms = nn.ModuleList([w.term for w in terms or []])
         self.term_weights = [w.weight for w in terms or []]
-        self.lr, self.weight_decay = lr, weight_decay
+        self.lr, self.weight_decay, self.betas, self.warmup_ratio = lr, weight_decay, tuple(betas), warmup_ratio
         self.param_index = dict(model.named_parameters())
 
     def forward(self, batch):
@@ -56,7 +57,12 @@ class ClientModule(L.LightningModule):
 
     def configure_optimizers(self):
         params = [self.param_index[k] for k in self.trainable]
-        return torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay)
+        opt = torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay, betas=self.betas)
+        if self.warmup_ratio <= 0:
+            return opt
+        warmup = max(1, int(self.warmup_ratio * self.trainer.estimated_stepping_batches))
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: min(1.0, (step + 1) / warmup))
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
 
 class ServerModule(ClientModule):

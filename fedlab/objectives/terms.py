@@ -75,3 +75,16 @@ class PCRTerm(ParamsTerm):
 
     def forward(self, module, batch, outputs) -> Tensor:
         return pcr_penalty(self.flat_params(module), self.anchor, self.weights)
+
+
+class SparseDistillTerm(nn.Module):
+    """FedMKT's distillation part of L2 / L3: CE(student, softmax(aligned top-K / T)) against the sparse
+    targets the batch carries (`kd_ids`, `kd_probs`, `kd_mask`: [B, S, K], [B, S, K], [B, S]); the
+    temperature is already applied to the targets. With weight 1 − λ beside the task CE at weight λ this is
+    L = λ·CE(labels) + (1 − λ)·CE(student, teacher)."""
+    name = "kd"
+
+    def forward(self, module, batch, outputs) -> Tensor:
+        from fedlab.objectives.distill import sparse_soft_cross_entropy
+
+        return sparse_soft_cross_entropy(outputs.logits, batch["kd_ids"], batch["kd_probs"], batch["kd_mask"])

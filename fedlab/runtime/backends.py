@@ -122,14 +122,17 @@ class RayBackend:
                 ray.init(num_cpus=bc.num_cpus, include_dashboard=False, logging_level="ERROR",
                          log_to_driver=True)
         # the frozen base weights go through the object store once; every actor reads the same copy
-        payload_ref = ray.put(base_payload(cfg.model.name))
         n = min(bc.num_workers, num_clients)
         self.owner = {cid: cid % n for cid in range(num_clients)}
+        names = sorted({cfg.model.client_model(c) for c in range(num_clients)})
+        refs = {name: ray.put(base_payload(name)) for name in names}
         actor_cls = ray.remote(_HostActor)
-        self.actors = [
-            actor_cls.options(num_cpus=bc.cpus_per_worker, num_gpus=bc.gpus_per_worker).remote(
-                cfg, [c for c in range(num_clients) if c % n == w], {cfg.model.name: payload_ref})
-            for w in range(n)]
+        self.actors = []
+        for w in range(n):
+            mine = [c for c in range(num_clients) if c % n == w]
+            payloads = {name: refs[name] for name in {cfg.model.client_model(c) for c in mine}}
+            self.actors.append(actor_cls.options(num_cpus=bc.cpus_per_worker, num_gpus=bc.gpus_per_worker)
+                               .remote(cfg, mine, payloads))
         ray.get([a.ready.remote() for a in self.actors])
 
     def _call(self, kind: str, instructions: dict) -> dict:

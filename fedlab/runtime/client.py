@@ -30,6 +30,12 @@ def make_trainer(cfg, max_epochs: int | None = None, max_steps: int | None = Non
         num_sanity_val_steps=0, gradient_clip_val=1.0, deterministic=False)
 
 
+def optimizer_args(cfg, lr: float | None = None) -> dict:
+    f = cfg.federation
+    return dict(lr=lr if lr is not None else f.lr, weight_decay=f.weight_decay, betas=tuple(f.betas),
+                warmup_ratio=f.warmup_ratio)
+
+
 class LoraClient:
     """Fits the resident model's LoRA on the client's data from the received (or its own) state and
     returns the communicated parameters. Subclasses add loss terms with `terms()`."""
@@ -51,7 +57,10 @@ class LoraClient:
 
     def train_examples(self, ins: FitIns):
         data = self.host.data
-        return data.pooled_train() if ins.config.get("pooled") else data.train[self.cid]
+        if ins.config.get("pooled"):
+            extra = data.public if ins.config.get("include_public") else ()
+            return data.pooled_train() + tuple(extra)
+        return data.train[self.cid]
 
     def dataset(self, key: str, examples) -> TokenizedExamples:
         if key not in self._datasets:
@@ -61,6 +70,9 @@ class LoraClient:
 
     def terms(self, ins: FitIns, start: dict) -> list[Weighted]:
         return []
+
+    def learning_rate(self) -> float:
+        return self.cfg.federation.lr
 
     def start_state(self, ins) -> dict:
         if ins.state is not None:
@@ -79,7 +91,7 @@ class LoraClient:
                             generator=torch.Generator().manual_seed(seed),
                             collate_fn=PadCollator(res.tokenizer.pad_token_id))
         module = ClientModule(res.model, res.spec.trainable, self.terms(ins, start),
-                              lr=self.cfg.federation.lr, weight_decay=self.cfg.federation.weight_decay)
+                              **optimizer_args(self.cfg, self.learning_rate()))
         t0 = time.perf_counter()
         res.model.train()
         make_trainer(self.cfg).fit(module, loader)
@@ -129,7 +141,7 @@ class ClientHost:
         self.clients = {cid: client_cls(self, cid) for cid in cids}
 
     def model_name_for(self, cid: int) -> str:
-        return self.cfg.model.name
+        return self.cfg.model.client_model(cid)
 
     def resident_for(self, cid: int, transform: tuple | None = None):
         name = self.model_name_for(cid)

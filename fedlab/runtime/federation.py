@@ -46,6 +46,8 @@ def summarize_eval(results: dict) -> dict:
             n = {t: r.metrics.get(f"n/{t}", 1) for t in accs}
             per_client[cid] = sum(accs[t] * n[t] for t in accs) / max(1, sum(n.values()))
             out[f"acc/client_{cid}"] = per_client[cid]
+            if len(accs) > 1:   # clients holding several tasks: each task too (FedMKT's per-model tables)
+                out.update({f"acc_client_{cid}/{t}": a for t, a in accs.items()})
         for t, a in accs.items():
             per_task[t].append(a)
         for k, v in r.metrics.items():
@@ -109,7 +111,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
 
     def evaluate(rnd: int) -> dict:
         results = backend.evaluate(method.configure_evaluate(rnd, cids))
-        return summarize_eval(results)
+        return {**summarize_eval(results), **method.evaluate_server(rnd)}
 
     if start == 1:
         m = {"round": 0, **evaluate(0)}
@@ -122,27 +124,31 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
         rng = random.Random(derive_seed(cfg.seed, "sample", rnd))
         k = max(1, round(cfg.federation.client_fraction * num_clients))
         sampled = sorted(rng.sample(cids, k)) if k < num_clients else cids
-        fit_ins = method.configure_fit(rnd, sampled)
-        results = backend.fit(fit_ins)
-        ok = {cid: r for cid, r in results.items() if isinstance(r, FitRes)}
-        failed = {cid: r for cid, r in results.items() if isinstance(r, ClientFailure)}
-        for cid, f in failed.items():
-            _log(f"[fedlab] round {rnd}: client {cid} failed: {f.error}")
-        if len(ok) < min(cfg.federation.min_clients, len(fit_ins)):
-            raise FederationError(f"round {rnd}: only {len(ok)} of {len(fit_ins)} clients answered; "
-                                  f"federation.min_clients={cfg.federation.min_clients}")
-        agg = method.aggregate_fit(rnd, ok)
-        m: dict = {"round": rnd, "clients/ok": len(ok), "clients/failed": len(failed)}
-        m["bytes/down"] = sum(ins.nbytes() for ins in fit_ins.values())
-        m["bytes/up"] = sum(r.nbytes() for r in ok.values())
+        m: dict = {"round": rnd, "bytes/down": 0, "bytes/up": 0}
         losses = defaultdict(list)
-        for r in ok.values():
-            for key, v in r.metrics.items():
-                losses[key].append(v)
-                if key == "loss/task":
-                    m[f"loss/task_client_{r.cid}"] = v
+        fit_ins, phase = method.configure_fit(rnd, sampled), 0
+        while fit_ins:   # phase 0, then any further exchanges the method asks for within the round
+            results = backend.fit(fit_ins)
+            ok = {cid: r for cid, r in results.items() if isinstance(r, FitRes)}
+            failed = {cid: r for cid, r in results.items() if isinstance(r, ClientFailure)}
+            for cid, f in failed.items():
+                _log(f"[fedlab] round {rnd}: client {cid} failed: {f.error}")
+            if len(ok) < min(cfg.federation.min_clients, len(fit_ins)):
+                raise FederationError(f"round {rnd}: only {len(ok)} of {len(fit_ins)} clients answered; "
+                                      f"federation.min_clients={cfg.federation.min_clients}")
+            agg = method.aggregate_fit(rnd, ok) if phase == 0 else method.aggregate_phase(rnd, phase, ok)
+            if phase == 0:
+                m.update({"clients/ok": len(ok), "clients/failed": len(failed)})
+            m["bytes/down"] += sum(ins.nbytes() for ins in fit_ins.values())
+            m["bytes/up"] += sum(r.nbytes() for r in ok.values())
+            for r in ok.values():
+                for key, v in r.metrics.items():
+                    losses[key].append(v)
+                    if key == "loss/task":
+                        m[f"loss/task_client_{r.cid}"] = v
+            m.update({f"server/{key}": v for key, v in agg.items()})
+            fit_ins, phase = method.next_phase(rnd, phase, ok), phase + 1
         m.update({key: sum(v) / len(v) for key, v in losses.items()})
-        m.update({f"server/{key}": v for key, v in agg.items()})
         m["time/fit_round"] = time.perf_counter() - t0
         if rnd % cfg.eval.every == 0 or rnd == rounds:
             m.update(evaluate(rnd))

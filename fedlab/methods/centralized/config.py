@@ -7,3 +7,5 @@ from fedlab.config import MethodConfig
 @dataclass(frozen=True)
 class CentralizedConfig(MethodConfig):
     name: str = "centralized"
+    # also train on the public set (FedMKT's Centralized baseline: all private data + the public data)
+    include_public: bool = False

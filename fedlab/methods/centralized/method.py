@@ -6,7 +6,8 @@ from fedlab.methods.base import FedMethod
 class Centralized(FedMethod):
     def configure_fit(self, rnd, cids):
         # one trainer, hosted by client 0's worker, sees the union of all partitions
-        return {0: FitIns(rnd, self.global_state, {"pooled": True})}
+        config = {"pooled": True, **({"include_public": True} if self.cfg.method.include_public else {})}
+        return {0: FitIns(rnd, self.global_state, config)}
 
     def aggregate_fit(self, rnd, results):
         if 0 in results:

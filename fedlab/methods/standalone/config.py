@@ -1,5 +1,6 @@
 """Config of `standalone` (light: imported by config validation)."""
 from dataclasses import dataclass
+from typing import ClassVar
 
 from fedlab.config import MethodConfig
 
@@ -7,3 +8,4 @@ from fedlab.config import MethodConfig
 @dataclass(frozen=True)
 class StandaloneConfig(MethodConfig):
     name: str = "standalone"
+    heterogeneous_clients: ClassVar[bool] = True   # nothing is exchanged

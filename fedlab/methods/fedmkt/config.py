@@ -1,0 +1,56 @@
+"""Config of `fedmkt` and `llm2slm` (light: imported by config validation)."""
+from dataclasses import dataclass
+from typing import ClassVar, Optional
+
+from fedlab.config import MethodConfig, check, choose
+
+
+@dataclass(frozen=True)
+class FedMKTConfig(MethodConfig):
+    """FedMKT (paper 001, SPEC.md §2): model.name is the server's LLM, model.clients the clients' SLMs."""
+    name: str = "fedmkt"
+    heterogeneous_clients: ClassVar[bool] = True   # logits cross the wire, not weights
+
+    topk: int = 16                   # K: top-K logits per position in a knowledge message
+    lam: float = 0.9                 # λ of L2 / L3: λ·CE(labels) + (1 − λ)·CE(student, teacher)
+    temperature: float = 1.0         # T of softmax(aligned top-K / T)
+    server_epochs: int = 1           # R: the LLM's distillation epochs per round
+    distill_epochs: int = 1          # E of the clients' L3 phase (local training uses federation.local_epochs)
+    server_lr: Optional[float] = None            # η_ω; null: federation.lr
+    client_lr: Optional[list[float]] = None      # η_θ per client (Appendix D.1 has one per SLM); null: federation.lr
+    selection: str = "dualmince"     # dualmince (Algorithm 2) | all (ablation: distil on every public sample)
+    kd_positions: str = "all"        # all: every position with a next token (SPEC §2.1) | target: answer tokens only
+    mutual: bool = True              # False: the LLM is frozen and only teaches (LLM2SLM)
+    logit_dtype: str = "float32"     # float32 | float16: precision of the logits on the wire
+    public_batch_size: int = 32      # forward batch on the public set
+
+    def validate(self, p):
+        check(self.topk >= 1, f"{p}.topk", self.topk, "an integer >= 1")
+        check(0.0 <= self.lam <= 1.0, f"{p}.lam", self.lam, "a number in [0, 1]")
+        check(self.temperature > 0, f"{p}.temperature", self.temperature, "a number > 0")
+        check(self.server_epochs >= 1, f"{p}.server_epochs", self.server_epochs, "an integer >= 1")
+        check(self.distill_epochs >= 1, f"{p}.distill_epochs", self.distill_epochs, "an integer >= 1")
+        check(self.server_lr is None or self.server_lr > 0, f"{p}.server_lr", self.server_lr, "null or a number > 0")
+        check(self.client_lr is None or all(x > 0 for x in self.client_lr), f"{p}.client_lr", self.client_lr,
+              "null or a list of numbers > 0, one per client")
+        choose(self.selection, ["dualmince", "all"], f"{p}.selection")
+        choose(self.kd_positions, ["all", "target"], f"{p}.kd_positions")
+        choose(self.logit_dtype, ["float32", "float16"], f"{p}.logit_dtype")
+        check(self.public_batch_size >= 1, f"{p}.public_batch_size", self.public_batch_size, "an integer >= 1")
+
+    def check_experiment(self, cfg):
+        n = cfg.data.num_clients
+        if self.client_lr is not None:
+            check(len(self.client_lr) == n, "method.client_lr", self.client_lr,
+                  f"one learning rate per client (data.num_clients={n})")
+        public = (cfg.data.public_size if cfg.data.public_source == "instructions"
+                  else round(cfg.data.public_fraction * cfg.data.train_per_task))
+        check(public >= 1, "data.public_size", cfg.data.public_size,
+              "a public set of at least one sample (FedMKT distils on it)")
+
+
+@dataclass(frozen=True)
+class LLM2SLMConfig(FedMKTConfig):
+    """LLM2SLM baseline: FedMKT with the server's LLM frozen; it only teaches the clients."""
+    name: str = "llm2slm"
+    mutual: bool = False

@@ -1,0 +1,116 @@
+"""FedMKT's work on the public set, shared by the server and the clients: tokenising it once per
+tokenizer, computing a model's knowledge (per-sample loss + top-K logits per position), and turning a
+teacher's knowledge into sparse distillation examples for a student of another tokenizer."""
+from __future__ import annotations
+
+import torch
+
+from fedlab.align import align_sequences, translate_topk
+from fedlab.comm.knowledge import pack_knowledge, sample_topk
+from fedlab.data.collate import PadCollator, encode_example
+from fedlab.objectives.terms import per_sample_target_ce
+
+
+class PublicSet:
+    """The public examples as one tokenizer sees them: model inputs and the token strings (for alignment)."""
+
+    def __init__(self, tokenizer, examples, max_length: int):
+        self.items = [encode_example(tokenizer, e, max_length) for e in examples]
+        self.tokens = [tokenizer.convert_ids_to_tokens(it["input_ids"]) for it in self.items]
+        self.pad_id = tokenizer.pad_token_id
+
+    def __len__(self):
+        return len(self.items)
+
+    def batches(self, batch_size: int, device):
+        collate = PadCollator(self.pad_id)
+        for start in range(0, len(self.items), batch_size):
+            batch = collate(self.items[start:start + batch_size])
+            yield start, {k: v.to(device) for k, v in batch.items()}
+
+
+@torch.no_grad()
+def public_knowledge(model, public: PublicSet, k: int, batch_size: int = 32,
+                     logit_dtype: torch.dtype = torch.float32) -> dict:
+    """SPEC.md §2.1 step 2/4: per public sample l^i (mean CE over its target positions) and the top-K
+    (id, logit) at every position that has a next token. k = 0: the losses only."""
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    losses, ids, logits = [], [], []
+    for _, batch in public.batches(batch_size, device):
+        out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+        losses.append(per_sample_target_ce(out, batch["labels"]).cpu())
+        if k:
+            lengths = batch["attention_mask"].sum(1).tolist()
+            top = out.float().topk(k, dim=-1)
+            for b, n in enumerate(lengths):
+                ids.append(top.indices[b, : n - 1].cpu())
+                logits.append(top.values[b, : n - 1].cpu())
+    model.train(was_training)
+    loss = torch.cat(losses) if losses else torch.zeros(0)
+    if not k:
+        return {"loss": loss}
+    return pack_knowledge(loss, ids, logits, logit_dtype)
+
+
+def student_next(item: dict, kd_positions: str) -> torch.Tensor:
+    """The student's ground-truth next token per position (−100 where no distillation target is wanted)."""
+    ids = torch.tensor(item["input_ids"])
+    nxt = torch.full_like(ids, -100)
+    nxt[:-1] = ids[1:]
+    if kd_positions == "target":
+        labels = torch.tensor(item["labels"])
+        nxt[:-1] = torch.where(labels[1:] != -100, nxt[:-1], torch.full_like(nxt[:-1], -100))
+    return nxt
+
+
+class Aligner:
+    """Alignment of public samples between a teacher's and a student's tokenizer, memoised per
+    (teacher, sample): the public set does not change between rounds."""
+
+    def __init__(self, student: PublicSet):
+        self.student = student
+        self._pairs: dict[tuple, list] = {}
+
+    def pairs(self, teacher_key, teacher_tokens: list[str], i: int) -> list[tuple[int, int]]:
+        key = (teacher_key, i)
+        if key not in self._pairs:
+            self._pairs[key] = align_sequences(teacher_tokens, self.student.tokens[i])
+        return self._pairs[key]
+
+    def matched_fraction(self, teacher_key) -> float:
+        done = [(len(p), len(self.student.tokens[i])) for (t, i), p in self._pairs.items() if t == teacher_key]
+        return sum(a for a, _ in done) / max(1, sum(b for _, b in done))
+
+
+def distill_items(aligner: Aligner, indices: list[int], teachers: list[tuple], vmaps: dict,
+                  temperature: float, kd_positions: str) -> list[dict]:
+    """Training items for the student: each kept public sample i with its sparse soft targets from the
+    teacher chosen for it. `teachers[n]` = (teacher key, teacher token lists, knowledge) for indices[n];
+    `vmaps[teacher key]` maps teacher ids to student ids."""
+    items = []
+    for i, (key, tokens, knowledge) in zip(indices, teachers):
+        item = aligner.student.items[i]
+        t_ids, t_logits = sample_topk(knowledge, i)
+        pairs = aligner.pairs(key, tokens[i], i)
+        kd_ids, kd_probs, kd_mask = translate_topk(pairs, t_ids, t_logits, student_next(item, kd_positions),
+                                                   vmaps[key], temperature)
+        items.append({**item, "kd_ids": kd_ids, "kd_probs": kd_probs, "kd_mask": kd_mask})
+    return items
+
+
+class DistillCollator(PadCollator):
+    """PadCollator plus the sparse targets: kd_ids/kd_probs [B, S, K] padded with zeros, kd_mask [B, S]."""
+
+    def __call__(self, items):
+        batch = super().__call__(items)
+        b, n = batch["input_ids"].shape
+        k = items[0]["kd_ids"].shape[1]
+        ids = torch.zeros(b, n, k, dtype=torch.long)
+        probs = torch.zeros(b, n, k)
+        mask = torch.zeros(b, n, dtype=torch.bool)
+        for r, it in enumerate(items):
+            m = it["kd_ids"].shape[0]
+            ids[r, :m], probs[r, :m], mask[r, :m] = it["kd_ids"], it["kd_probs"], it["kd_mask"]
+        return {**batch, "kd_ids": ids, "kd_probs": probs, "kd_mask": mask}
