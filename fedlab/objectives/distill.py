@@ -2,7 +2,6 @@
 (top-K) soft targets."""
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor
 
