@@ -183,6 +183,28 @@ class TrackingConfig:
     run_name: Optional[str] = None
 
 
+FAULT_KINDS = ["raise", "hang", "die", "nan", "wrong_keys", "wrong_shape", "stale_round", "duplicate", "sign_flip"]
+
+
+@dataclass(frozen=True)
+class FaultConfig:
+    """One injected fault (for testing a federation's resilience): what `client` does in `round` (null: every
+    round). raise: its fit raises; hang: it sleeps `seconds` first; die: its worker process exits (Ray only);
+    nan / wrong_keys / wrong_shape / stale_round / duplicate: its upload is corrupted that way; sign_flip: it
+    sends −scale × its honest update (a model-poisoning attacker)."""
+    kind: str = "raise"
+    client: int = 0
+    round: Optional[int] = None
+    seconds: float = 60.0
+    scale: float = 10.0
+
+    def validate(self, p: str) -> None:
+        choose(self.kind, FAULT_KINDS, f"{p}.kind")
+        check(self.client >= 0, f"{p}.client", self.client, "a client id >= 0")
+        check(self.round is None or self.round >= 1, f"{p}.round", self.round, "null (every round) or a round >= 1")
+        check(self.seconds > 0, f"{p}.seconds", self.seconds, "a number > 0")
+
+
 @dataclass(frozen=True)
 class MethodConfig:
     """Base of every method's config; each method subclasses it with its own documented fields."""
@@ -201,6 +223,7 @@ class ExperimentConfig:
     method: MethodConfig = field(default_factory=MethodConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    faults: list[FaultConfig] = field(default_factory=list)   # injected faults (tests, resilience drills)
     seed: int = 0
     output_dir: str = "runs"
     resume: bool = False
@@ -372,6 +395,11 @@ def build_config(tree: dict) -> ExperimentConfig:
     kwargs = {k: _coerce(v, hints[k], k) for k, v in tree.items()}
     cfg = ExperimentConfig(method=method, **kwargs)
     _check_client_models(cfg)
+    for i, f in enumerate(cfg.faults):
+        check(f.client < cfg.data.num_clients, f"faults[{i}].client", f.client,
+              f"a client id below data.num_clients ({cfg.data.num_clients})")
+        check(f.kind != "die" or cfg.backend.name == "ray", f"faults[{i}].kind", f.kind,
+              "a kind other than 'die' with backend.name=inprocess (there is no worker process to lose)")
     if hasattr(method, "check_experiment"):
         method.check_experiment(cfg)
     return cfg

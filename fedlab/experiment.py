@@ -28,12 +28,10 @@ def run_experiment(cfg: ExperimentConfig, tracker=None, progress: bool = True):
     data = build_federated_data(cfg.data, cfg.seed)
     method = registry.get(cfg.method.name).method_cls(cfg, data)
     backend = make_backend(cfg)
-    resume_id = None
-    ckpt = run_dir(cfg) / "checkpoint.pt"
-    if cfg.resume and ckpt.exists():
-        import torch
-
-        resume_id = torch.load(ckpt, weights_only=False).get("run_id")
+    # the MLflow run id is written next to the checkpoint when the run starts, so a run killed at any
+    # moment — even before its first checkpoint — is continued, not duplicated
+    id_file = run_dir(cfg) / "mlflow_run_id"
+    resume_id = id_file.read_text().strip() or None if cfg.resume and id_file.exists() else None
     own_tracker = tracker is None
     tracker = tracker or make_tracker(cfg, run_id=resume_id)
     try:

@@ -39,6 +39,20 @@ class FedMethod:
     def configure_evaluate(self, rnd: int, cids: list[int]) -> dict[int, EvalIns]:
         return {cid: EvalIns(rnd, self.global_state, {"tag": f"global/{rnd}"}) for cid in cids}
 
+    def check_upload(self, res: FitRes) -> str | None:
+        """Why an upload cannot be aggregated (None: it can). The default compares an uploaded state with
+        the global state's keys and shapes."""
+        ref = self.global_state
+        if res.state is None or ref is None:
+            return None
+        missing, extra = sorted(set(ref) - set(res.state)), sorted(set(res.state) - set(ref))
+        if missing or extra:
+            return f"wrong keys (missing {missing[:2]}{'…' if len(missing) > 2 else ''}, unexpected {extra[:2]})"
+        for k, v in res.state.items():
+            if tuple(v.shape) != tuple(ref[k].shape):
+                return f"wrong shape for {k}: {tuple(v.shape)}, expected {tuple(ref[k].shape)}"
+        return None
+
     def next_phase(self, rnd: int, phase: int, results: dict[int, FitRes]) -> dict[int, FitIns] | None:
         """Instructions for a further exchange within round `rnd` after phase `phase` was aggregated
         (e.g. FedMKT's server→client distillation); None ends the round."""

@@ -3,6 +3,9 @@ long-lived stateful actors, each hosting several clients when clients outnumber 
 per client, a result or a `ClientFailure`, and give the same numbers for the same seed."""
 from __future__ import annotations
 
+import sys
+import threading
+import time
 import traceback
 from typing import Protocol
 
@@ -16,6 +19,7 @@ from fedlab.comm.messages import (
     to_wire,
 )
 from fedlab.runtime.client import ClientHost
+from fedlab.runtime.faults import InjectedFault
 
 
 class Backend(Protocol):
@@ -41,18 +45,48 @@ def _one_line(e: BaseException) -> str:
 
 
 class InProcessBackend:
+    """Clients run one after another in the driver. With `federation.client_timeout` each fit runs in a
+    helper thread that the server stops waiting for after the timeout; the abandoned call is signalled to
+    stop (an injected hang ends at once; real compute cannot be interrupted in-process — use Ray, whose
+    hung workers are killed and restarted)."""
     name = "inprocess"
 
     def start(self, cfg, num_clients: int) -> None:
+        self.cfg = cfg
         self.host = ClientHost(cfg, list(range(num_clients)))
+
+    def _timed_fit(self, cid: int, ins, timeout: float):
+        box: dict = {}
+        cancel = threading.Event()
+
+        def work():
+            try:
+                box["result"] = self.host.fit(cid, ins, cancel)
+            except BaseException as e:  # handed to the caller below
+                box["error"] = e
+
+        t = threading.Thread(target=work, name=f"fedlab-client-{cid}", daemon=True)
+        t.start()
+        t.join(timeout)
+        if t.is_alive():
+            cancel.set()
+            raise TimeoutError(f"client {cid} did not answer within federation.client_timeout={timeout}s")
+        if "error" in box:
+            raise box["error"]
+        return box["result"]
 
     def _call(self, kind: str, instructions: dict) -> dict:
         out = {}
+        timeout = self.cfg.federation.client_timeout
         for cid, ins in instructions.items():
             try:
-                out[cid] = getattr(self.host, kind)(cid, ins)
+                if kind == "fit" and timeout:
+                    out[cid] = self._timed_fit(cid, ins, timeout)
+                else:
+                    out[cid] = getattr(self.host, kind)(cid, ins)
             except Exception as e:  # a client that raises is reported, the round policy decides
-                traceback.print_exc()
+                if not isinstance(e, (TimeoutError, InjectedFault)):
+                    traceback.print_exc()
                 out[cid] = ClientFailure(cid, ins.round, _one_line(e))
         return out
 
@@ -105,6 +139,10 @@ class _HostActor:
 
 
 class RayBackend:
+    """Clients on long-lived Ray actors (`backend.num_workers`), each hosting several clients when they
+    outnumber the workers. A worker that dies, or does not answer within `federation.client_timeout`
+    (counted from dispatch, for the round's answers), costs the round the answers of its clients; it is
+    killed if needed and recreated — with its clients' last checkpointed states — before the next call."""
     name = "ray"
 
     def start(self, cfg, num_clients: int) -> None:
@@ -124,20 +162,44 @@ class RayBackend:
         # the frozen base weights go through the object store once; every actor reads the same copy
         n = min(bc.num_workers, num_clients)
         self.owner = {cid: cid % n for cid in range(num_clients)}
+        self.members = {w: [c for c in range(num_clients) if c % n == w] for w in range(n)}
         names = sorted({cfg.model.client_model(c) for c in range(num_clients)})
-        refs = {name: ray.put(base_payload(name)) for name in names}
-        actor_cls = ray.remote(_HostActor)
-        self.actors = []
-        for w in range(n):
-            mine = [c for c in range(num_clients) if c % n == w]
-            payloads = {name: refs[name] for name in {cfg.model.client_model(c) for c in mine}}
-            self.actors.append(actor_cls.options(num_cpus=bc.cpus_per_worker, num_gpus=bc.gpus_per_worker)
-                               .remote(cfg, mine, payloads))
+        self.payload_refs = {name: ray.put(base_payload(name)) for name in names}
+        self.last_states: dict = {}
+        self.restarts = 0
+        self.actors = [self._new_actor(w) for w in range(n)]
+        self.dead: set[int] = set()
         ray.get([a.ready.remote() for a in self.actors])
+
+    def _new_actor(self, w: int):
+        import ray
+
+        bc = self.cfg.backend
+        mine = self.members[w]
+        payloads = {name: self.payload_refs[name] for name in {self.cfg.model.client_model(c) for c in mine}}
+        return ray.remote(_HostActor).options(num_cpus=bc.cpus_per_worker, num_gpus=bc.gpus_per_worker).remote(
+            self.cfg, mine, payloads)
+
+    def _restart_dead(self) -> None:
+        import ray
+
+        for w in sorted(self.dead):
+            try:
+                ray.kill(self.actors[w])
+            except Exception:  # already gone
+                pass
+            self.actors[w] = self._new_actor(w)
+            states = {c: to_wire(self.last_states[c]) for c in self.members[w] if self.last_states.get(c) is not None}
+            ray.get(self.actors[w].set_states.remote(states))
+            self.restarts += 1
+            print(f"[fedlab] recreated worker {w} (clients {self.members[w]})", file=sys.stderr, flush=True)
+        self.dead.clear()
 
     def _call(self, kind: str, instructions: dict) -> dict:
         import ray
+        from ray.exceptions import RayActorError
 
+        self._restart_dead()
         refs = {}
         shared = {}
         for cid, ins in instructions.items():
@@ -149,12 +211,22 @@ class RayBackend:
                 state_ref = shared[key]
             bare = msg_to_wire(type(ins)(**{**ins.__dict__, "state": None}))
             refs[cid] = getattr(self.actors[self.owner[cid]], kind).remote(cid, bare, state_ref)
-        timeout = self.cfg.federation.client_timeout
+        timeout = self.cfg.federation.client_timeout if kind == "fit" else None
+        deadline = None if timeout is None else time.monotonic() + timeout
         out = {}
         for cid, ref in refs.items():
+            w = self.owner[cid]
             try:
-                res = ray.get(ref, timeout=timeout)
-                out[cid] = msg_from_wire(res)
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                out[cid] = msg_from_wire(ray.get(ref, timeout=left))
+            except ray.exceptions.GetTimeoutError:
+                self.dead.add(w)   # a hung worker is killed and replaced before the next call
+                out[cid] = ClientFailure(cid, instructions[cid].round,
+                                         f"TimeoutError: no answer within federation.client_timeout={timeout}s")
+            except RayActorError as e:
+                self.dead.add(w)
+                why = "its process exited" if "worker process has died" in str(e) else _one_line(e)[:200]
+                out[cid] = ClientFailure(cid, instructions[cid].round, f"WorkerDied: worker {w} died ({why})")
             except Exception as e:
                 out[cid] = ClientFailure(cid, instructions[cid].round, _one_line(e))
         return out
@@ -168,14 +240,17 @@ class RayBackend:
     def get_client_states(self):
         import ray
 
+        self._restart_dead()
         out = {}
         for states in ray.get([a.get_states.remote() for a in self.actors]):
             out.update({cid: from_wire(s) for cid, s in states.items()})
+        self.last_states = dict(out)
         return out
 
     def set_client_states(self, states):
         import ray
 
+        self.last_states = dict(states)
         for w, actor in enumerate(self.actors):
             mine = {cid: to_wire(s) for cid, s in states.items() if self.owner[cid] == w}
             ray.get(actor.set_states.remote(mine))
@@ -184,7 +259,10 @@ class RayBackend:
         import ray
 
         for a in getattr(self, "actors", []):
-            ray.kill(a)
+            try:
+                ray.kill(a)
+            except Exception:  # already dead
+                pass
         self.actors = []
 
 

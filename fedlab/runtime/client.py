@@ -139,6 +139,9 @@ class ClientHost:
         self.eval_cache: dict = {}
         client_cls = registry.get(cfg.method.name).method_cls.client_cls
         self.clients = {cid: client_cls(self, cid) for cid in cids}
+        from fedlab.runtime.faults import FaultInjector
+
+        self.faults = FaultInjector(cfg.faults).bind(cfg.data.num_clients)
 
     def model_name_for(self, cid: int) -> str:
         return self.cfg.model.client_model(cid)
@@ -147,8 +150,9 @@ class ClientHost:
         name = self.model_name_for(cid)
         return get_resident(self.cfg, name, self.payloads.get(name), transform)
 
-    def fit(self, cid: int, ins: FitIns) -> FitRes:
-        return self.clients[cid].fit(ins)
+    def fit(self, cid: int, ins: FitIns, cancel=None) -> FitRes:
+        self.faults.before_fit(cid, ins.round, cancel)
+        return self.faults.after_fit(cid, ins, self.clients[cid].fit(ins))
 
     def evaluate(self, cid: int, ins: EvalIns) -> EvalRes:
         return self.clients[cid].evaluate(ins)

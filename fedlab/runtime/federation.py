@@ -61,6 +61,30 @@ def summarize_eval(results: dict) -> dict:
     return out
 
 
+def screen_uploads(rnd: int, results: dict, method) -> tuple[dict, dict[int, str]]:
+    """Bad updates are rejected before aggregation: an answer for the wrong round (stale), one that claims
+    another client's id or repeats an id (duplicate), non-finite values, and whatever the method's own
+    `check_upload` finds (wrong keys or shapes). Returns (accepted results, {cid: reason})."""
+    from fedlab.runtime.faults import nonfinite_keys
+
+    ok, rejected = {}, {}
+    for cid, r in sorted(results.items()):
+        reason = None
+        if r.cid != cid:   # answers are keyed by the client that was asked: another id is a duplicate
+            what = "duplicate" if r.cid in results else "unknown"
+            reason = f"{what} client id (the answer from client {cid} claims to be client {r.cid})"
+        elif r.round != rnd:
+            reason = f"stale round {r.round} (expected {rnd})"
+        else:
+            bad = nonfinite_keys(r.state) + nonfinite_keys(r.aux)
+            reason = f"non-finite values in {bad[:3]}" if bad else method.check_upload(r)
+        if reason:
+            rejected[cid] = reason
+        else:
+            ok[cid] = r
+    return ok, rejected
+
+
 def run_key(cfg) -> str:
     d = cfg.to_dict()
     d.pop("resume", None)
@@ -90,6 +114,19 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(to_yaml(cfg))
     ckpt_path = out / "checkpoint.pt"
+    if tracker.run_id:
+        (out / "mlflow_run_id").write_text(tracker.run_id)
+    # the last round whose metrics reached the tracker: a resumed run logs only what is missing
+    marker = out / "logged_round"
+    logged = int(marker.read_text()) if cfg.resume and marker.exists() else -1
+
+    def log_round(metrics: dict) -> None:
+        nonlocal logged
+        if metrics["round"] > logged:
+            tracker.log_metrics(metrics, step=metrics["round"])
+            logged = metrics["round"]
+            marker.write_text(str(logged))
+
     history = History(run_id=tracker.run_id, out_dir=str(out))
     num_clients = method.data.num_clients
     cids = list(range(num_clients))
@@ -106,6 +143,10 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
         history.rounds = ck["history"]
         start = ck["round"] + 1
         random.setstate(ck["py_rng"])
+        if "torch_rng" in ck:
+            torch.set_rng_state(ck["torch_rng"])
+        for past in history.rounds:      # rounds checkpointed but killed before they were logged
+            log_round(past)
         _log(f"[fedlab] resuming {out} after round {ck['round']}")
     t_run = time.perf_counter()
 
@@ -116,7 +157,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
     if start == 1:
         m = {"round": 0, **evaluate(0)}
         history.rounds.append(m)
-        tracker.log_metrics(m, step=0)
+        log_round(m)
         if progress:
             _log(f"[fedlab] round 0/{rounds} (zero-shot)  acc {m.get('acc/mean', float('nan')):.4f}")
     for rnd in range(start, rounds + 1):
@@ -129,18 +170,25 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
         fit_ins, phase = method.configure_fit(rnd, sampled), 0
         while fit_ins:   # phase 0, then any further exchanges the method asks for within the round
             results = backend.fit(fit_ins)
-            ok = {cid: r for cid, r in results.items() if isinstance(r, FitRes)}
+            answered = {cid: r for cid, r in results.items() if isinstance(r, FitRes)}
             failed = {cid: r for cid, r in results.items() if isinstance(r, ClientFailure)}
             for cid, f in failed.items():
                 _log(f"[fedlab] round {rnd}: client {cid} failed: {f.error}")
+            ok, rejected = screen_uploads(rnd, answered, method)
+            for cid, why in rejected.items():
+                _log(f"[fedlab] round {rnd}: rejected the upload of client {cid}: {why}")
+            m["rejected"] = m.get("rejected", 0) + len(rejected)
             if len(ok) < min(cfg.federation.min_clients, len(fit_ins)):
-                raise FederationError(f"round {rnd}: only {len(ok)} of {len(fit_ins)} clients answered; "
+                raise FederationError(f"round {rnd}: only {len(ok)} of {len(fit_ins)} clients gave a usable "
+                                      f"answer ({len(failed)} failed, {len(rejected)} rejected); "
                                       f"federation.min_clients={cfg.federation.min_clients}")
             agg = method.aggregate_fit(rnd, ok) if phase == 0 else method.aggregate_phase(rnd, phase, ok)
             if phase == 0:
                 m.update({"clients/ok": len(ok), "clients/failed": len(failed)})
+            else:
+                m["clients/failed"] += len(failed)
             m["bytes/down"] += sum(ins.nbytes() for ins in fit_ins.values())
-            m["bytes/up"] += sum(r.nbytes() for r in ok.values())
+            m["bytes/up"] += sum(r.nbytes() for r in answered.values())
             for r in ok.values():
                 for key, v in r.metrics.items():
                     losses[key].append(v)
@@ -154,10 +202,11 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
             m.update(evaluate(rnd))
         m["time/round"] = time.perf_counter() - t0
         history.rounds.append(m)
-        tracker.log_metrics(m, step=rnd)
         _save_checkpoint(ckpt_path, {"round": rnd, "method": method.state_dict(),
                                      "client_states": backend.get_client_states(), "history": history.rounds,
-                                     "py_rng": random.getstate(), "run_id": tracker.run_id})
+                                     "py_rng": random.getstate(), "torch_rng": torch.get_rng_state(),
+                                     "run_id": tracker.run_id})
+        log_round(m)
         if progress:
             acc = m.get("acc/mean")
             _log(f"[fedlab] round {rnd}/{rounds}  acc {acc if acc is None else round(acc, 4)}  "

@@ -24,6 +24,7 @@ def quiet_libraries() -> None:
     warnings.filterwarnings("ignore", message=".*treespec.*")
     warnings.filterwarnings("ignore", category=FutureWarning, module="transformers")
     warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+    warnings.filterwarnings("ignore", message=".*fan_in_fan_out is set to False.*")  # peft on GPT-2's Conv1D
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()

@@ -1,14 +1,23 @@
 """Config of `fedavg` (light: imported by config validation)."""
 from dataclasses import dataclass
 
-from fedlab.config import MethodConfig, check
+from fedlab.config import MethodConfig, check, choose
 
 
 @dataclass(frozen=True)
 class FedAvgConfig(MethodConfig):
     name: str = "fedavg"
-    weighting: str = "examples"      # examples | uniform
+    weighting: str = "examples"      # examples | uniform (mean only)
+    # mean (FedAvg) | median | trimmed_mean | krum: robust options for untrusted clients
+    aggregator: str = "mean"
+    trim: float = 0.1                # trimmed_mean: fraction cut at each end per coordinate
+    krum_f: int = 1                  # krum: assumed number of attackers f
+    krum_m: int = 1                  # krum: average of the m best-scored updates (1 = Krum, >1 = Multi-Krum)
 
     def validate(self, p):
         check(self.weighting in ("examples", "uniform"), f"{p}.weighting", self.weighting,
               "'examples' or 'uniform'")
+        choose(self.aggregator, ["mean", "median", "trimmed_mean", "krum"], f"{p}.aggregator")
+        check(0 <= self.trim < 0.5, f"{p}.trim", self.trim, "a number in [0, 0.5)")
+        check(self.krum_f >= 0, f"{p}.krum_f", self.krum_f, "an integer >= 0")
+        check(self.krum_m >= 1, f"{p}.krum_m", self.krum_m, "an integer >= 1")

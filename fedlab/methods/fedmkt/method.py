@@ -102,6 +102,21 @@ class FedMKT(FedMethod):
             stats["paper_estimate_floats"] = paper_estimate(len(local), self.cfg.model.max_length, m.topk)
         return stats
 
+    def check_upload(self, res) -> str | None:
+        k = res.aux
+        if k is None:
+            return None
+        if set(k) != {"loss", "offsets", "ids", "logits"}:
+            return f"wrong keys {sorted(k)} (expected loss, offsets, ids, logits)"
+        n, topk = len(self.public), self.cfg.method.topk
+        if k["loss"].shape != (n,) or k["offsets"].shape != (n + 1,):
+            return f"knowledge for {k['loss'].numel()} samples, expected {n}"
+        if k["ids"].shape != k["logits"].shape or k["ids"].dim() != 2 or k["ids"].shape[1] != topk:
+            return f"wrong shape: ids {tuple(k['ids'].shape)}, logits {tuple(k['logits'].shape)}, expected [T, {topk}]"
+        if int(k["offsets"][-1]) != k["ids"].shape[0] or bool((k["offsets"].diff() < 0).any()):
+            return "inconsistent offsets"
+        return None
+
     # ------------------------------------------------------------------ phase 1: server → clients
     def llm_knowledge(self) -> dict:
         m = self.cfg.method
