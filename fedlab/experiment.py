@@ -11,10 +11,23 @@ def preflight(cfg: ExperimentConfig) -> None:
     from fedlab.config import ConfigError
     from fedlab.models.inspect import looks_local
 
-    name = cfg.model.name
-    if looks_local(name) and not Path(name).expanduser().is_dir():
-        raise ConfigError(f"model.name: {name!r} is neither a zoo model (see `fedlab zoo list`), a Hugging Face "
-                          "id, nor an existing folder")
+    named = [("model.name", cfg.model.name)] + [(f"model.clients[{i}]", n) for i, n in enumerate(cfg.model.clients or [])]
+    for key, name in named:
+        if looks_local(name) and not Path(name).expanduser().is_dir():
+            raise ConfigError(f"{key}: {name!r} is neither a zoo model (see `fedlab zoo list`), a Hugging Face "
+                              "id, nor an existing folder")
+    # the data view is cheap to build and catches what only the data can tell (e.g. too few rows in a
+    # local Hugging Face file for the requested clients)
+    from fedlab.data.federated import build_federated_data
+
+    try:
+        data = build_federated_data(cfg.data, cfg.seed)
+    except ValueError as e:
+        raise ConfigError(str(e).splitlines()[0]) from None
+    empty = [cid for cid, n in enumerate(data.sizes()) if n == 0]
+    if empty:
+        raise ConfigError(f"data.num_clients: clients {empty} get no training data with partition="
+                          f"{cfg.data.partition}; use fewer clients or more data.train_per_task")
 
 
 def run_experiment(cfg: ExperimentConfig, tracker=None, progress: bool = True):

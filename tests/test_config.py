@@ -58,3 +58,38 @@ def test_cli_fails_fast_with_one_line(tmp_path):
         lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
         assert len(lines) == 1 and lines[0].startswith("fedlab: error: "), p.stderr
         assert not (tmp_path / "runs").exists() and not (tmp_path / "mlruns").exists()
+
+
+def _hf_rows(root, n):
+    import json
+
+    (root / "sst2").mkdir(parents=True)
+    for split in ("train", "test"):
+        (root / "sst2" / f"{split}.jsonl").write_text(
+            "\n".join(json.dumps({"sentence": "a fine film", "label": 1}) for _ in range(n)) + "\n")
+    return root
+
+
+@pytest.mark.parametrize("overrides, needle", [
+    (["data.num_clients=5000", "data.partition=iid"], "data.num_clients"),          # more clients than samples
+    (["data.source=hf:sst2", "data.hf_dir=HF", "data.num_clients=5", "data.partition=iid"],
+     "data.num_clients: more clients than training samples"),                     # only the data can tell
+    (["method.name=fedproxy", "method.kappa=0.95"], "method.kappa"),               # κ leaving no block
+    (["method.name=fedproxy", "method.rho=0.5"], "method.rho"),
+    (["model.lora.r=0"], "model.lora.r"),
+    (["model.name=./no/such/model"], "model.name"),
+    (["method.name=standalone", "data.num_clients=2", "data.partition=iid", "model.clients=[tiny-gpt2,./nope]"],
+     "model.clients[1]"),
+    (["data.train_per_task=0"], "data.train_per_task"),
+])
+def test_bad_input_fails_in_one_line_before_anything_is_written(tmp_path, overrides, needle):
+    hf = _hf_rows(tmp_path / "hf", 3)
+    work = tmp_path / "work"
+    work.mkdir()
+    overrides = [o.replace("=HF", f"={hf}") for o in overrides]
+    p = subprocess.run([sys.executable, "-m", "fedlab.cli", "run", str(ROOT / "experiments/defaults.yaml"), *overrides],
+                       capture_output=True, text=True, cwd=work, timeout=120)
+    assert p.returncode == 2, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("fedlab: error: ") and needle in lines[0], p.stderr
+    assert list(work.iterdir()) == []          # no runs/, no mlruns/: nothing written

@@ -103,6 +103,8 @@ HF_TASKS: dict[str, HFTask] = {t.name: t for t in [
 def load_rows(name: str, split: str, hf_dir: str | None = None):
     import datasets
 
+    datasets.disable_progress_bars()   # progress of a local file read is noise on stderr
+
     task = HF_TASKS[name]
     if hf_dir:
         folder = Path(hf_dir) / name
