@@ -82,3 +82,23 @@ def test_proximal_penalty_value_and_grad():
     assert torch.isclose(v, torch.tensor(0.25 * (1 + 0 + 4)))
     v.backward()
     assert torch.allclose(params.grad, 0.5 * (params.detach() - anchor))
+
+
+def test_topk_pool_and_pooled_kl_by_hand():
+    from fedlab.objectives import pooled_kl, topk_pool
+
+    p = torch.tensor([0.1, 0.5, 0.15, 0.25])
+    pooled, idx = topk_pool(p, 2)
+    assert idx.tolist() == [1, 3]
+    assert torch.allclose(pooled, torch.tensor([0.5, 0.25, 0.25]))
+    q = torch.tensor([0.4, 0.2, 0.3, 0.1])
+    pooled_q, _ = topk_pool(q, 2, idx)
+    assert torch.allclose(pooled_q, torch.tensor([0.2, 0.1, 0.7]))
+    t, s = torch.log(p), torch.log(q)
+    want = 0.5 * math.log(0.5 / 0.2) + 0.25 * math.log(0.25 / 0.1) + 0.25 * math.log(0.25 / 0.7)
+    assert abs(float(pooled_kl(t, s, 2)) - want) < 1e-5
+    # [B=2, S=3, V]: summed over positions, averaged over the batch
+    tb = t.expand(2, 3, 4).clone()
+    sb = s.expand(2, 3, 4).clone()
+    assert abs(float(pooled_kl(tb, sb, 2)) - 3 * want) < 1e-4
+    assert float(pooled_kl(tb, tb, 2)) == pytest.approx(0.0, abs=1e-6)

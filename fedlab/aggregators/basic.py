@@ -71,6 +71,12 @@ def magnitude_trim(tau: Tensor, keep: float | Tensor) -> Tensor:
         for i, c in enumerate(counts)]).to(mag.dtype)[:, None] if k_rows else mag[:, :1]
     above = mag > thr
     equal = mag == thr
-    need = torch.tensor(counts, device=tau.device)[:, None] - above.sum(dim=1, keepdim=True)
-    mask = above | (equal & (torch.cumsum(equal.to(torch.int64), dim=1) <= need))
+    need = torch.tensor(counts, device=tau.device) - above.sum(dim=1)
+    mask = above | equal
+    # rows with more entries at the threshold than places left keep the lowest indices among them (a
+    # cumulative count on those rows only: ties are rare, and an int64 cumsum over all K·P entries would
+    # cost 8 bytes per entry)
+    crowded = (equal.sum(dim=1) > need).nonzero().flatten().tolist()
+    for i in crowded:
+        mask[i] = above[i] | (equal[i] & (torch.cumsum(equal[i], dim=0, dtype=torch.int32) <= need[i]))
     return torch.where(mask, tau, torch.zeros_like(tau))

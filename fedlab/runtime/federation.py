@@ -192,8 +192,8 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
             for r in ok.values():
                 for key, v in r.metrics.items():
                     losses[key].append(v)
-                    if key == "loss/task":
-                        m[f"loss/task_client_{r.cid}"] = v
+                    if key in ("loss/task", "time/fit"):
+                        m[f"{key}_client_{r.cid}"] = v
             m.update({f"server/{key}": v for key, v in agg.items()})
             fit_ins, phase = method.next_phase(rnd, phase, ok), phase + 1
         m.update({key: sum(v) / len(v) for key, v in losses.items()})

@@ -1,0 +1,141 @@
+"""Aggregation kernels against the memory-bandwidth floor and a per-tensor implementation (issue 5).
+
+For K clients and P parameters it times fedlab's `h_ties`, `ties`, `conflict_scores`, `pairwise_cosine` on a
+[K, P] float32 update matrix, a plain copy of the same K·P floats (the floor: any kernel must read them
+once), and a straightforward per-tensor implementation of each kernel over the same numbers split into
+LoRA-sized tensors (131,072 entries: r = 32 × 4096), as code that loops over a state dict would do.
+
+    python benchmarks/kernels.py                      # K ∈ {4, 8, 16}, P ∈ {1M, 10M, 76M}
+    python benchmarks/kernels.py --ks 8 --sizes 10M   # the target point: H-TIES within 15× the copy
+
+Prints per (kernel, K, P): seconds, ratio to the copy, and the per-tensor implementation's time and
+its slowdown against fedlab's. Needs ~14 × K·P × 4 bytes of RAM at the largest point (skipped if not).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import best_time, table  # noqa: E402
+
+from fedlab.aggregators import (  # noqa: E402
+    conflict_scores,
+    consensus_weights,
+    h_ties,
+    heterogeneity,
+    pairwise_cosine,
+    ties,
+)
+
+CHUNK = 32 * 4096
+
+
+# ----------------------------------------------------------------------------- per-tensor baselines
+def pt_pairwise_cosine(chunks):
+    k = chunks[0].shape[0]
+    gram = torch.zeros(k, k)
+    for c in chunks:                                  # one tensor of the state dict at a time
+        for i in range(k):
+            for j in range(i, k):
+                gram[i, j] += torch.dot(c[i], c[j])
+    gram = gram + gram.triu(1).T
+    n = gram.diag().sqrt().clamp(min=1e-30)
+    return gram / (n[:, None] * n[None, :])
+
+
+def pt_conflict_scores(chunks):
+    return torch.cat([1.0 - torch.sign(c).sum(0).abs() / c.shape[0] for c in chunks])
+
+
+def _pt_trim(c, keep):
+    # per tensor and client: keep the ceil(keep·n) largest magnitudes of this tensor (topk + scatter)
+    out = torch.zeros_like(c)
+    for i in range(c.shape[0]):
+        n = max(1, int(keep[i] * c.shape[1] + 0.999999))
+        idx = c[i].abs().topk(n).indices
+        out[i, idx] = c[i, idx]
+    return out
+
+
+def pt_ties(chunks, density=0.2):
+    out = []
+    for c in chunks:
+        t = _pt_trim(c, [density] * c.shape[0])
+        elected = torch.where(t.sum(0) >= 0, 1.0, -1.0)
+        agree = (t != 0) & (torch.sign(t) == elected)
+        den = agree.sum(0)
+        out.append(torch.where(den > 0, (t * agree).sum(0) / den.clamp(min=1), torch.zeros(c.shape[1])))
+    return torch.cat(out)
+
+
+def pt_h_ties(chunks, r0=1.0, delta=0.2, rho=1.1, eps=1e-8):
+    sim = pt_pairwise_cosine(chunks)
+    _, h_norm = heterogeneity(sim)
+    w = consensus_weights(sim)
+    r = (r0 - delta * h_norm).clamp(0, 1).tolist()
+    out = []
+    for c in chunks:
+        t = w[:, None] * _pt_trim(c, r)
+        pos, neg = t > 0, t < 0
+        pm, nm = (t * pos).sum(0), -(t * neg).sum(0)
+        pw = pm / (nm + eps) >= rho
+        nw = ~pw & (nm / (pm + eps) >= rho)
+        wp = (w[:, None] * pos).sum(0).clamp(min=1e-30)
+        wn = (w[:, None] * neg).sum(0).clamp(min=1e-30)
+        out.append(torch.where(pw, (t * pos).sum(0) / wp, torch.where(nw, (t * neg).sum(0) / wn, torch.zeros_like(pm))))
+    return torch.cat(out)
+
+
+def parse_size(s: str) -> int:
+    s = s.upper()
+    return int(float(s[:-1]) * 1_000_000) if s.endswith("M") else int(s)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ks", default="4,8,16")
+    ap.add_argument("--sizes", default="1M,10M,76M")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--no-per-tensor", action="store_true", help="skip the (slow) per-tensor baselines")
+    args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    import psutil
+
+    rows = []
+    for p in [parse_size(x) for x in args.sizes.split(",")]:
+        for k in [int(x) for x in args.ks.split(",")]:
+            need = 14 * k * p * 4
+            if need > psutil.virtual_memory().available:
+                print(f"skipping K={k}, P={p:,}: needs ~{need / 2**30:.1f} GiB", file=sys.stderr)
+                continue
+            g = torch.Generator().manual_seed(0)
+            tau = torch.randn(k, p, generator=g)
+            rep = args.repeat if k * p <= 200_000_000 else 1
+            copy = best_time(lambda: tau.clone(), rep)
+            chunks = list(tau.split(CHUNK, dim=1))
+            kernels = {"h_ties": (lambda: h_ties(tau), lambda: pt_h_ties(chunks)),
+                       "ties": (lambda: ties(tau), lambda: pt_ties(chunks)),
+                       "conflict_scores": (lambda: conflict_scores(tau), lambda: pt_conflict_scores(chunks)),
+                       "pairwise_cosine": (lambda: pairwise_cosine(tau), lambda: pt_pairwise_cosine(chunks))}
+            for name, (ours, base) in kernels.items():
+                t = best_time(ours, rep)
+                tb = None if args.no_per_tensor else best_time(base, 1, warmup=0)
+                rows.append([name, str(k), f"{p / 1e6:g}M", t, copy, t / copy, "-" if tb is None else tb,
+                             "-" if tb is None else tb / t])
+                print(f"{name:16s} K={k:2d} P={p / 1e6:5g}M  {t:8.4f}s  {t / copy:6.2f}× copy", file=sys.stderr, flush=True)
+            del tau, chunks
+    print(table(rows, ["kernel", "K", "P", "fedlab s", "copy s", "× copy", "per-tensor s", "per-tensor / fedlab"]))
+    target = [r for r in rows if r[0] == "h_ties" and r[1] == "8" and r[2] == "10M"]
+    if target:
+        print(f"\ntarget: H-TIES at K=8, P=10M = {target[0][5]:.2f}× the copy of K·P floats (goal ≤ 15×)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""The benchmark scripts run (tiny sizes; no timing is asserted — the numbers live in benchmarks/README.md)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(*args, timeout=600):
+    p = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout,
+                       env=os.environ.copy())
+    assert p.returncode == 0, p.stderr[-3000:]
+    return p.stdout
+
+
+def test_kernel_benchmark_runs():
+    out = _run("benchmarks/kernels.py", "--ks", "4", "--sizes", "300000", "--repeat", "1")
+    for name in ("h_ties", "ties", "conflict_scores", "pairwise_cosine"):
+        assert name in out
+    assert "× copy" in out
+
+
+def test_per_tensor_baselines_agree_with_the_kernels():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import torch
+    from kernels import CHUNK, pt_conflict_scores, pt_pairwise_cosine
+
+    from fedlab.aggregators import conflict_scores, pairwise_cosine
+
+    tau = torch.randn(4, 3 * CHUNK + 7)
+    chunks = list(tau.split(CHUNK, dim=1))
+    assert torch.allclose(pt_pairwise_cosine(chunks), pairwise_cosine(tau), atol=1e-5)
+    assert torch.equal(pt_conflict_scores(chunks), conflict_scores(tau))
+
+
+def test_train_step_and_memory_benchmarks_run(pico_zoo):
+    out = _run("benchmarks/train_step.py", "--model", "pico-llama", "--steps", "3", "--trials", "1")
+    assert "ratio" in out
+    out = _run("benchmarks/memory.py", "--model", "pico-llama", "--clients", "1,2")
+    assert "peak RSS" in out
+
+
+@pytest.mark.slow
+def test_round_overhead_benchmark_runs():
+    out = _run("benchmarks/round_overhead.py", "--rounds", "3", timeout=1200)
+    assert "fedlab ray" in out
