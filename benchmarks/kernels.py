@@ -90,6 +90,24 @@ def pt_h_ties(chunks, r0=1.0, delta=0.2, rho=1.1, eps=1e-8):
     return torch.cat(out)
 
 
+def bench_point(k: int, p: int, rep: int, per_tensor: bool) -> list[list]:
+    tau = torch.randn(k, p, generator=torch.Generator().manual_seed(0))
+    copy = best_time(lambda: tau.clone(), rep)
+    chunks = list(tau.split(CHUNK, dim=1))
+    kernels = {"h_ties": (lambda: h_ties(tau), lambda: pt_h_ties(chunks)),
+               "ties": (lambda: ties(tau), lambda: pt_ties(chunks)),
+               "conflict_scores": (lambda: conflict_scores(tau), lambda: pt_conflict_scores(chunks)),
+               "pairwise_cosine": (lambda: pairwise_cosine(tau), lambda: pt_pairwise_cosine(chunks))}
+    rows = []
+    for name, (ours, base) in kernels.items():
+        t = best_time(ours, rep)
+        tb = best_time(base, 1, warmup=0) if per_tensor else None
+        rows.append([name, str(k), f"{p / 1e6:g}M", t, copy, t / copy, "-" if tb is None else tb,
+                     "-" if tb is None else tb / t])
+        print(f"{name:16s} K={k:2d} P={p / 1e6:5g}M  {t:8.4f}s  {t / copy:6.2f}× copy", file=sys.stderr, flush=True)
+    return rows
+
+
 def parse_size(s: str) -> int:
     s = s.upper()
     return int(float(s[:-1]) * 1_000_000) if s.endswith("M") else int(s)
@@ -114,22 +132,7 @@ def main() -> int:
             if need > psutil.virtual_memory().available:
                 print(f"skipping K={k}, P={p:,}: needs ~{need / 2**30:.1f} GiB", file=sys.stderr)
                 continue
-            g = torch.Generator().manual_seed(0)
-            tau = torch.randn(k, p, generator=g)
-            rep = args.repeat if k * p <= 200_000_000 else 1
-            copy = best_time(lambda: tau.clone(), rep)
-            chunks = list(tau.split(CHUNK, dim=1))
-            kernels = {"h_ties": (lambda: h_ties(tau), lambda: pt_h_ties(chunks)),
-                       "ties": (lambda: ties(tau), lambda: pt_ties(chunks)),
-                       "conflict_scores": (lambda: conflict_scores(tau), lambda: pt_conflict_scores(chunks)),
-                       "pairwise_cosine": (lambda: pairwise_cosine(tau), lambda: pt_pairwise_cosine(chunks))}
-            for name, (ours, base) in kernels.items():
-                t = best_time(ours, rep)
-                tb = None if args.no_per_tensor else best_time(base, 1, warmup=0)
-                rows.append([name, str(k), f"{p / 1e6:g}M", t, copy, t / copy, "-" if tb is None else tb,
-                             "-" if tb is None else tb / t])
-                print(f"{name:16s} K={k:2d} P={p / 1e6:5g}M  {t:8.4f}s  {t / copy:6.2f}× copy", file=sys.stderr, flush=True)
-            del tau, chunks
+            rows += bench_point(k, p, args.repeat if k * p <= 200_000_000 else 1, not args.no_per_tensor)
     print(table(rows, ["kernel", "K", "P", "fedlab s", "copy s", "× copy", "per-tensor s", "per-tensor / fedlab"]))
     target = [r for r in rows if r[0] == "h_ties" and r[1] == "8" and r[2] == "10M"]
     if target:
