@@ -9,7 +9,7 @@ LoRA-sized tensors (131,072 entries: r = 32 × 4096), as code that loops over a 
     python benchmarks/kernels.py --ks 8 --sizes 10M   # the target point: H-TIES within 15× the copy
 
 Prints per (kernel, K, P): seconds, ratio to the copy, and the per-tensor implementation's time and
-its slowdown against fedlab's. Needs ~14 × K·P × 4 bytes of RAM at the largest point (skipped if not).
+its slowdown against fedlab's. Needs ~3.5 × K·P × 4 bytes of RAM at the largest point (skipped if not).
 """
 from __future__ import annotations
 
@@ -128,7 +128,7 @@ def main() -> int:
     rows = []
     for p in [parse_size(x) for x in args.sizes.split(",")]:
         for k in [int(x) for x in args.ks.split(",")]:
-            need = 14 * k * p * 4
+            need = 3.5 * k * p * 4
             if need > psutil.virtual_memory().available:
                 print(f"skipping K={k}, P={p:,}: needs ~{need / 2**30:.1f} GiB", file=sys.stderr)
                 continue

@@ -85,3 +85,24 @@ def test_kernels_leave_inputs_untouched_and_agreeing_updates_pass(k, p, seed):
     c = conflict_scores(tau)
     assert ((c >= 0) & (c <= 1)).all()
     assert math.isclose(float(consensus_weights(pairwise_cosine(tau)).sum()), 1.0, rel_tol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["normal", "ties", "sparse"])
+def test_magnitude_trim_fast_selection_is_exact_on_large_rows(kind):
+    from fedlab.aggregators import magnitude_trim
+
+    g = torch.Generator().manual_seed(1)
+    p = 300_000                       # above the direct-selection size: the sampled bracket is used
+    if kind == "normal":
+        tau = torch.randn(5, p, generator=g)
+    elif kind == "ties":
+        tau = torch.randint(-4, 5, (5, p), generator=g).float()
+    else:
+        tau = torch.randn(5, p, generator=g) * (torch.rand(5, p, generator=g) < 0.01)
+    for keep in (1e-5, 0.013, 0.2, 0.5, 0.999, 1.0):
+        got = magnitude_trim(tau, keep)
+        c = math.ceil(keep * p - 1e-9)
+        # reference: a stable full sort by (−|value|, index)
+        order = torch.sort(-tau.abs(), dim=1, stable=True).indices[:, :c]
+        want = torch.zeros_like(tau).scatter(1, order, tau.gather(1, order))
+        assert torch.equal(got, want), (kind, keep)

@@ -50,13 +50,6 @@ def consensus_weights(sim: Tensor) -> Tensor:
     return torch.softmax((sim.abs() * off).sum(dim=1), dim=0)
 
 
-def _sign_gated_mean(that: Tensor, w: Tensor, select: Tensor) -> Tensor:
-    # Σ_{k selected} τ̂_k[d] / Σ_{k selected} w_k, per d (0 where nothing is selected)
-    num = (that * select).sum(dim=0)
-    den = (w[:, None] * select).sum(dim=0)
-    return torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(num))
-
-
 def h_ties(tau: Tensor, *, r0: float = 1.0, delta: float = 0.2, rho: float = 1.1, eps: float = 1e-8) -> Tensor:
     """FedProxy Eqs. 5, 6, 10–13 — the global delta Δφ:
     r_k = clip(r0 − δ·h_norm_k, 0, 1); τ̃_k = magnitude_trim(τ_k, r_k); τ̂_k = w_k τ̃_k;
@@ -72,14 +65,26 @@ def h_ties(tau: Tensor, *, r0: float = 1.0, delta: float = 0.2, rho: float = 1.1
     _, h_norm = heterogeneity(sim)
     w = consensus_weights(sim).to(tau.dtype)
     r = (r0 - delta * h_norm).clamp(0.0, 1.0)
-    that = w[:, None] * magnitude_trim(tau, r)
-    pos, neg = that > 0, that < 0
-    p_mass = (that * pos).sum(dim=0)
-    n_mass = -(that * neg).sum(dim=0)
+    # τ̂ = w_k · trimmed τ_k; per coordinate the positive mass P_d and the signed sum give
+    # N_d = P_d − Σ_k τ̂_k[d]; the sign-gated means' numerators are the masses themselves and their
+    # denominators Σ_k w_k [τ̂_k ≷ 0] come from two [K]·[K, P] products with sign(τ̂) and |sign(τ̂)|
+    that = magnitude_trim(tau, r).mul_(w[:, None])
+    # Σ_k max(τ̂_k, 0) row by row into one reused [P] buffer (a clamped [K, P] copy would be a fresh buffer)
+    p_mass = torch.zeros(p, dtype=tau.dtype, device=tau.device)
+    scratch = torch.empty_like(p_mass)
+    for row in that:
+        p_mass.add_(torch.clamp(row, min=0, out=scratch))
+    n_mass = (p_mass - that.sum(dim=0)).clamp(min=0)
     pos_wins = p_mass / (n_mass + eps) >= rho
     neg_wins = ~pos_wins & (n_mass / (p_mass + eps) >= rho)
-    return torch.where(pos_wins, _sign_gated_mean(that, w, pos),
-                       torch.where(neg_wins, _sign_gated_mean(that, w, neg), torch.zeros_like(p_mass)))
+    sgn = that.sign_()
+    w_diff = w @ sgn
+    w_abs = w @ sgn.abs_()
+    w_pos, w_neg = (w_abs + w_diff) / 2, (w_abs - w_diff) / 2
+    one = torch.ones_like(p_mass)
+    return torch.where(pos_wins & (w_pos > 0), p_mass / torch.where(w_pos > 0, w_pos, one),
+                       torch.where(neg_wins & (w_neg > 0), -n_mass / torch.where(w_neg > 0, w_neg, one),
+                                   torch.zeros_like(p_mass)))
 
 
 def ties(tau: Tensor, *, density: float = 0.2, weights: Tensor | None = None) -> Tensor:
@@ -94,8 +99,9 @@ def ties(tau: Tensor, *, density: float = 0.2, weights: Tensor | None = None) ->
     if w.numel() != k:
         raise ValueError(f"weights has {w.numel()} entries for {k} clients")
     trimmed = magnitude_trim(tau, density)
-    elected = torch.where((w[:, None] * trimmed).sum(dim=0) >= 0, 1.0, -1.0).to(tau.dtype)
-    agree = (trimmed != 0) & (torch.sign(trimmed) == elected)
-    num = (w[:, None] * trimmed * agree).sum(dim=0)
-    den = (w[:, None] * agree).sum(dim=0)
+    elected = torch.where((w @ trimmed) >= 0, 1.0, -1.0).to(tau.dtype)   # sign of Σ_k w_k τ̃_k (0 → +)
+    # agreeing entries (non-zero, with the elected sign) as a 0/1 float matrix: sign(τ̃)·elected clamped at 0
+    agree = trimmed.sign().mul_(elected).clamp_(min=0)
+    den = w @ agree
+    num = w @ agree.mul_(trimmed)
     return torch.where(den != 0, num / torch.where(den != 0, den, torch.ones_like(den)), torch.zeros_like(num))
