@@ -48,7 +48,7 @@ def _keep_count(keep: float, p: int, eps: float) -> int:
     return min(p, max(0, math.ceil(x - 4 * p * eps)))
 
 
-def _kth_largest(mag: Tensor, counts: list[int], sample: int = 65536) -> tuple[Tensor, list[int]]:
+def _kth_largest(mag: Tensor, counts: list[int], sample: int | None = None) -> tuple[Tensor, list[int]]:
     """Per row i, the counts[i]-th largest value x_i of mag[i] (exact; +inf where the count is 0) and how
     many entries of the row are ≥ x_i (more than counts[i] when values tie at x_i).
 
@@ -57,9 +57,15 @@ def _kth_largest(mag: Tensor, counts: list[int], sample: int = 65536) -> tuple[T
     pass counts the entries above hi, the few entries in [lo, hi] are gathered, and the exact answer is
     selected among those. A row whose answer falls outside its bracket (rare) falls back to kthvalue."""
     k_rows, p = mag.shape
+    sample = sample or int(min(65536, max(8192, p // 64)))
     out = mag.new_full((k_rows,), float("inf"))
     n_ge = [0] * k_rows
-    live = [i for i in range(k_rows) if counts[i] > 0]
+    live = []
+    for i in range(k_rows):
+        if counts[i] >= p:     # keep everything: the threshold is the row's minimum
+            out[i], n_ge[i] = mag[i].min(), p
+        elif counts[i] > 0:
+            live.append(i)
     if not live:
         return out, n_ge
 
@@ -79,8 +85,9 @@ def _kth_largest(mag: Tensor, counts: list[int], sample: int = 65536) -> tuple[T
     hi_idx = (frac * sample - margin).floor().clamp(min=0).long()
     lo_idx = (frac * sample + margin).ceil().clamp(max=sample - 1).long()
     rows = torch.arange(k_rows)
+    # an open end where the margin runs past the sample: hi = +inf at the top, lo = −inf at the bottom
     hi = torch.where(hi_idx > 0, srt[rows, hi_idx], torch.full_like(srt[:, 0], float("inf")))
-    lo = srt[rows, lo_idx]
+    lo = torch.where(lo_idx < sample - 1, srt[rows, lo_idx], torch.full_like(srt[:, 0], float("-inf")))
     # per row: entries strictly above hi (count_nonzero of a 1-D mask: a bool sum is many times slower) and the
     # entries inside [lo, hi]; row-sized scratch buffers are reused (fresh large buffers cost page faults)
     b1 = torch.empty(p, dtype=torch.bool, device=mag.device)
