@@ -19,8 +19,13 @@ def conflict_scores(tau: Tensor) -> Tensor:
     k = tau.shape[0]
     if k == 0:
         return tau.new_zeros(tau.shape[1])
-    agree = torch.sign(tau).sum(dim=0).abs()
-    return 1.0 - agree.to(torch.float32 if not tau.is_floating_point() else tau.dtype) / k
+    dtype = tau.dtype if tau.is_floating_point() else torch.float32
+    # Σ_k sign(τ_k) accumulated row by row in [P] buffers (no [K, P] temporary)
+    total = torch.zeros(tau.shape[1], dtype=dtype, device=tau.device)
+    scratch = torch.empty_like(total)
+    for row in tau:
+        total.add_(torch.sign(row.to(dtype), out=scratch) if row.dtype == dtype else torch.sign(row).to(dtype))
+    return 1.0 - total.abs_() / k
 
 
 def heterogeneity(sim: Tensor) -> tuple[Tensor, Tensor]:
@@ -100,8 +105,13 @@ def ties(tau: Tensor, *, density: float = 0.2, weights: Tensor | None = None) ->
         raise ValueError(f"weights has {w.numel()} entries for {k} clients")
     trimmed = magnitude_trim(tau, density)
     elected = torch.where((w @ trimmed) >= 0, 1.0, -1.0).to(tau.dtype)   # sign of Σ_k w_k τ̃_k (0 → +)
-    # agreeing entries (non-zero, with the elected sign) as a 0/1 float matrix: sign(τ̃)·elected clamped at 0
-    agree = trimmed.sign().mul_(elected).clamp_(min=0)
-    den = w @ agree
-    num = w @ agree.mul_(trimmed)
+    # per client: agree_k = [τ̃_k ≠ 0 and sign(τ̃_k) = elected] = max(sign(τ̃_k)·elected, 0), accumulated
+    # into the numerator Σ w_k agree_k τ̃_k and denominator Σ w_k agree_k in [P] buffers
+    num = torch.zeros_like(elected)
+    den = torch.zeros_like(elected)
+    agree = torch.empty_like(elected)
+    for wk, row in zip(w.tolist(), trimmed):
+        torch.sign(row, out=agree).mul_(elected).clamp_(min=0)
+        den.add_(agree, alpha=wk)
+        num.add_(agree.mul_(row), alpha=wk)
     return torch.where(den != 0, num / torch.where(den != 0, den, torch.ones_like(den)), torch.zeros_like(num))
