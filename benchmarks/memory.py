@@ -1,6 +1,6 @@
 """Peak memory of clients sharing one frozen base (issue 5: 8 clients ≤ 1.5× the peak RSS of 1 client).
 
-Each setting runs in a fresh process: one FedAvg round, in-process backend, on a 40M-parameter LLaMA
+Each setting runs in a fresh process: one FedAvg round, in-process backend, on a 27M-parameter LLaMA
 (random weights, built once from a config; `--model` takes any zoo name or folder instead). fedlab keeps one
 resident copy of the base per process and swaps each client's LoRA state in and out, so more clients add
 only their adapters and data. For scale the table also shows what one model copy per client would need.

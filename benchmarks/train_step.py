@@ -3,7 +3,7 @@ round) against a hand-written PyTorch loop over the same LoRA model, batches, op
 clipping (issue 5: ≥ 0.9× the hand loop's tokens per second).
 
     python benchmarks/train_step.py                       # tiny-llama, a client's round (20 steps) and 200 steps
-    python benchmarks/train_step.py --model big           # a 40M-parameter LLaMA built from a config
+    python benchmarks/train_step.py --model big           # a 27M-parameter LLaMA built from a config
 
 Each measurement starts from the same LoRA initialisation; trials alternate and the best of each is kept.
 """
@@ -22,7 +22,7 @@ from _common import table  # noqa: E402
 
 
 def big_model_dir() -> str:
-    """A LLaMA with d=512, 8 blocks (≈40M parameters, random weights) saved with the tiny LLM's tokenizer."""
+    """A LLaMA with d=512, 8 blocks (≈27M parameters, random weights) saved with the tiny LLM's tokenizer."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     from fedlab.models.zoo import load_tokenizer

@@ -135,3 +135,8 @@ def test_holdout_public_set_is_a_labelled_fifth_of_each_task():
     assert len(data.public) == 16 and sum(data.sizes()) == 64
     assert {e.task for e in data.public} == {"recall", "sentiment"}
     assert all(e.target for e in data.public)            # labelled: L2's λ·CE(labels) has targets
+
+
+def test_standalone_accepts_the_uploads_of_heterogeneous_clients(hetero_zoo, tmp_path):
+    h = _run(tmp_path, "method.name=standalone", "federation.rounds=1")
+    assert h.rounds[1]["rejected"] == 0 and h.rounds[1]["clients/ok"] == 4

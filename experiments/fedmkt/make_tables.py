@@ -77,6 +77,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", choices=sorted(RUNS) + ["per_task"])
     ap.add_argument("--render-only", action="store_true")
+    ap.add_argument("--missing", action="store_true", help="run only what results.json does not hold yet")
     ap.add_argument("overrides", nargs="*")
     args = ap.parse_args()
     from fedlab.config import load_config
@@ -85,7 +86,7 @@ def main() -> int:
 
     store = HERE / "results.json"
     results = json.loads(store.read_text()) if store.exists() else {}
-    todo = [] if args.render_only else plan(args.only)
+    todo = [] if args.render_only else [x for x in plan(args.only) if not (args.missing and x[0] in results)]
     for key, label, yaml, extra in todo:
         t0 = time.time()
         path = HERE / yaml

@@ -45,6 +45,8 @@ class FedMethod:
         ref = self.global_state
         if res.state is None or ref is None:
             return None
+        if any(self.cfg.model.client_model(c) != self.cfg.model.name for c in range(self.data.num_clients)):
+            return None   # clients run other models than the global state's: no shared reference
         missing, extra = sorted(set(ref) - set(res.state)), sorted(set(res.state) - set(ref))
         if missing or extra:
             return f"wrong keys (missing {missing[:2]}{'…' if len(missing) > 2 else ''}, unexpected {extra[:2]})"
