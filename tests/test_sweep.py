@@ -66,3 +66,22 @@ def test_htiess_grid_script_rejects_bad_heatmap_axes(capsys, monkeypatch):
         runpy.run_path("sweeps/htiess_grid.py", run_name="__main__")
     assert e.value.code == 2
     assert "--heatmap" in capsys.readouterr().err
+
+
+def test_a_failing_trial_is_retried_within_the_sweep(pico_zoo, tmp_path):
+    import ray
+
+    from fedlab.sweep import parse_axis, run_sweep
+
+    overrides = [*PICO, "federation.rounds=1", "data.public_size=16", "method.bi_samples=16",
+                 "data.num_clients=2", "data.tasks=[recall,sentiment]", f"tracking.uri=sqlite:///{tmp_path}/m.db",
+                 f"tracking.artifact_root={tmp_path}/art", f"output_dir={tmp_path}/runs"]
+    grid = dict([parse_axis("method.rho=1.0,1.5")])
+    try:
+        rows = run_sweep("experiments/fedproxy/hetero.yaml", grid, overrides, "retry", storage=str(tmp_path / "sw"),
+                         num_cpus=2, max_failures=1, fail_on={"method.rho": 1.5})
+    finally:
+        ray.shutdown()
+    # the injected failure hits the rho=1.5 trial once; Tune retries it and the sweep ends complete
+    assert (tmp_path / "sw" / "retry" / "fail_once").exists()
+    assert [r["status"] for r in rows] == ["OK", "OK"]
