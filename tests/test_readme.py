@@ -14,8 +14,14 @@ README = (ROOT / "README.md").read_text()
 
 def readme_commands() -> list[str]:
     blocks = re.findall(r"```bash\n(.*?)```", README, flags=re.S)
-    lines = [ln.split("#")[0].strip() for b in blocks for ln in b.splitlines()]
-    return [ln for ln in lines if ln]
+    out = []
+    for b in blocks:
+        # a trailing backslash continues a command on the next line, as in a shell
+        for ln in b.replace("\\\n", " ").splitlines():
+            ln = ln.split("#")[0].strip()
+            if ln:
+                out.append(ln)
+    return out
 
 
 def test_quickstart_installs_as_ci_does():
