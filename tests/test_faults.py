@@ -67,13 +67,15 @@ def test_a_hanging_client_is_dropped_after_the_timeout_inprocess(pico_zoo, tmp_p
 def test_ray_hang_and_death_recreate_the_worker(pico_zoo, tmp_path, capfd):
     h = _run(tmp_path, "backend.name=ray", "backend.num_cpus=2", "backend.num_workers=2", "federation.rounds=3",
              "federation.client_timeout=20",
-             f"faults=[{fault('die', 1, 1)}, {fault('hang', 2, 2, seconds=600)}]")
+             f"faults=[{fault('die', 1, 1)}, {fault('hang', 2, 2, seconds=600)}, {fault('raise', 3, 3)}, "
+             f"{fault('nan', 0, 3)}]")
     r1, r2, r3 = h.rounds[1:]
     # worker 1 hosts clients 1 and 3: its death costs both answers of round 1
     assert r1["clients/failed"] == 2 and r1["clients/ok"] == 2
     # worker 0 runs client 0, then client 2, which hangs in round 2: the worker is replaced
     assert r2["clients/failed"] == 1 and r2["clients/ok"] == 3
-    assert r3["clients/failed"] == 0 and r3["clients/ok"] == 4
+    # round 3 on the recreated workers: one client raises, one uploads NaN (rejected), two are aggregated
+    assert r3["clients/failed"] == 1 and r3["rejected"] == 1 and r3["clients/ok"] == 2
     err = capfd.readouterr().err
     assert "recreated worker 1" in err and "recreated worker 0" in err
 
