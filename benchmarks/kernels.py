@@ -90,7 +90,7 @@ def pt_h_ties(chunks, r0=1.0, delta=0.2, rho=1.1, eps=1e-8):
     return torch.cat(out)
 
 
-def bench_point(k: int, p: int, rep: int, per_tensor: bool) -> list[list]:
+def bench_point(k: int, p: int, rep: int, per_tensor: bool, names: list[str]) -> list[list]:
     tau = torch.randn(k, p, generator=torch.Generator().manual_seed(0))
     copy = best_time(lambda: tau.clone(), rep)
     chunks = list(tau.split(CHUNK, dim=1))
@@ -100,6 +100,8 @@ def bench_point(k: int, p: int, rep: int, per_tensor: bool) -> list[list]:
                "pairwise_cosine": (lambda: pairwise_cosine(tau), lambda: pt_pairwise_cosine(chunks))}
     rows = []
     for name, (ours, base) in kernels.items():
+        if name not in names:
+            continue
         t = best_time(ours, rep)
         tb = best_time(base, 1, warmup=0) if per_tensor else None
         rows.append([name, str(k), f"{p / 1e6:g}M", t, copy, t / copy, "-" if tb is None else tb,
@@ -120,6 +122,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--no-per-tensor", action="store_true", help="skip the (slow) per-tensor baselines")
+    ap.add_argument("--kernels", default="h_ties,ties,conflict_scores,pairwise_cosine")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -132,7 +135,8 @@ def main() -> int:
             if need > psutil.virtual_memory().available:
                 print(f"skipping K={k}, P={p:,}: needs ~{need / 2**30:.1f} GiB", file=sys.stderr)
                 continue
-            rows += bench_point(k, p, args.repeat if k * p <= 200_000_000 else 1, not args.no_per_tensor)
+            rows += bench_point(k, p, args.repeat if k * p <= 200_000_000 else 1, not args.no_per_tensor,
+                                args.kernels.split(","))
     print(table(rows, ["kernel", "K", "P", "fedlab s", "copy s", "× copy", "per-tensor s", "per-tensor / fedlab"]))
     target = [r for r in rows if r[0] == "h_ties" and r[1] == "8" and r[2] == "10M"]
     if target:
