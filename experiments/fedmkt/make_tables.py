@@ -157,35 +157,33 @@ def render(r: dict) -> str:
             for i, (name, vals) in enumerate(rows):
                 L.append(f"| {t if i == 0 else ''} | {name} | " + " | ".join(fmt(v) for v in vals) + " |")
         L.append("")
+    def two_tables(title, note, top, bottom):
+        """A table for the LLM and one for the SLMs, rows = tasks; columns = (header, value(task))."""
+        L.extend([title, ""] + ([note, ""] if note else []))
+        for cols in (top, bottom):
+            L.extend(["| task | " + " | ".join(h for h, _ in cols) + " |", "|---|" + "---|" * len(cols)])
+            L.extend(f"| {t} | " + " | ".join(fmt(fn(t)) for _, fn in cols) + " |" for t in tasks)
+            L.append("")
+
     if r.get("homo/fedmkt"):
-        L += ["## Table 3 — homogeneous setting (S2: four tiny-opt SLMs)", "",
-              "Top: the server's LLM. Bottom: the SLMs, averaged over the four clients.", "",
-              "| task | Zero-Shot | Centralized | FedMKT |", "|---|---|---|---|"]
-        for t in tasks:
-            L.append(f"| {t} | {fmt(_cell(r, 'homo/fedmkt', 'zero', 'llm', t))} | "
-                     f"{fmt(_centralized_llm(r, 'centralized', 'final', t))} | "
-                     f"{fmt(_cell(r, 'homo/fedmkt', 'final', 'llm', t))} |")
-        L += ["", "| task | Zero-Shot | Standalone | FedAvg | FedMKT |", "|---|---|---|---|---|"]
-        for t in tasks:
-            L.append(f"| {t} | {fmt(_slm_mean(r, 'homo/fedmkt', 'zero', t))} | "
-                     f"{fmt(_slm_mean(r, 'homo/standalone', 'final', t))} | "
-                     f"{fmt(_slm_mean(r, 'homo/fedavg', 'final', t))} | "
-                     f"{fmt(_slm_mean(r, 'homo/fedmkt', 'final', t))} |")
-        L.append("")
+        two_tables("## Table 3 — homogeneous setting (S2: four tiny-opt SLMs)",
+                   "Top: the server's LLM. Bottom: the SLMs, averaged over the four clients.",
+                   [("Zero-Shot", lambda t: _cell(r, "homo/fedmkt", "zero", "llm", t)),
+                    ("Centralized", lambda t: _centralized_llm(r, "centralized", "final", t)),
+                    ("FedMKT", lambda t: _cell(r, "homo/fedmkt", "final", "llm", t))],
+                   [("Zero-Shot", lambda t: _slm_mean(r, "homo/fedmkt", "zero", t)),
+                    ("Standalone", lambda t: _slm_mean(r, "homo/standalone", "final", t)),
+                    ("FedAvg", lambda t: _slm_mean(r, "homo/fedavg", "final", t)),
+                    ("FedMKT", lambda t: _slm_mean(r, "homo/fedmkt", "final", t))])
     if r.get("o2o/fedmkt"):
-        L += ["## Table 4 — one-to-one setting (S2: the LLM and one tiny-opt SLM)", "",
-              "| task | LLM Zero-Shot | LLM Centralized | LLM FedMKT |", "|---|---|---|---|"]
-        for t in tasks:
-            L.append(f"| {t} | {fmt(_cell(r, 'o2o/fedmkt', 'zero', 'llm', t))} | "
-                     f"{fmt(_centralized_llm(r, 'o2o/centralized', 'final', t))} | "
-                     f"{fmt(_cell(r, 'o2o/fedmkt', 'final', 'llm', t))} |")
-        L += ["", "| task | SLM Zero-Shot | Standalone | LLM2SLM | FedMKT |", "|---|---|---|---|---|"]
-        for t in tasks:
-            L.append(f"| {t} | {fmt(_cell(r, 'o2o/fedmkt', 'zero', 'client_0', t))} | "
-                     f"{fmt(_cell(r, 'o2o/standalone', 'final', 'client_0', t))} | "
-                     f"{fmt(_cell(r, 'o2o/llm2slm', 'final', 'client_0', t))} | "
-                     f"{fmt(_cell(r, 'o2o/fedmkt', 'final', 'client_0', t))} |")
-        L.append("")
+        two_tables("## Table 4 — one-to-one setting (S2: the LLM and one tiny-opt SLM)", None,
+                   [("LLM Zero-Shot", lambda t: _cell(r, "o2o/fedmkt", "zero", "llm", t)),
+                    ("LLM Centralized", lambda t: _centralized_llm(r, "o2o/centralized", "final", t)),
+                    ("LLM FedMKT", lambda t: _cell(r, "o2o/fedmkt", "final", "llm", t))],
+                   [("SLM Zero-Shot", lambda t: _cell(r, "o2o/fedmkt", "zero", "client_0", t)),
+                    ("Standalone", lambda t: _cell(r, "o2o/standalone", "final", "client_0", t)),
+                    ("LLM2SLM", lambda t: _cell(r, "o2o/llm2slm", "final", "client_0", t)),
+                    ("FedMKT", lambda t: _cell(r, "o2o/fedmkt", "final", "client_0", t))])
     if any(k.startswith("task/") for k in r):
         ref = next(r[k] for k in r if k.startswith("task/") and k.endswith("/fedmkt"))
         cols = [(f"client_{c}", ref["final"][f"client_{c}"]["model"]) for c in range(4)] + [("llm", "tiny-llama (LLM)")]
