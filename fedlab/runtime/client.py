@@ -141,7 +141,7 @@ class ClientHost:
         self.clients = {cid: client_cls(self, cid) for cid in cids}
         from fedlab.runtime.faults import FaultInjector
 
-        self.faults = FaultInjector(cfg.faults).bind(cfg.data.num_clients)
+        self.faults = FaultInjector(cfg.faults, cfg.data.num_clients)
 
     def model_name_for(self, cid: int) -> str:
         return self.cfg.model.client_model(cid)

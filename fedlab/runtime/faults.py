@@ -15,8 +15,9 @@ class InjectedFault(RuntimeError):
 
 
 class FaultInjector:
-    def __init__(self, faults):
+    def __init__(self, faults, num_clients: int):
         self.faults = list(faults or [])
+        self.num_clients = num_clients
 
     def _matching(self, cid: int, rnd: int):
         return [f for f in self.faults if f.client == cid and (f.round is None or f.round == rnd)]
@@ -57,16 +58,10 @@ class FaultInjector:
             elif f.kind == "stale_round":
                 res.round = ins.round - 1
             elif f.kind == "duplicate":
-                res.cid = (cid + 1) % max(1, self._num_clients)
+                res.cid = (cid + 1) % max(1, self.num_clients)
             elif f.kind == "sign_flip" and res.state is not None and ins.state is not None:
                 res.state = {k: ins.state[k] - f.scale * (v - ins.state[k]) for k, v in res.state.items()}
         return res
-
-    _num_clients = 1
-
-    def bind(self, num_clients: int) -> FaultInjector:
-        self._num_clients = num_clients
-        return self
 
 
 def nonfinite_keys(state: dict | None) -> list[str]:
