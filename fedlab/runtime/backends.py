@@ -166,7 +166,6 @@ class RayBackend:
         names = sorted({cfg.model.client_model(c) for c in range(num_clients)})
         self.payload_refs = {name: ray.put(base_payload(name)) for name in names}
         self.last_states: dict = {}
-        self.restarts = 0
         self.actors = [self._new_actor(w) for w in range(n)]
         self.dead: set[int] = set()
         ray.get([a.ready.remote() for a in self.actors])
@@ -191,7 +190,6 @@ class RayBackend:
             self.actors[w] = self._new_actor(w)
             states = {c: to_wire(self.last_states[c]) for c in self.members[w] if self.last_states.get(c) is not None}
             ray.get(self.actors[w].set_states.remote(states))
-            self.restarts += 1
             print(f"[fedlab] recreated worker {w} (clients {self.members[w]})", file=sys.stderr, flush=True)
         self.dead.clear()
 

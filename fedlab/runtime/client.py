@@ -137,6 +137,7 @@ class ClientHost:
         self.data = build_federated_data(cfg.data, cfg.seed)
         self.payloads = payloads or {}
         self.eval_cache: dict = {}
+        self.shared: dict = {}   # per-process state a method's clients share (e.g. FedMKT's public-set views)
         client_cls = registry.get(cfg.method.name).method_cls.client_cls
         self.clients = {cid: client_cls(self, cid) for cid in cids}
         from fedlab.runtime.faults import FaultInjector

@@ -36,21 +36,38 @@ def train_distill(cfg, resident, items: list[dict], epochs: int, lr: float, seed
     return {k: float(v) for k, v in module.trainer.callback_metrics.items()}
 
 
-class FedMKTClient(LoraClient):
-    _public: PublicSet | None = None
-    _aligner: Aligner | None = None
-    _vmap = None
+class _StudentView:
+    """What every client of one SLM in a process shares: the public set in the SLM's tokens, the memo of
+    its alignments with the LLM's, and (on first use) the LLM's tokens and vocabulary map into the SLM's."""
 
+    def __init__(self, host, tokenizer):
+        self.host, self.tokenizer = host, tokenizer
+        self.public = PublicSet(tokenizer, host.data.public, host.cfg.model.max_length)
+        self.aligner = Aligner(self.public)
+        self._llm = None
+
+    def llm_view(self):
+        """The LLM's token strings of the public set and its vocabulary map into this SLM's vocabulary:
+        the LLM's tokenizer is public, its weights are not needed."""
+        from fedlab.models.zoo import load_tokenizer
+
+        if self._llm is None:
+            llm_tok = load_tokenizer(self.host.cfg.model.name)
+            tokens = PublicSet(llm_tok, self.host.data.public, self.host.cfg.model.max_length).tokens
+            self._llm = (tokens, cached_vocab_map(llm_tok, self.tokenizer))
+        return self._llm
+
+
+class FedMKTClient(LoraClient):
     def learning_rate(self) -> float:
         lrs = self.cfg.method.client_lr
         return lrs[self.cid] if lrs else self.cfg.federation.lr
 
-    def public(self) -> PublicSet:
-        if self._public is None:
-            res = self.resident
-            self._public = PublicSet(res.tokenizer, self.host.data.public, self.cfg.model.max_length)
-            self._aligner = Aligner(self._public)
-        return self._public
+    def view(self) -> _StudentView:
+        key = ("fedmkt", self.resident.name)
+        if key not in self.host.shared:
+            self.host.shared[key] = _StudentView(self.host, self.resident.tokenizer)
+        return self.host.shared[key]
 
     def fit(self, ins):
         if ins.config.get("phase") == "distill":
@@ -59,20 +76,9 @@ class FedMKTClient(LoraClient):
         knowledge = None
         if ins.config.get("upload", True):  # step 2: (l_k^i, top-K_k^i) on the public set
             m = self.cfg.method
-            knowledge = public_knowledge(self.resident.model, self.public(), m.topk, m.public_batch_size,
+            knowledge = public_knowledge(self.resident.model, self.view().public, m.topk, m.public_batch_size,
                                          getattr(torch, m.logit_dtype))
         return FitRes(self.cid, ins.round, None, res.num_examples, res.metrics, aux=knowledge)
-
-    def _llm_view(self):
-        """The LLM's token strings of the public set and its vocabulary map into this SLM's vocabulary:
-        the LLM's tokenizer is public, its weights are not needed."""
-        from fedlab.models.zoo import load_tokenizer
-
-        if self._vmap is None:
-            llm_tok = load_tokenizer(self.cfg.model.name)
-            self._llm_tokens = PublicSet(llm_tok, self.host.data.public, self.cfg.model.max_length).tokens
-            self._vmap = cached_vocab_map(llm_tok, self.resident.tokenizer)
-        return self._llm_tokens, self._vmap
 
     def distill(self, ins) -> FitRes:
         """Step 5: keep public sample i iff l_0^i < l_local^i, align LLM → SLM, train on L3."""
@@ -80,7 +86,8 @@ class FedMKTClient(LoraClient):
         t0 = time.perf_counter()
         res = self.resident
         set_state(res.model, self.start_state(ins))
-        public = self.public()
+        view = self.view()
+        public = view.public
         knowledge = ins.aux
         local = public_knowledge(res.model, public, 0, m.public_batch_size)["loss"]
         if m.selection == "dualmince":
@@ -90,13 +97,13 @@ class FedMKTClient(LoraClient):
         indices = keep.nonzero().flatten().tolist()
         metrics = {"distill/kept": len(indices) / max(1, len(public))}
         if indices:
-            tokens, vmap = self._llm_view()
-            items = distill_items(self._aligner, indices, [(LLM, tokens, knowledge)] * len(indices), {LLM: vmap},
+            tokens, vmap = view.llm_view()
+            items = distill_items(view.aligner, indices, [(LLM, tokens, knowledge)] * len(indices), {LLM: vmap},
                                   m.temperature, m.kd_positions)
             seed = derive_seed(self.cfg.seed, "distill", ins.round, self.cid)
             out = train_distill(self.cfg, res, items, m.distill_epochs, self.learning_rate(), seed)
             metrics.update({f"distill/{k.split('/', 1)[1]}": v for k, v in out.items() if k.startswith("loss/")})
-            metrics["distill/aligned"] = self._aligner.matched_fraction(LLM)
+            metrics["distill/aligned"] = view.aligner.matched_fraction(LLM)
             self.own_state = get_state(res.model, res.spec.communicated)
         metrics["time/distill"] = time.perf_counter() - t0
         return FitRes(self.cid, ins.round, None, len(indices), metrics)
