@@ -16,6 +16,8 @@ def preflight(cfg: ExperimentConfig) -> None:
         if looks_local(name) and not Path(name).expanduser().is_dir():
             raise ConfigError(f"{key}: {name!r} is neither a zoo model (see `fedlab zoo list`), a Hugging Face "
                               "id, nor an existing folder")
+        if not looks_local(name) and _is_hub_id(name):
+            _check_hub_model(key, name)
     # the data view is cheap to build and catches what only the data can tell (e.g. too few rows in a
     # local Hugging Face file for the requested clients)
     from fedlab.data.federated import build_federated_data
@@ -28,6 +30,34 @@ def preflight(cfg: ExperimentConfig) -> None:
     if empty:
         raise ConfigError(f"data.num_clients: clients {empty} get no training data with partition="
                           f"{cfg.data.partition}; use fewer clients or more data.train_per_task")
+
+
+def _is_hub_id(name: str) -> bool:
+    from fedlab.models import real, zoo
+
+    return name not in zoo.ZOO and name not in real.REAL_MODELS
+
+
+def _check_hub_model(key: str, name: str) -> None:
+    """A Hugging Face id must resolve now (its config from the cache or the Hub), not after the run has
+    started writing: offline and uncached, the run fails here in one line."""
+    from fedlab.config import ConfigError
+    from fedlab.runtime.resident import quiet_libraries
+
+    quiet_libraries()
+    import huggingface_hub
+    from transformers import AutoConfig
+
+    huggingface_hub.utils.logging.set_verbosity_error()   # its retry warnings would add lines to the error
+    try:
+        try:
+            AutoConfig.from_pretrained(name, local_files_only=True)   # cached: no network needed
+        except OSError:
+            AutoConfig.from_pretrained(name)
+    except (OSError, ValueError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ConfigError(f"{key}: {name!r} is not a zoo model (see `fedlab zoo list`) or an existing folder, "
+                          f"and as a Hugging Face id it cannot be loaded here: {first}") from None
 
 
 def run_experiment(cfg: ExperimentConfig, tracker=None, progress: bool = True):

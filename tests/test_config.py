@@ -1,4 +1,5 @@
 """Configs: every YAML under experiments/ validates; bad values fail fast with one clear line."""
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -93,3 +94,18 @@ def test_bad_input_fails_in_one_line_before_anything_is_written(tmp_path, overri
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("fedlab: error: ") and needle in lines[0], p.stderr
     assert list(work.iterdir()) == []          # no runs/, no mlruns/: nothing written
+
+
+def test_an_unreachable_hugging_face_id_fails_in_one_line(tmp_path, monkeypatch):
+    """Offline and uncached, a Hub id for a client model stops the run before anything is written."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")        # no waiting for network retries in the test
+    work = tmp_path / "work"
+    work.mkdir()
+    p = subprocess.run([sys.executable, "-m", "fedlab.cli", "run", str(ROOT / "experiments/defaults.yaml"),
+                        "method.name=standalone", "data.num_clients=2", "data.partition=iid",
+                        "model.clients=[tiny-gpt2,nobody/no-such-model]"],
+                       capture_output=True, text=True, cwd=work, timeout=120, env={**os.environ})
+    assert p.returncode == 2, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("fedlab: error: model.clients[1]: 'nobody/no-such-model'"), p.stderr
+    assert list(work.iterdir()) == []
