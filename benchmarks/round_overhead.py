@@ -61,7 +61,7 @@ def flower_rounds(rounds: int) -> list[tuple[float, float]]:
 
     def host():
         if "host" not in host_box:
-            from fedlab.runtime.client import ClientHost
+            from fedlab.runtime.host import ClientHost
 
             host_box["host"] = ClientHost(cfg, list(range(CLIENTS)))
         return host_box["host"]

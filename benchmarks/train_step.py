@@ -54,7 +54,7 @@ def main() -> int:
     from fedlab.data.federated import build_federated_data
     from fedlab.objectives.modules import ClientModule
     from fedlab.objectives.terms import target_cross_entropy
-    from fedlab.runtime.client import make_trainer, optimizer_args
+    from fedlab.objectives.training import make_trainer, optimizer_args
     from fedlab.runtime.resident import get_resident
     from fedlab.transforms.lora import set_state
 

@@ -5,38 +5,12 @@ import argparse
 import sys
 
 from fedlab.config import ConfigError
+from fedlab.tables import final_table, format_table
 
 
 def _fail(msg: str, code: int = 2) -> int:
     print(f"fedlab: error: {msg}", file=sys.stderr)
     return code
-
-
-def format_table(rows: list[list], header: list[str]) -> str:
-    cells = [header] + [[("-" if c is None else (f"{c:.4f}" if isinstance(c, float) else str(c))) for c in r]
-                        for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
-    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-    return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])
-
-
-def final_table(history) -> str:
-    """Per task and mean: zero-shot (round 0) against the final round; for methods with a server LLM, the
-    LLM's columns too — evaluated every round (FedMKT) or after fusion at the end (FedProxy)."""
-    zero, last = history.rounds[0], history.final
-    tasks = sorted({k.split("_", 1)[1] for k in list(zero) + list(last) if k.startswith("acc/task_")})
-    if "llm/acc/mean" in zero:      # the LLM was evaluated from round 0 on
-        extra = [(zero, "llm/", "LLM zero-shot"), (last, "llm/", f"LLM final (round {last.get('round')})")]
-    else:
-        extra = [(last, p, name) for p, name in (("llm_zeroshot/", "LLM zero-shot"), ("llm/", "LLM after fusion"))
-                 if f"{p}acc/mean" in last]
-    rows = [[t, zero.get(f"acc/task_{t}"), last.get(f"acc/task_{t}")] + [src.get(f"{p}acc/task_{t}")
-                                                                           for src, p, _ in extra]
-            for t in tasks]
-    rows.append(["mean (over clients)", zero.get("acc/mean"), last.get("acc/mean")]
-                + [src.get(f"{p}acc/mean") for src, p, _ in extra])
-    return format_table(rows, ["task", "zero-shot", f"final (round {last.get('round')})"] + [n for *_, n in extra])
 
 
 def cmd_run(args) -> int:
@@ -171,7 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--cpus-per-trial", type=float, default=1.0)
     sw.add_argument("--gpus-per-trial", type=float, default=0.0)
     sw.add_argument("--max-failures", type=int, default=1)
-    sw.add_argument("--metric", default="llm_acc_mean", choices=["llm_acc_mean", "acc_mean"])
+    sw.add_argument("--metric", default="score", choices=["score", "acc_mean"],
+                    help="rank by the method's headline metric (score) or the clients' mean accuracy")
     sw.add_argument("--heatmap", default=None)
     sw.add_argument("--storage", default="sweeps/results")
     sw.set_defaults(fn=cmd_sweep)

@@ -8,13 +8,11 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Optional
+from typing import Any, Literal, Optional
 
 import yaml
 
-
-class ConfigError(ValueError):
-    """A bad config value; the message is one line naming the dotted key."""
+from fedlab.validation import ConfigError, MethodConfig, check, choose  # noqa: F401  (re-exported)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -206,15 +204,6 @@ class FaultConfig:
 
 
 @dataclass(frozen=True)
-class MethodConfig:
-    """Base of every method's config; each method subclasses it with its own documented fields."""
-    name: str = "fedavg"
-
-    # whether clients may run different models (model.clients); methods that average weights may not
-    heterogeneous_clients: ClassVar[bool] = False
-
-
-@dataclass(frozen=True)
 class ExperimentConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
@@ -224,6 +213,9 @@ class ExperimentConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     faults: list[FaultConfig] = field(default_factory=list)   # injected faults (tests, resilience drills)
+    # modules or .py files imported before the config is built: they register methods and transforms of
+    # their own (a researcher's method outside fedlab); a relative file path in a YAML is relative to it
+    plugins: list[str] = field(default_factory=list)
     seed: int = 0
     output_dir: str = "runs"
     resume: bool = False
@@ -233,21 +225,7 @@ class ExperimentConfig:
 
 
 # ----------------------------------------------------------------------------------------------------------
-# validation helpers
-def check(ok: bool, key: str, value: Any, allowed: str) -> None:
-    if not ok:
-        raise ConfigError(f"{key}: {value!r} is not allowed; expected {allowed}")
-
-
-def choose(value: str, allowed, key: str, prefix: str = "") -> None:
-    if value not in allowed:
-        close = difflib.get_close_matches(value, list(allowed), n=1) or sorted(
-            a for a in allowed if a.startswith(value) or value.startswith(a))[:1]
-        hint = f" (did you mean {prefix + close[0]!r}?)" if close else ""
-        raise ConfigError(f"{key}: {prefix + value!r} is not allowed{hint}; allowed: "
-                          + ", ".join(prefix + a for a in sorted(allowed)))
-
-
+# typed building from mappings
 def _unwrap_optional(tp):
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
@@ -367,6 +345,10 @@ def load_yaml_tree(path: str | Path) -> dict:
         raise ConfigError(f"config: {path} is not valid YAML: {str(e).splitlines()[0]}") from None
     if not isinstance(tree, dict):
         raise ConfigError(f"config: {path} must hold a mapping at top level")
+    plugins = tree.get("plugins")
+    if isinstance(plugins, list):
+        tree["plugins"] = [str((path.parent / p).resolve()) if isinstance(p, str) and p.endswith(".py")
+                           and not Path(p).is_absolute() else p for p in plugins]
     base = tree.pop("defaults", None)  # `defaults: other.yaml` inherits another file, relative to this one
     if base:
         tree = deep_merge(load_yaml_tree(path.parent / base), tree)
@@ -378,6 +360,11 @@ def build_config(tree: dict) -> ExperimentConfig:
     from fedlab import registry
 
     tree = dict(tree)
+    plugins = tree.get("plugins") or []
+    if not isinstance(plugins, list) or not all(isinstance(p, str) and p for p in plugins):
+        raise ConfigError(f"plugins: {plugins!r} is not allowed; expected a list of module names or .py paths")
+    tree["plugins"] = [str(Path(p).expanduser().resolve()) if p.endswith(".py") else p for p in plugins]
+    registry.load_plugins(tree["plugins"])
     method_tree = dict(tree.pop("method", None) or {})
     name = method_tree.get("name", MethodConfig.name)
     if not isinstance(name, str):

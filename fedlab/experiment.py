@@ -42,7 +42,7 @@ def _check_hub_model(key: str, name: str) -> None:
     """A Hugging Face id must resolve now (its config from the cache or the Hub), not after the run has
     started writing: offline and uncached, the run fails here in one line."""
     from fedlab.config import ConfigError
-    from fedlab.runtime.resident import quiet_libraries
+    from fedlab.quiet import quiet_libraries
 
     quiet_libraries()
     import huggingface_hub

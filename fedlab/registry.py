@@ -1,37 +1,119 @@
-"""The method registry: `register_method(name, config_cls, method_cls)`, one explicit call per method
-(in `fedlab/methods/__init__.py`), no import magic. `method_cls` may be a class or a "module:Class"
-string imported on first use (keeps config validation free of model libraries)."""
+"""The method registry. Every method registers itself, in its own package's `__init__.py`:
+
+    register_method("fedavg", config_cls=FedAvgConfig, method_cls="fedlab.methods.fedavg.method:FedAvg",
+                    client_cls="fedlab.methods.client:LoraClient")
+
+Classes may be given as "module:Class" strings, imported on first use: validating a config imports no
+model library, and a worker process imports a method's client side only. Methods are found in three
+places, all loaded before a config is built:
+- every package under `fedlab/methods/` (imported once; its `__init__` makes the register call);
+- the Python entry-point group `fedlab.methods` (an installed package names a module that registers);
+- the `plugins` of a config: module names or paths of `.py` files, imported first (a researcher's own
+  method runs with `fedlab run` without editing fedlab).
+"""
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.util
+import pkgutil
+import sys
 from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_CLIENT = "fedlab.methods.client:LoraClient"
+
+
+def _resolve(target):
+    if isinstance(target, str):
+        module, _, attr = target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+    return target
 
 
 @dataclass(frozen=True)
 class MethodEntry:
     name: str
     config_cls: type
-    target: object  # a class, or "module:Class"
+    target: object          # the server-side class, or "module:Class"
+    client_target: object   # the client-side class, or "module:Class"
 
     @property
     def method_cls(self) -> type:
-        if isinstance(self.target, str):
-            module, _, attr = self.target.partition(":")
-            return getattr(importlib.import_module(module), attr)
-        return self.target
+        return _resolve(self.target)
+
+    @property
+    def client_cls(self) -> type:
+        return _resolve(self.client_target)
 
 
 _METHODS: dict[str, MethodEntry] = {}
+_LOADED = False
 
 
-def register_method(name: str, config_cls: type, method_cls) -> None:
-    if name in _METHODS and _METHODS[name].target != method_cls:
-        raise ValueError(f"method {name!r} is already registered")
-    _METHODS[name] = MethodEntry(name, config_cls, method_cls)
+def _same(a, b) -> bool:
+    """The same target, also when a module defining a class was imported again (a re-read plugin file)."""
+    if a == b:
+        return True
+    key = lambda t: t if isinstance(t, str) else (getattr(t, "__module__", None), getattr(t, "__qualname__", None))  # noqa: E731
+    return key(a) == key(b)
+
+
+def register_method(name: str, config_cls: type, method_cls, client_cls=DEFAULT_CLIENT) -> None:
+    """Register a method: its config dataclass (a `MethodConfig` whose `name` defaults to `name`), its
+    server-side class and its client class (default `LoraClient`). Registering another method under a
+    taken name is an error."""
+    known = _METHODS.get(name)
+    if known is not None and not (_same(known.target, method_cls) and _same(known.client_target, client_cls)):
+        raise ValueError(f"method {name!r} is already registered (by {known.config_cls.__module__})")
+    _METHODS[name] = MethodEntry(name, config_cls, method_cls, client_cls)
 
 
 def _load() -> None:
-    import fedlab.methods  # noqa: F401  (its __init__ registers every method)
+    """Built-in methods (every package under fedlab/methods) and the `fedlab.methods` entry points."""
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    # discovered like plugins, by name: the registry depends on no method's code
+    for info in sorted(pkgutil.iter_modules([str(Path(__file__).with_name("methods"))]), key=lambda i: i.name):
+        if info.ispkg:
+            importlib.import_module(f"fedlab.methods.{info.name}")
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="fedlab.methods"):
+        ep.load()
+
+
+def load_plugins(plugins) -> None:
+    """Import each plugin (a module name, or the path of a .py file) so that it registers its methods and
+    transforms. A file is imported once per process under a name derived from its resolved path."""
+    _load()
+    for plugin in plugins or ():
+        if plugin.endswith(".py") or "/" in plugin:
+            path = Path(plugin).expanduser().resolve()
+            if not path.is_file():
+                from fedlab.validation import ConfigError
+
+                raise ConfigError(f"plugins: {plugin!r} is not a Python file or an importable module")
+            mod_name = f"fedlab_plugin_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+            if mod_name in sys.modules:
+                continue
+            spec = importlib.util.spec_from_file_location(mod_name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[mod_name] = module
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[mod_name]
+                raise
+        else:
+            try:
+                importlib.import_module(plugin)
+            except ImportError as e:
+                from fedlab.validation import ConfigError
+
+                raise ConfigError(f"plugins: module {plugin!r} cannot be imported ({e})") from None
 
 
 def method_names() -> list[str]:
@@ -41,4 +123,6 @@ def method_names() -> list[str]:
 
 def get(name: str) -> MethodEntry:
     _load()
+    if name not in _METHODS:
+        raise KeyError(f"method {name!r} is not registered; registered: {', '.join(sorted(_METHODS))}")
     return _METHODS[name]

@@ -60,9 +60,10 @@ def _trial(config: dict, fixed: dict) -> None:
         raise
     tracker.finish()
     f = h.final
-    tune.report({"acc_mean": f.get("acc/mean", float("nan")),
-                 "llm_acc_mean": f.get("llm/acc/mean", f.get("acc/mean", float("nan"))),
-                 "mlflow_run_id": tracker.run_id or ""})
+    # score: the method's headline metric (its server model's accuracy where it has one, e.g. FedProxy's
+    # fused LLM; otherwise the clients' mean accuracy)
+    tune.report({"acc_mean": f.get("acc/mean", float("nan")), "score": f.get(h.headline, float("nan")),
+                 "score_metric": h.headline, "mlflow_run_id": tracker.run_id or ""})
 
 
 def _absolute_tracking(overrides: list[str], base: str) -> list[str]:
@@ -79,7 +80,7 @@ def _absolute_tracking(overrides: list[str], base: str) -> list[str]:
 
 def run_sweep(base: str, grid: dict[str, list], overrides: list[str], name: str, storage: str = "sweeps/results",
               address: str | None = None, num_cpus: int | None = None, cpus_per_trial: float = 1.0,
-              gpus_per_trial: float = 0.0, max_failures: int = 1, metric: str = "llm_acc_mean",
+              gpus_per_trial: float = 0.0, max_failures: int = 1, metric: str = "score",
               heatmap_axes: tuple[str, str] | None = None, resume: bool = True, fail_on: dict | None = None) -> list[dict]:
     import mlflow
     import ray
@@ -134,7 +135,7 @@ def run_sweep(base: str, grid: dict[str, list], overrides: list[str], name: str,
     for r in results:
         row = {k: r.config.get(k) for k in grid}
         m = r.metrics or {}
-        row.update({"acc_mean": m.get("acc_mean"), "llm_acc_mean": m.get("llm_acc_mean"),
+        row.update({"acc_mean": m.get("acc_mean"), "score": m.get("score"), "score_metric": m.get("score_metric"),
                     "mlflow_run_id": m.get("mlflow_run_id"), "status": "ERROR" if r.error else "OK"})
         rows.append(row)
     rows.sort(key=lambda x: (x[metric] is None, -(x[metric] or 0.0)))
@@ -189,8 +190,9 @@ def sweep_heatmap(rows: list[dict], axes: tuple[str, str], metric: str, path: Pa
 
 
 def format_ranked(rows: list[dict], keys: list[str], metric: str, limit: int = 20) -> str:
-    from fedlab.cli import format_table
+    from fedlab.tables import format_table
 
-    table = [[i + 1, *[str(r[k]) for k in keys], r["acc_mean"], r["llm_acc_mean"], r["status"]]
+    table = [[i + 1, *[str(r[k]) for k in keys], r["acc_mean"], r["score"], r["status"]]
              for i, r in enumerate(rows[:limit])]
-    return format_table(table, ["rank", *keys, "proxy acc", "LLM acc", "status"])
+    scored = sorted({r["score_metric"] for r in rows if r.get("score_metric")})
+    return format_table(table, ["rank", *keys, "clients acc/mean", f"score ({', '.join(scored) or '-'})", "status"])

@@ -39,7 +39,8 @@ def main(argv=None) -> int:
     ap.add_argument("--cpus-per-trial", type=float, default=1.0)
     ap.add_argument("--gpus-per-trial", type=float, default=0.0)
     ap.add_argument("--max-failures", type=int, default=1, help="retries of a failing trial")
-    ap.add_argument("--metric", default="llm_acc_mean", choices=["llm_acc_mean", "acc_mean"])
+    ap.add_argument("--metric", default="score", choices=["score", "acc_mean"],
+                    help="rank by the method's headline metric (score) or the clients' mean accuracy")
     ap.add_argument("--heatmap", default="method.rho,method.delta", help="two axes for the heatmap")
     ap.add_argument("--storage", default=str(ROOT / "sweeps/results"))
     args = ap.parse_args(argv)

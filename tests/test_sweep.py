@@ -36,7 +36,7 @@ def test_sweep_children_failure_resume_and_outputs(pico_zoo, tmp_path):
     with open(tmp_path / "sw" / "t" / "ranked.csv") as fh:
         ranked = list(csv.DictReader(fh))
     assert len(ranked) == 4
-    values = [float(r["llm_acc_mean"]) for r in ranked]
+    values = [float(r["score"]) for r in ranked]
     assert values == sorted(values, reverse=True)
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/m.db")
     runs = mlflow.search_runs(experiment_names=["fedlab"], output_format="list")

@@ -66,11 +66,11 @@ def main() -> int:
     args = ap.parse_args()
     import torch
 
-    from fedlab.cli import format_table
     from fedlab.config import load_config
     from fedlab.data.federated import build_federated_data
     from fedlab.methods.fedproxy.method import FedProxy
     from fedlab.methods.fedproxy.offsite import OffsiteTuning
+    from fedlab.tables import format_table
     from fedlab.transforms.compress import n_dropped
 
     out = []

@@ -59,21 +59,31 @@ def consensus_weights(sim: Tensor) -> Tensor:
     return torch.softmax((sim.abs() * off).sum(dim=1), dim=0)
 
 
-def h_ties(tau: Tensor, *, r0: float = 1.0, delta: float = 0.2, rho: float = 1.1, eps: float = 1e-8) -> Tensor:
+def server_analysis(tau: Tensor, *, r0: float = 1.0, delta: float = 0.2) -> dict[str, Tensor]:
+    """FedProxy Eqs. 5, 6, 10 on the raw updates: S = pairwise_cosine(τ), (h, h_norm) = heterogeneity(S),
+    w = consensus_weights(S), retention r_k = clip(r0 − δ·h_norm_k, 0, 1)."""
+    sim = pairwise_cosine(tau)
+    h, h_norm = heterogeneity(sim)
+    return {"sim": sim, "h": h, "h_norm": h_norm, "w": consensus_weights(sim),
+            "retention": (r0 - delta * h_norm).clamp(0.0, 1.0)}
+
+
+def h_ties(tau: Tensor, *, r0: float = 1.0, delta: float = 0.2, rho: float = 1.1, eps: float = 1e-8,
+           diagnostics: bool = False):
     """FedProxy Eqs. 5, 6, 10–13 — the global delta Δφ:
     r_k = clip(r0 − δ·h_norm_k, 0, 1); τ̃_k = magnitude_trim(τ_k, r_k); τ̂_k = w_k τ̃_k;
     P_d = Σ_{τ̂>0} |τ̂_k[d]|, N_d = Σ_{τ̂<0} |τ̂_k[d]|;
-    Δ[d] = Σ_{τ̂>0} τ̂_k[d] / Σ_{τ̂>0} w_k if P_d/(N_d+ε) ≥ ρ, elif N_d/(P_d+ε) ≥ ρ the same over τ̂ < 0, else 0."""
+    Δ[d] = Σ_{τ̂>0} τ̂_k[d] / Σ_{τ̂>0} w_k if P_d/(N_d+ε) ≥ ρ, elif N_d/(P_d+ε) ≥ ρ the same over τ̂ < 0, else 0.
+    With diagnostics=True returns (Δ, `server_analysis(τ)`) so a caller need not recompute S, h, w, r."""
     _check_tau(tau)
     if rho < 1:
         raise ValueError(f"rho: {rho!r} is not allowed; expected a number >= 1 (sign-dominance ratio)")
     k, p = tau.shape
     if k == 0:
-        return tau.new_zeros(p)
-    sim = pairwise_cosine(tau)
-    _, h_norm = heterogeneity(sim)
-    w = consensus_weights(sim).to(tau.dtype)
-    r = (r0 - delta * h_norm).clamp(0.0, 1.0)
+        return (tau.new_zeros(p), server_analysis(tau, r0=r0, delta=delta)) if diagnostics else tau.new_zeros(p)
+    info = server_analysis(tau, r0=r0, delta=delta)
+    w = info["w"].to(tau.dtype)
+    r = info["retention"]
     # τ̂ = w_k · trimmed τ_k; per coordinate the positive mass P_d and the signed sum give
     # N_d = P_d − Σ_k τ̂_k[d]; the sign-gated means' numerators are the masses themselves and their
     # denominators Σ_k w_k [τ̂_k ≷ 0] come from two [K]·[K, P] products with sign(τ̂) and |sign(τ̂)|
@@ -91,9 +101,10 @@ def h_ties(tau: Tensor, *, r0: float = 1.0, delta: float = 0.2, rho: float = 1.1
     w_abs = w @ sgn.abs_()
     w_pos, w_neg = (w_abs + w_diff) / 2, (w_abs - w_diff) / 2
     one = torch.ones_like(p_mass)
-    return torch.where(pos_wins & (w_pos > 0), p_mass / torch.where(w_pos > 0, w_pos, one),
-                       torch.where(neg_wins & (w_neg > 0), -n_mass / torch.where(w_neg > 0, w_neg, one),
-                                   torch.zeros_like(p_mass)))
+    out = torch.where(pos_wins & (w_pos > 0), p_mass / torch.where(w_pos > 0, w_pos, one),
+                      torch.where(neg_wins & (w_neg > 0), -n_mass / torch.where(w_neg > 0, w_neg, one),
+                                  torch.zeros_like(p_mass)))
+    return (out, info) if diagnostics else out
 
 
 def ties(tau: Tensor, *, density: float = 0.2, weights: Tensor | None = None) -> Tensor:

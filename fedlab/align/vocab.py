@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from fedlab.align.normalize import canonical_tokens
+from fedlab.home import fedlab_home
 
 
 def vocab_map(src: list[str], tgt: list[str], chunk: int = 2048) -> list[int]:
@@ -53,8 +54,7 @@ def vocab_tokens(tokenizer) -> list[str]:
 
 
 def _cache_dir() -> Path:
-    home = os.environ.get("FEDLAB_HOME") or str(Path.home() / ".cache" / "fedlab")
-    return Path(home) / "align"
+    return fedlab_home() / "align"
 
 
 def cached_vocab_map(src_tokenizer, tgt_tokenizer) -> np.ndarray:

@@ -115,7 +115,7 @@ def load_rows(name: str, split: str, hf_dir: str | None = None):
     try:
         return datasets.load_dataset(task.hub_id, task.hub_config, split=task.splits[split])
     except Exception as e:  # no network, no cache, renamed data set: one clear line instead of a traceback
-        from fedlab.config import ConfigError
+        from fedlab.validation import ConfigError
 
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ConfigError(f"data.source: could not load {task.hub_id}"

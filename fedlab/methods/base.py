@@ -1,32 +1,63 @@
-"""The server side of a method: what each client receives (`configure_fit`), how uploads combine
-(`aggregate_fit`), what is evaluated (`configure_evaluate`), and its checkpointable state."""
+"""The server side of a method. A method owns its round: `run_round(rnd, ctx)` reads top to bottom — what
+each client receives, `ctx.fit(...)` (the only door to clients), kernels over the uploads, any server-side
+training. The default round is the synchronous FedAvg-shaped one, written with three hooks
+(`configure_fit` → `ctx.fit` → `aggregate_fit`) that most methods fill in instead of writing a round.
+
+Lifecycle, driven by `fedlab.runtime.federation.run_federation`:
+    setup()                      build server-side state (every start, resume included)
+    evaluate(0, ctx)             zero-shot
+    begin(ctx)                   once before round 1 (not on resume: what it learns belongs in state_dict)
+    run_round(t, ctx)            t = 1..rounds, then evaluate(t, ctx) on evaluation rounds; checkpoint
+    finalize(ctx)                metrics of the end (e.g. a fused model)
+"""
 from __future__ import annotations
 
 import torch
 
 from fedlab.comm.messages import EvalIns, FitIns, FitRes
-from fedlab.runtime.client import LoraClient
+from fedlab.eval.summary import summarize_eval
 from fedlab.runtime.resident import get_resident
 from fedlab.transforms.lora import flatten_state, unflatten_like
 
 
 class FedMethod:
-    client_cls = LoraClient
     trains = True              # False: only the zero-shot evaluation runs
+    # client metrics also logged per client (`<metric>_client_<id>`) beside their mean over clients
+    per_client_metrics: tuple[str, ...] = ("loss/task", "time/fit")
+    # what the progress line of each round shows: label -> metric
+    progress_metrics: dict[str, str] = {"acc": "acc/mean", "task-loss": "loss/task"}
+    # extra columns of the end-of-run table for server-side models: (round "first" | "final", prefix, header)
+    table_columns: tuple[tuple[str, str, str], ...] = ()
+    headline = "acc/mean"      # the metric a sweep ranks runs by
 
     def __init__(self, cfg, data):
         self.cfg, self.data = cfg, data
         self.global_state: dict | None = None
-        self.tracker = None      # set by run_federation: methods may log their own artifacts
-        self.out_dir = None
 
     @property
     def resident(self):
         return get_resident(self.cfg)
 
+    # ------------------------------------------------------------------ lifecycle
     def setup(self) -> None:
         self.global_state = {k: v.clone() for k, v in self.resident.init_state.items()}
 
+    def begin(self, ctx) -> None:
+        """Work with the clients before round 1 (warm-up, grouping, …); nothing by default."""
+
+    def run_round(self, rnd: int, ctx) -> None:
+        """The synchronous round: instructions to this round's sample, aggregation of the usable answers."""
+        results = ctx.fit(self.configure_fit(rnd, ctx.sample()))
+        ctx.log(self.aggregate_fit(rnd, results), prefix="server/")
+
+    def evaluate(self, rnd: int, ctx) -> dict:
+        """Metrics of an evaluation round: every client scores the model `configure_evaluate` names."""
+        return summarize_eval(ctx.evaluate(self.configure_evaluate(rnd, ctx.clients)))
+
+    def finalize(self, ctx) -> dict:
+        return {}
+
+    # ------------------------------------------------------------------ hooks of the default round
     def fit_config(self, rnd: int, cid: int) -> dict:
         return {}
 
@@ -55,23 +86,7 @@ class FedMethod:
                 return f"wrong shape for {k}: {tuple(v.shape)}, expected {tuple(ref[k].shape)}"
         return None
 
-    def next_phase(self, rnd: int, phase: int, results: dict[int, FitRes]) -> dict[int, FitIns] | None:
-        """Instructions for a further exchange within round `rnd` after phase `phase` was aggregated
-        (e.g. FedMKT's server→client distillation); None ends the round."""
-        return None
-
-    def aggregate_phase(self, rnd: int, phase: int, results: dict[int, FitRes]) -> dict:
-        """Aggregates the answers of phase `phase` ≥ 1 of a round."""
-        return {}
-
-    def evaluate_server(self, rnd: int) -> dict:
-        """Metrics of a server-side model (e.g. FedMKT's LLM) at an evaluation round, logged beside the
-        clients' metrics; {} for methods without one."""
-        return {}
-
-    def finalize(self, backend) -> dict:
-        return {}
-
+    # ------------------------------------------------------------------ checkpoints and outputs
     def state_dict(self) -> dict:
         return {"global_state": self.global_state}
 

@@ -34,7 +34,7 @@ def package_file(package: str, relative: str) -> Path:
 
 def ensure(name: str) -> Path:
     """The folder a real model loads from, converting a GGUF file once into a cached HF folder."""
-    from fedlab.models.zoo import fedlab_home
+    from fedlab.home import fedlab_home
 
     package, relative = REAL_MODELS[name]
     src = package_file(package, relative)

@@ -26,11 +26,9 @@ from transformers import (
     Qwen2Config,
 )
 
+from fedlab.home import fedlab_home
 from fedlab.models.tokenizers import train_tokenizer
-
-
-def fedlab_home() -> Path:
-    return Path(os.environ.get("FEDLAB_HOME", Path.home() / ".cache" / "fedlab"))
+from fedlab.quiet import quiet_libraries
 
 
 @dataclass(frozen=True)
@@ -177,7 +175,6 @@ def _build_locked(name: str, world_seed: int, progress: bool, out: Path) -> Path
     import sys
 
     from fedlab.data.corpus import corpus_lines
-    from fedlab.runtime.resident import quiet_libraries
     from fedlab.seeding import derive_seed
 
     quiet_libraries()
@@ -254,8 +251,6 @@ def resolve(name: str) -> str:
 
 def load_tokenizer(name: str):
     """The tokenizer of a zoo name, local folder or Hub id (pad token set), without loading weights."""
-    from fedlab.runtime.resident import quiet_libraries
-
     quiet_libraries()
     tok = AutoTokenizer.from_pretrained(resolve(name))
     if tok.pad_token is None:
@@ -265,8 +260,6 @@ def load_tokenizer(name: str):
 
 def load_model(name: str, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32):
     """(model, tokenizer) for a zoo name, a local Hugging Face folder or a Hub id."""
-    from fedlab.runtime.resident import quiet_libraries
-
     quiet_libraries()
     path = resolve(name)
     tok = AutoTokenizer.from_pretrained(path)
@@ -280,8 +273,6 @@ def load_model(name: str, device: str | torch.device = "cpu", dtype: torch.dtype
 def load_encoder(name: str, device: str | torch.device = "cpu"):
     """(encoder, tokenizer) for a sentence/encoder model (e.g. `minilm-l6`, any BERT folder or Hub id)."""
     from transformers import AutoModel
-
-    from fedlab.runtime.resident import quiet_libraries
 
     quiet_libraries()
     path = resolve(name)

@@ -1,12 +1,14 @@
 """Backends run client work: `InProcessBackend` in the driver, one client after another; `RayBackend` on
-long-lived stateful actors, each hosting several clients when clients outnumber workers. Both return,
-per client, a result or a `ClientFailure`, and give the same numbers for the same seed."""
+long-lived stateful actors, each hosting several clients when clients outnumber workers. Both yield, per
+client and in the order the answers arrive, a result or a `ClientFailure`, and give the same numbers for
+the same seed."""
 from __future__ import annotations
 
 import sys
 import threading
 import time
 import traceback
+from collections.abc import Iterator
 from typing import Protocol
 
 from fedlab.comm.messages import (
@@ -18,8 +20,8 @@ from fedlab.comm.messages import (
     msg_to_wire,
     to_wire,
 )
-from fedlab.runtime.client import ClientHost
 from fedlab.runtime.faults import InjectedFault
+from fedlab.runtime.host import ClientHost
 
 
 class Backend(Protocol):
@@ -27,9 +29,9 @@ class Backend(Protocol):
 
     def start(self, cfg, num_clients: int) -> None: ...
 
-    def fit(self, instructions: dict[int, FitIns]) -> dict: ...
-
-    def evaluate(self, instructions: dict[int, EvalIns]) -> dict: ...
+    def stream(self, kind: str, instructions: dict[int, FitIns | EvalIns]) -> Iterator[tuple[int, object]]:
+        """Send `kind` ("fit" or "evaluate") instructions; yield (client id, result or ClientFailure) as
+        the answers arrive."""
 
     def get_client_states(self) -> dict: ...
 
@@ -75,26 +77,20 @@ class InProcessBackend:
             raise box["error"]
         return box["result"]
 
-    def _call(self, kind: str, instructions: dict) -> dict:
-        out = {}
+    def stream(self, kind: str, instructions: dict):
+        """Runs each client when its answer is asked for (in the instructions' order)."""
         timeout = self.cfg.federation.client_timeout
         for cid, ins in instructions.items():
             try:
                 if kind == "fit" and timeout:
-                    out[cid] = self._timed_fit(cid, ins, timeout)
+                    out = self._timed_fit(cid, ins, timeout)
                 else:
-                    out[cid] = getattr(self.host, kind)(cid, ins)
+                    out = getattr(self.host, kind)(cid, ins)
             except Exception as e:  # a client that raises is reported, the round policy decides
                 if not isinstance(e, (TimeoutError, InjectedFault)):
                     traceback.print_exc()
-                out[cid] = ClientFailure(cid, ins.round, _one_line(e))
-        return out
-
-    def fit(self, instructions):
-        return self._call("fit", instructions)
-
-    def evaluate(self, instructions):
-        return self._call("evaluate", instructions)
+                out = ClientFailure(cid, ins.round, _one_line(e))
+            yield cid, out
 
     def get_client_states(self):
         return {cid: self.host.client_state(cid) for cid in self.host.clients}
@@ -108,11 +104,16 @@ class InProcessBackend:
 
 
 class _HostActor:
-    """A Ray actor wrapping a ClientHost; states cross as numpy arrays."""
+    """A Ray actor wrapping a ClientHost; states cross as numpy arrays. The config arrives as a plain
+    mapping and is rebuilt here, after the config's plugins are imported (a plugin method's config class
+    could not be unpickled before)."""
 
-    def __init__(self, cfg, cids, payloads):
+    def __init__(self, cfg_tree, cids, payloads):
         import ray
 
+        from fedlab.config import build_config
+
+        cfg = build_config(cfg_tree)
         # base-model payloads arrive as object refs inside a dict: fetch each from the object store once
         payloads = {k: ray.get(v) if isinstance(v, ray.ObjectRef) else v for k, v in payloads.items()}
         self.host = ClientHost(cfg, cids, payloads)
@@ -177,7 +178,7 @@ class RayBackend:
         mine = self.members[w]
         payloads = {name: self.payload_refs[name] for name in {self.cfg.model.client_model(c) for c in mine}}
         return ray.remote(_HostActor).options(num_cpus=bc.cpus_per_worker, num_gpus=bc.gpus_per_worker).remote(
-            self.cfg, mine, payloads)
+            self.cfg.to_dict(), mine, payloads)
 
     def _restart_dead(self) -> None:
         import ray
@@ -193,9 +194,9 @@ class RayBackend:
             print(f"[fedlab] recreated worker {w} (clients {self.members[w]})", file=sys.stderr, flush=True)
         self.dead.clear()
 
-    def _call(self, kind: str, instructions: dict) -> dict:
+    def stream(self, kind: str, instructions: dict):
+        """Dispatches every instruction now; the returned iterator yields answers in the order they finish."""
         import ray
-        from ray.exceptions import RayActorError
 
         self._restart_dead()
         refs = {}
@@ -210,30 +211,36 @@ class RayBackend:
             bare = msg_to_wire(type(ins)(**{**ins.__dict__, "state": None}))
             refs[cid] = getattr(self.actors[self.owner[cid]], kind).remote(cid, bare, state_ref)
         timeout = self.cfg.federation.client_timeout if kind == "fit" else None
+        return self._answers(refs, instructions, timeout)
+
+    def _answers(self, refs: dict, instructions: dict, timeout: float | None):
+        import ray
+        from ray.exceptions import RayActorError
+
         deadline = None if timeout is None else time.monotonic() + timeout
-        out = {}
-        for cid, ref in refs.items():
+        by_ref = {ref: cid for cid, ref in refs.items()}
+        waiting = list(refs.values())
+        while waiting:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, waiting = ray.wait(waiting, num_returns=1, timeout=left)
+            if not ready:   # past the deadline: every client still out is hung
+                for ref in waiting:
+                    cid = by_ref[ref]
+                    self.dead.add(self.owner[cid])   # a hung worker is killed and replaced before the next call
+                    yield cid, ClientFailure(cid, instructions[cid].round,
+                                             f"TimeoutError: no answer within federation.client_timeout={timeout}s")
+                return
+            cid = by_ref[ready[0]]
             w = self.owner[cid]
             try:
-                left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                out[cid] = msg_from_wire(ray.get(ref, timeout=left))
-            except ray.exceptions.GetTimeoutError:
-                self.dead.add(w)   # a hung worker is killed and replaced before the next call
-                out[cid] = ClientFailure(cid, instructions[cid].round,
-                                         f"TimeoutError: no answer within federation.client_timeout={timeout}s")
+                out = msg_from_wire(ray.get(ready[0]))
             except RayActorError as e:
                 self.dead.add(w)
                 why = "its process exited" if "worker process has died" in str(e) else _one_line(e)[:200]
-                out[cid] = ClientFailure(cid, instructions[cid].round, f"WorkerDied: worker {w} died ({why})")
+                out = ClientFailure(cid, instructions[cid].round, f"WorkerDied: worker {w} died ({why})")
             except Exception as e:
-                out[cid] = ClientFailure(cid, instructions[cid].round, _one_line(e))
-        return out
-
-    def fit(self, instructions):
-        return self._call("fit", instructions)
-
-    def evaluate(self, instructions):
-        return self._call("evaluate", instructions)
+                out = ClientFailure(cid, instructions[cid].round, _one_line(e))
+            yield cid, out
 
     def get_client_states(self):
         import ray

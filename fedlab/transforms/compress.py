@@ -10,6 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from fedlab.transforms.registry import register_transform
+
 
 def block_influence(hiddens: Sequence[Tensor], mask: Tensor | None = None) -> Tensor:
     """FedProxy Eq. 4: BI_i = 1 − mean over unmasked tokens of cos(X_i, X_{i+1}), for L+1 hidden states
@@ -119,6 +121,19 @@ def make_proxy(model, kept_layers: list[int], copy: bool = True):
     if getattr(cfg, "layer_types", None):
         cfg.layer_types = [cfg.layer_types[i] for i in kept_layers]
     cfg.kept_layers = list(kept_layers)
+    return proxy
+
+
+@register_transform("proxy", params=("kept_layers", "lora_layers"))
+def proxy_transform(model, build, kept_layers, lora_layers=None):
+    """The model keeping only the blocks `kept_layers` (FedProxy's proxy, SPEC §1.1; Offsite-Tuning's
+    adapters + emulator, §1.6), built in place; LoRA goes on the proxy positions `lora_layers` (None: all).
+    Declares one parameter group per kept block, `block/<position>`."""
+    proxy = make_proxy(model, list(kept_layers), copy=False)
+    for pos, blk in enumerate(decoder_blocks(proxy)):
+        build.groups[f"block/{pos}"] = list(blk.parameters())
+    if lora_layers is not None:
+        build.lora_layers = tuple(lora_layers)
     return proxy
 
 

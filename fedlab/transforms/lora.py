@@ -10,6 +10,8 @@ from peft import LoraConfig as PeftLoraConfig
 from peft import get_peft_model
 from peft.utils import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as DEFAULT_TARGETS
 
+from fedlab.transforms.registry import register_transform
+
 
 @dataclass(frozen=True)
 class AdapterSpec:
@@ -44,6 +46,18 @@ def apply_lora(model: torch.nn.Module, r: int, alpha: float, dropout: float,
         pm = get_peft_model(model, cfg)
     names = tuple(n for n, p in pm.named_parameters() if p.requires_grad)
     return pm, AdapterSpec(trainable=names, communicated=names)
+
+
+@register_transform("lora", params=("r", "alpha", "dropout", "target_modules", "layers"))
+def lora_transform(model, build, r=None, alpha=None, dropout=None, target_modules=None, layers=None):
+    """LoRA on the model (every chain ends with one): unset parameters come from the config's `model.lora`,
+    `layers` from what the transforms before it declared. Declares the trainable and communicated keys."""
+    lc = build.lora
+    targets = list(target_modules) if target_modules is not None else lc.target_modules
+    layers = layers if layers is not None else build.lora_layers
+    pm, build.spec = apply_lora(model, r or lc.r, alpha or lc.alpha, lc.dropout if dropout is None else dropout,
+                                targets, seed=build.seed, layers=layers)
+    return pm
 
 
 def get_state(model: torch.nn.Module, keys: tuple[str, ...] | list[str]) -> dict[str, torch.Tensor]:

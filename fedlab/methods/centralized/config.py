@@ -1,7 +1,7 @@
 """Config of `centralized` (light: imported by config validation)."""
 from dataclasses import dataclass
 
-from fedlab.config import MethodConfig
+from fedlab.validation import MethodConfig
 
 
 @dataclass(frozen=True)

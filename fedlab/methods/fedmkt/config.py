@@ -2,7 +2,7 @@
 from dataclasses import dataclass
 from typing import ClassVar, Optional
 
-from fedlab.config import MethodConfig, check, choose
+from fedlab.validation import MethodConfig, check, choose
 
 
 @dataclass(frozen=True)

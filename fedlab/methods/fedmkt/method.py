@@ -20,20 +20,20 @@ import torch
 from fedlab.align import cached_vocab_map
 from fedlab.comm.knowledge import num_positions, paper_estimate
 from fedlab.comm.messages import EvalIns, FitIns
+from fedlab.eval.summary import server_summary, summarize_eval
 from fedlab.eval.tasks import evaluate_on_clients
+from fedlab.knowledge import Aligner, PublicSet, distill_items, public_knowledge, train_distill
 from fedlab.methods.base import FedMethod
-from fedlab.methods.fedmkt.client import FedMKTClient, train_distill
-from fedlab.methods.fedmkt.public import Aligner, PublicSet, distill_items, public_knowledge
 from fedlab.objectives.distill import dual_min_ce
 from fedlab.objectives.modules import ServerModule
-from fedlab.runtime.federation import summarize_eval
 from fedlab.runtime.resident import get_resident
 from fedlab.seeding import derive_seed
 from fedlab.transforms.lora import get_state, set_state
 
 
 class FedMKT(FedMethod):
-    client_cls = FedMKTClient
+    table_columns = (("first", "llm/", "LLM zero-shot"), ("final", "llm/", "LLM final (round {round})"))
+    headline = "llm/acc/mean"
 
     def setup(self) -> None:
         from fedlab.models.zoo import load_tokenizer
@@ -57,11 +57,24 @@ class FedMKT(FedMethod):
     def llm(self):
         return get_resident(self.cfg, self.cfg.model.name)
 
-    # ------------------------------------------------------------------ phase 0: clients → server
-    def configure_fit(self, rnd, cids):
-        return {cid: FitIns(rnd, None, {"phase": "local", "upload": self.cfg.method.mutual}) for cid in cids}
+    # ------------------------------------------------------------------ the round
+    def run_round(self, rnd, ctx):
+        # phase 0: local training, then (l_k^i, top-K_k^i) on the public set up to the server
+        ups = ctx.fit({cid: FitIns(rnd, None, {"phase": "local", "upload": self.cfg.method.mutual})
+                       for cid in ctx.sample()})
+        ctx.log(self.learn_from_clients(rnd, ups), prefix="server/")
+        if not ups:
+            return
+        # phase 1: the LLM's knowledge down; each client distils where the LLM beats it
+        knowledge = self.llm_knowledge()
+        downs = ctx.fit({cid: FitIns(rnd, None, {"phase": "distill"}, aux=knowledge) for cid in sorted(ups)})
+        kept = {f"client_kept_client_{cid}": r.metrics.get("distill/kept", 0.0) for cid, r in sorted(downs.items())}
+        if kept:
+            kept["client_kept"] = sum(kept.values()) / len(kept)
+        ctx.log(kept, prefix="server/")
 
-    def aggregate_fit(self, rnd, results):
+    # ------------------------------------------------------------------ the server's distillation
+    def learn_from_clients(self, rnd, results):
         m = self.cfg.method
         stats: dict = {}
         llm = self.llm
@@ -89,7 +102,7 @@ class FedMKT(FedMethod):
                     teachers.append((name, self.client_tokens[name], results[c].aux))
                 items = distill_items(self.aligner, indices, teachers, self.vmaps, m.temperature, m.kd_positions)
                 out = train_distill(self.cfg, llm, items, m.server_epochs, m.server_lr or self.cfg.federation.lr,
-                                    derive_seed(self.cfg.seed, "server-distill", rnd), module_cls=ServerModule)
+                                    derive_seed(self.cfg.seed, "server-distill", rnd), m.lam, module_cls=ServerModule)
                 stats.update({f"llm_{k.split('/', 1)[1]}_loss": v for k, v in out.items() if k.startswith("loss/")})
                 for name in self.client_tokens:
                     stats[f"aligned_{name}"] = self.aligner.matched_fraction(name)
@@ -117,7 +130,6 @@ class FedMKT(FedMethod):
             return "inconsistent offsets"
         return None
 
-    # ------------------------------------------------------------------ phase 1: server → clients
     def llm_knowledge(self) -> dict:
         m = self.cfg.method
         if self.server_knowledge is None or m.mutual:   # a frozen LLM's knowledge is computed once
@@ -127,32 +139,19 @@ class FedMKT(FedMethod):
                                                      getattr(torch, m.logit_dtype))
         return self.server_knowledge
 
-    def next_phase(self, rnd, phase, results):
-        if phase > 0 or not results:
-            return None
-        knowledge = self.llm_knowledge()
-        return {cid: FitIns(rnd, None, {"phase": "distill"}, aux=knowledge) for cid in sorted(results)}
-
-    def aggregate_phase(self, rnd, phase, results):
-        out = {}
-        for cid, r in sorted(results.items()):
-            out[f"client_kept_client_{cid}"] = r.metrics.get("distill/kept", 0.0)
-        if results:
-            out["client_kept"] = sum(out.values()) / len(out)
-        return out
-
     # ------------------------------------------------------------------ evaluation: every SLM and the LLM
     def configure_evaluate(self, rnd, cids):
         return {cid: EvalIns(rnd, None, {}) for cid in cids}   # each client's own adapter
 
-    def evaluate_server(self, rnd) -> dict:
+    def evaluate(self, rnd, ctx) -> dict:
+        """Every SLM on its client's tasks, and the LLM (server side) on every task (re-scored only after
+        it changed)."""
+        out = summarize_eval(ctx.evaluate(self.configure_evaluate(rnd, ctx.clients)))
         if self._llm_eval is None:
             llm = self.llm
             set_state(llm.model, self.global_state)
-            out = summarize_eval(evaluate_on_clients(llm.model, llm.tokenizer, self.data, self.cfg))
-            # one model on every task: per-client copies of the same numbers are left out
-            self._llm_eval = {k: v for k, v in out.items() if not k.startswith(("acc/client_", "acc_client_"))}
-        return {f"llm/{k}": v for k, v in self._llm_eval.items()}
+            self._llm_eval = server_summary(evaluate_on_clients(llm.model, llm.tokenizer, self.data, self.cfg))
+        return {**out, **{f"llm/{k}": v for k, v in self._llm_eval.items()}}
 
     def state_dict(self):
         return {"global_state": self.global_state}

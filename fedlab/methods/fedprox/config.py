@@ -1,8 +1,8 @@
 """Config of `fedprox` (light: imported by config validation)."""
 from dataclasses import dataclass
 
-from fedlab.config import check
 from fedlab.methods.fedavg.config import FedAvgConfig
+from fedlab.validation import check
 
 
 @dataclass(frozen=True)

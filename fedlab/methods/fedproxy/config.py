@@ -1,7 +1,7 @@
 """Config of `fedproxy` and its variants (light: imported by config validation)."""
 from dataclasses import dataclass
 
-from fedlab.config import MethodConfig, check, choose
+from fedlab.validation import MethodConfig, check, choose
 
 
 @dataclass(frozen=True)

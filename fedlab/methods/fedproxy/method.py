@@ -11,60 +11,25 @@ finalize   the merged LoRA is folded into the proxy and its blocks are plugged b
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
 
-from fedlab.aggregators import (
-    conflict_scores,
-    consensus_weights,
-    fedavg,
-    h_ties,
-    heterogeneity,
-    pairwise_cosine,
-    ties,
-)
+from fedlab.aggregators import conflict_scores, fedavg, h_ties, server_analysis, ties
 from fedlab.comm.messages import EvalIns, FitIns
 from fedlab.data.collate import PadCollator
+from fedlab.device import resolve_device
+from fedlab.eval.summary import summarize_eval
 from fedlab.eval.tasks import evaluate_on_clients
 from fedlab.methods.base import FedMethod, apply_delta, stack_deltas
-from fedlab.objectives.modules import Weighted
-from fedlab.objectives.terms import PCRTerm, ProximalTerm
-from fedlab.runtime.client import LoraClient
-from fedlab.runtime.federation import summarize_eval
-from fedlab.runtime.resident import as_transform, get_resident, resolve_device
+from fedlab.runtime.resident import get_resident
+from fedlab.transforms import chain_to_wire, transform
 from fedlab.transforms.compress import make_proxy, measure_block_influence, select_blocks
 from fedlab.transforms.fusion import ProxyTuned, merged_proxy, plug_in_fusion
 from fedlab.transforms.lora import flatten_state, set_state
 
-EMULATOR = "emulator:"  # aux-key prefix of the emulator weights a FedBiOT server sends down
-
-
-class FedProxyClient(LoraClient):
-    """LoRA on the proxy with PCR (λ > 0, conflict scores received beside φ^(t)) and optional FedProx.
-    A re-aligned emulator sent by the server (FedBiOT) replaces the frozen emulator blocks first."""
-
-    def fit(self, ins):
-        emulator = {k[len(EMULATOR):]: v for k, v in (ins.aux or {}).items() if k.startswith(EMULATOR)}
-        if emulator:
-            self.transform = as_transform(ins.config.get("transform"))
-            set_state(self.resident.model, emulator)
-        return super().fit(ins)
-
-    def terms(self, ins, start):
-        m = self.cfg.method
-        keys = self.resident.spec.communicated
-        anchor = flatten_state(start, keys)
-        out = []
-        if m.pcr_lambda > 0 and ins.aux is not None and "conflict" in ins.aux:
-            out.append(Weighted(m.pcr_lambda, PCRTerm(keys, anchor, ins.aux["conflict"], m.pcr_weighting)))
-        if m.mu > 0:
-            out.append(Weighted(1.0, ProximalTerm(keys, anchor, m.mu)))
-        return out
-
 
 class FedProxy(FedMethod):
-    client_cls = FedProxyClient
+    table_columns = (("final", "llm_zeroshot/", "LLM zero-shot"), ("final", "llm/", "LLM after fusion"))
+    headline = "llm/acc/mean"
 
     # ------------------------------------------------------------------ compression (SPEC §1.1)
     def setup(self) -> None:
@@ -74,9 +39,9 @@ class FedProxy(FedMethod):
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.kept_layers, self.lora_positions = self.choose_layers()
-        self.transform = (("proxy", tuple(self.kept_layers)) if self.lora_positions is None
-                          else ("proxy", tuple(self.kept_layers), tuple(self.lora_positions)))
-        proxy = get_resident(self.cfg, transform=self.transform)
+        # the clients' model: the LLM keeping `kept_layers`, LoRA on `lora_positions` (None: every block)
+        self.chain = (transform("proxy", kept_layers=self.kept_layers, lora_layers=self.lora_positions),)
+        proxy = get_resident(self.cfg, chain=self.chain)
         self.global_state = {k: v.clone() for k, v in proxy.init_state.items()}
         self.conflict = torch.zeros(flatten_state(self.global_state).numel())
         self.round_stats: list[dict] = []
@@ -104,11 +69,17 @@ class FedProxy(FedMethod):
 
     @property
     def resident(self):
-        return get_resident(self.cfg, transform=self.transform)
+        return get_resident(self.cfg, chain=self.chain)
 
     # ------------------------------------------------------------------ rounds
     def _config(self) -> dict:
-        return {"transform": [list(x) if isinstance(x, tuple) else x for x in self.transform]}
+        return {"transform": chain_to_wire(self.chain)}
+
+    def run_round(self, rnd, ctx):
+        results = ctx.fit(self.configure_fit(rnd, ctx.sample()))
+        ctx.log(self.aggregate_fit(rnd, results), prefix="server/")
+        if results:
+            self._log_round_plots(rnd, ctx)
 
     def configure_fit(self, rnd, cids):
         cfg = {**self._config(), **({"pooled": True} if self.cfg.method.pooled else {})}
@@ -124,41 +95,33 @@ class FedProxy(FedMethod):
             return {}
         m = self.cfg.method
         cids, tau, counts = stack_deltas(results, self.global_state)
-        sim = pairwise_cosine(tau)
-        h, h_norm = heterogeneity(sim)
-        w = consensus_weights(sim)
-        retention = (m.r0 - m.delta * h_norm).clamp(0.0, 1.0)
         if m.aggregator == "h_ties":
-            delta = h_ties(tau, r0=m.r0, delta=m.delta, rho=m.rho, eps=m.eps)
-        elif m.aggregator == "ties":
-            delta = ties(tau, density=m.density, weights=counts)
+            delta, info = h_ties(tau, r0=m.r0, delta=m.delta, rho=m.rho, eps=m.eps, diagnostics=True)
         else:
-            delta = fedavg(tau, counts)
+            info = server_analysis(tau, r0=m.r0, delta=m.delta)   # logged for every aggregator
+            delta = ties(tau, density=m.density, weights=counts) if m.aggregator == "ties" else fedavg(tau, counts)
         self.global_state = apply_delta(self.global_state, delta)
         self.conflict = conflict_scores(tau)  # on the raw τ; broadcast with φ^(t) next round
+        self.similarity = info["sim"]
         stats: dict = {"conflict_mean": float(self.conflict.mean()), "delta_norm": float(delta.norm()),
                        "delta_nonzero": float((delta != 0).float().mean())}
         for i, cid in enumerate(cids):
-            stats[f"h_client_{cid}"] = float(h[i])
-            stats[f"w_client_{cid}"] = float(w[i])
-            stats[f"r_client_{cid}"] = float(retention[i])
-        self._log_round_plots(rnd, sim)
+            stats[f"h_client_{cid}"] = float(info["h"][i])
+            stats[f"w_client_{cid}"] = float(info["w"][i])
+            stats[f"r_client_{cid}"] = float(info["retention"][i])
         return stats
 
-    def _log_round_plots(self, rnd: int, sim) -> None:
-        if self.out_dir is None:
-            return
+    def _log_round_plots(self, rnd: int, ctx) -> None:
         from fedlab.plots import conflict_histogram, similarity_heatmap
 
-        folder = Path(self.out_dir) / "plots"
+        folder = ctx.out_dir / "plots"
         folder.mkdir(parents=True, exist_ok=True)
-        heat = similarity_heatmap(sim.numpy(), folder / f"similarity_round{rnd:03d}.png",
+        heat = similarity_heatmap(self.similarity.numpy(), folder / f"similarity_round{rnd:03d}.png",
                                   f"round {rnd}: cosine of client updates")
         hist = conflict_histogram(self.conflict.numpy(), folder / f"conflict_round{rnd:03d}.png",
                                   f"round {rnd}: conflict scores")
-        if self.tracker is not None:
-            self.tracker.log_artifact(heat, "plots/similarity")
-            self.tracker.log_artifact(hist, "plots/conflict")
+        ctx.log_artifact(heat, "plots/similarity")
+        ctx.log_artifact(hist, "plots/conflict")
 
     # ------------------------------------------------------------------ fusion (SPEC §1.5)
     def fused_llm(self):
@@ -170,18 +133,16 @@ class FedProxy(FedMethod):
             return ProxyTuned(self.llm, tuned, untuned)
         return plug_in_fusion(self.llm, tuned, self.kept_layers, self.plugin_positions())
 
-    def finalize(self, backend) -> dict:
+    def finalize(self, ctx) -> dict:
         llm0 = summarize_eval(evaluate_on_clients(self.llm, self.tokenizer, self.data, self.cfg))
         fused = self.fused_llm()
         llm = summarize_eval(evaluate_on_clients(fused, self.tokenizer, self.data, self.cfg))
         out = {f"llm_zeroshot/{k}": v for k, v in llm0.items()}
         out.update({f"llm/{k}": v for k, v in llm.items()})
         out["proxy/kept_layers"] = len(self.kept_layers)
-        if self.tracker is not None:
-            self.tracker.log_metrics({k: v for k, v in out.items()}, step=self.cfg.federation.rounds)
-            self.tracker.set_tags({"fedproxy.kept_layers": ",".join(map(str, self.kept_layers)),
-                                   "fedproxy.block_influence": ",".join(f"{x:.4f}" for x in
-                                                                       self.block_influence.tolist())})
+        ctx.tracker.log_metrics(out, step=self.cfg.federation.rounds)
+        ctx.tracker.set_tags({"fedproxy.kept_layers": ",".join(map(str, self.kept_layers)),
+                              "fedproxy.block_influence": ",".join(f"{x:.4f}" for x in self.block_influence.tolist())})
         return out
 
     def state_dict(self) -> dict:

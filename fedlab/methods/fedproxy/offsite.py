@@ -10,7 +10,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from fedlab.methods.fedproxy.method import EMULATOR, FedProxy
+from fedlab.methods.fedproxy.method import FedProxy
 from fedlab.seeding import derive_seed
 from fedlab.transforms.compress import decoder_blocks, n_dropped
 from fedlab.transforms.lora import get_state, set_state
@@ -44,9 +44,9 @@ class OffsiteTuning(FedProxy):
 
     def configure_fit(self, rnd, cids):
         ins = super().configure_fit(rnd, cids)
-        if self.emulator_state is not None:
+        if self.emulator_state is not None:   # keyed by the emulator blocks' declared parameter names
             for i in ins.values():
-                i.aux = {**(i.aux or {}), **{EMULATOR + k: v for k, v in self.emulator_state.items()}}
+                i.aux = {**(i.aux or {}), **self.emulator_state}
         return ins
 
     def aggregate_fit(self, rnd, results):
@@ -55,10 +55,9 @@ class OffsiteTuning(FedProxy):
             stats["realign_kl"] = self._realign(rnd)
         return stats
 
-    def _emulator_names(self, model) -> list[str]:
-        blocks = decoder_blocks(model)
-        ids = {id(p) for pos in self.emulator_positions for p in blocks[pos].parameters()}
-        return [n for n, p in model.named_parameters() if id(p) in ids and "lora_" not in n]
+    def _emulator_names(self, resident) -> list[str]:
+        """The emulator blocks' base weights (the `proxy` transform declares each block's parameters)."""
+        return [k for pos in self.emulator_positions for k in resident.keys[f"block/{pos}"]]
 
     def _realign(self, rnd: int) -> float:
         """FedBiOT's server step: distil the full LLM into the adapter+emulator model on public data,
@@ -66,7 +65,7 @@ class OffsiteTuning(FedProxy):
         m = self.cfg.method
         res = self.resident
         set_state(res.model, self.global_state)
-        names = self._emulator_names(res.model)
+        names = self._emulator_names(res)
         before = get_state(res.model, names)  # clients may share this resident: they get the result via aux only
         if self.emulator_state is not None:   # continue from the server's own latest emulator
             set_state(res.model, self.emulator_state)

@@ -2,7 +2,7 @@
 from dataclasses import dataclass
 from typing import ClassVar
 
-from fedlab.config import MethodConfig
+from fedlab.validation import MethodConfig
 
 
 @dataclass(frozen=True)

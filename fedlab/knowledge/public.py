@@ -1,6 +1,7 @@
-"""FedMKT's work on the public set, shared by the server and the clients: tokenising it once per
-tokenizer, computing a model's knowledge (per-sample loss + top-K logits per position), and turning a
-teacher's knowledge into sparse distillation examples for a student of another tokenizer."""
+"""Knowledge transfer on a public set, for every method that distils between models of different
+tokenizers (FedMKT, Co-PLMs, Floe): the public set tokenised once per tokenizer, a model's knowledge on it
+(per-sample loss + top-K logits per position), and a teacher's knowledge turned into sparse distillation
+examples for a student of another tokenizer."""
 from __future__ import annotations
 
 import torch

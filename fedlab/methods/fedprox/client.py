@@ -1,8 +1,7 @@
-"""FedProx: FedAvg on the server; the client adds (μ/2)‖φ − φ^(t)‖² to its loss."""
-from fedlab.methods.fedavg.method import FedAvg
+"""FedProx's client: LoRA with the proximal term (μ/2)‖φ − φ^(t)‖² around the received state."""
+from fedlab.methods.client import LoraClient
 from fedlab.objectives.modules import Weighted
 from fedlab.objectives.terms import ProximalTerm
-from fedlab.runtime.client import LoraClient
 from fedlab.transforms.lora import flatten_state
 
 
@@ -10,7 +9,3 @@ class FedProxClient(LoraClient):
     def terms(self, ins, start):
         keys = self.resident.spec.communicated
         return [Weighted(1.0, ProximalTerm(keys, flatten_state(start, keys), self.cfg.method.mu))]
-
-
-class FedProx(FedAvg):
-    client_cls = FedProxClient

@@ -1,0 +1,16 @@
+"""Public-set knowledge transfer between models of different tokenizers (SPEC.md §2.1–2.2): `PublicSet`,
+`public_knowledge`, `Aligner`, `distill_items`, `DistillCollator`, a per-process `StudentView` that clients
+of one model share, and `train_distill`."""
+from fedlab.knowledge.public import (
+    Aligner,
+    DistillCollator,
+    PublicSet,
+    distill_items,
+    public_knowledge,
+    student_next,
+)
+from fedlab.knowledge.train import train_distill
+from fedlab.knowledge.view import StudentView, student_view
+
+__all__ = ["Aligner", "DistillCollator", "PublicSet", "StudentView", "distill_items", "public_knowledge",
+           "student_next", "student_view", "train_distill"]

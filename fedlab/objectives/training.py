@@ -1,0 +1,24 @@
+"""The Lightning Trainer every fit uses (client or server side) and the optimiser settings it reads from
+the config."""
+from __future__ import annotations
+
+import lightning as L
+
+from fedlab.device import resolve_device
+
+
+def make_trainer(cfg, max_epochs: int | None = None, max_steps: int | None = None) -> L.Trainer:
+    device = resolve_device(cfg.backend.device)
+    steps = max_steps if max_steps is not None else cfg.federation.local_steps
+    epochs = max_epochs if max_epochs is not None else cfg.federation.local_epochs
+    return L.Trainer(
+        accelerator="gpu" if device == "cuda" else "cpu", devices=1,
+        max_epochs=-1 if steps else epochs, max_steps=steps or -1,
+        logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+        num_sanity_val_steps=0, gradient_clip_val=1.0, deterministic=False)
+
+
+def optimizer_args(cfg, lr: float | None = None) -> dict:
+    f = cfg.federation
+    return dict(lr=lr if lr is not None else f.lr, weight_decay=f.weight_decay, betas=tuple(f.betas),
+                warmup_ratio=f.warmup_ratio)

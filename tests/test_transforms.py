@@ -1,0 +1,67 @@
+"""Model transforms: specs, their wire form, and the keys a built model declares."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import PICO
+from fedlab.transforms import Transform, chain_from_wire, chain_to_wire, transform
+from fedlab.transforms.registry import seed_part
+
+
+def test_a_spec_is_positional_in_the_declared_order():
+    t = transform("proxy", lora_layers=[1], kept_layers=[0, 2, 3])
+    assert t == Transform("proxy", ((0, 2, 3), (1,)))
+    assert t.kwargs() == {"kept_layers": (0, 2, 3), "lora_layers": (1,)}
+    assert transform("proxy", kept_layers=[0, 2], lora_layers=None) == Transform("proxy", ((0, 2),))
+    assert str(transform("proxy", kept_layers=[0, 2])) == "('proxy', (0, 2))"
+
+
+def test_wire_form_round_trips():
+    one = (transform("proxy", kept_layers=[0, 2]),)
+    assert chain_to_wire(one) == ["proxy", [0, 2]]          # a chain of one is written as that transform
+    two = (*one, transform("lora", r=4))
+    assert chain_to_wire(two) == [["proxy", [0, 2]], ["lora", 4]]
+    for chain in (one, two, ()):
+        assert chain_from_wire(chain_to_wire(chain)) == chain
+    assert seed_part(()) is None and seed_part(one) == ("proxy", (0, 2))
+
+
+def test_bad_specs_fail_with_the_allowed_names():
+    with pytest.raises(ValueError, match=r"unknown parameters \['kept'\]; declared: \['kept_layers', 'lora_layers'\]"):
+        transform("proxy", kept=[0])
+    with pytest.raises(ValueError, match="unknown model transform 'prune'; registered: .*proxy"):
+        transform("prune")
+
+
+def _cfg(*extra):
+    from fedlab.config import load_config
+
+    return load_config(None, [*PICO, "tracking.enabled=false", *extra])
+
+
+def test_proxy_declares_its_blocks_and_lora_goes_where_it_says(pico_zoo):
+    from fedlab.runtime.resident import clear_residents, get_resident
+    from fedlab.transforms.compress import decoder_blocks
+
+    clear_residents()
+    res = get_resident(_cfg(), chain=(transform("proxy", kept_layers=[0, 2, 3], lora_layers=[2]),))
+    assert sorted(res.keys) == ["block/0", "block/1", "block/2"]
+    blocks = decoder_blocks(res.model)
+    names = {id(p): n for n, p in res.model.named_parameters()}
+    for pos in range(3):
+        lora = {n for n, p in blocks[pos].named_parameters() if "lora_" in n}
+        base = [names[id(p)] for n, p in blocks[pos].named_parameters() if "lora_" not in n]
+        assert list(res.keys[f"block/{pos}"]) == base            # the base weights, in the model's order
+        assert bool(lora) == (pos == 2)                          # LoRA on proxy position 2 only
+    assert all(".layers.2." in k for k in res.spec.trainable) and res.spec.trainable == res.spec.communicated
+
+
+def test_lora_rank_per_instruction(pico_zoo):
+    from fedlab.runtime.resident import get_resident
+
+    r4 = get_resident(_cfg(), chain=(transform("lora", r=4),))
+    r8 = get_resident(_cfg())
+    a4 = [v for k, v in r4.init_state.items() if "lora_A" in k][0]
+    a8 = [v for k, v in r8.init_state.items() if "lora_A" in k][0]
+    assert a4.shape[0] == 4 and a8.shape[0] == 8 and a4.shape[1] == a8.shape[1]
+    assert r4 is get_resident(_cfg(), chain=(transform("lora", r=4),))   # one resident per chain
