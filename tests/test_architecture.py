@@ -243,3 +243,24 @@ def test_a_method_outside_fedlab_runs_with_fedlab_run(pico_zoo, tmp_path, capsys
             assert r["bytes/down"] == per_round_down
     keys = [k for k in a.rounds[-1] if k.startswith(("acc/", "loss/", "bytes/", "check/"))]
     assert [{k: r.get(k) for k in keys} for r in a.rounds] == [{k: r.get(k) for k in keys} for r in b.rounds]
+
+
+def test_the_architecture_example_runs_and_reduces_to_fedavg(pico_zoo, tmp_path):
+    """ARCHITECTURE.md's FedAvgM, as written there: with β = 0 and η = 1 it is FedAvg, number for number."""
+    from fedlab.config import load_config
+    from fedlab.experiment import run_experiment
+
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    block = text.split("## A new method end to end", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert block.count("\n") <= 80
+    (tmp_path / "fedavgm.py").write_text(block)
+    common = [*PICO, "data.num_clients=2", "data.tasks=[recall,sentiment]", "tracking.enabled=false"]
+    run = lambda name, *extra: run_experiment(load_config(None, [  # noqa: E731
+        *common, f"plugins=[{tmp_path / 'fedavgm.py'}]", f"method.name={name}", f"output_dir={tmp_path}/{name}",
+        *extra]), progress=False)
+    plain = run("fedavgm", "method.beta=0.0")
+    avg = run("fedavg")
+    keys = lambda h: [{k: v for k, v in r.items() if k.startswith(("acc/", "loss/"))} for r in h.rounds]  # noqa: E731
+    assert keys(plain) == keys(avg)
+    momentum = run("fedavgm", "method.beta=0.9", "federation.rounds=3")
+    assert momentum.rounds[-1]["server/velocity_norm"] > plain.rounds[-1]["server/velocity_norm"] > 0

@@ -19,8 +19,11 @@ def test_defaults_build():
 
 @pytest.mark.parametrize("path", YAMLS, ids=[str(p.relative_to(ROOT)) for p in YAMLS])
 def test_every_experiment_yaml_validates(path):
+    from fedlab.config import build_config
+
     cfg = load_config(path)
     assert cfg.method.name
+    assert build_config(cfg.to_dict()) == cfg   # how a Ray worker rebuilds the config it is sent
 
 
 def test_overrides_and_inheritance():

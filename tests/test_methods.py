@@ -81,3 +81,31 @@ def test_fedproxy_same_numbers_on_both_backends(pico_zoo, tmp_path):
         ray.shutdown()
     keys = [k for k in a.final if k.startswith(("acc/", "llm/", "loss/", "bytes/"))]
     assert {k: a.final[k] for k in keys} == {k: b.final.get(k) for k in keys}
+
+
+def test_offsite_family_same_numbers_on_both_backends_and_after_fedbiot(pico_zoo, tmp_path):
+    """FedBiOT writes its re-aligned emulator into the clients' resident model: a later run in the same
+    process must not inherit it (runs start from fresh residents), and Ray must agree with in-process."""
+    ray = pytest.importorskip("ray")
+    offsite = [*FIT_PICO["fedot"], *PROXY]
+    alone = _run(tmp_path / "alone", "method.name=fedot", *offsite)
+    biot = _run(tmp_path / "biot", "method.name=fedbiot", *offsite)
+    after = _run(tmp_path / "after", "method.name=fedot", *offsite)
+    try:
+        biot_ray = _run(tmp_path / "biot_ray", "method.name=fedbiot", *offsite, "backend.name=ray",
+                        "backend.num_workers=2", "backend.num_cpus=2")
+    finally:
+        ray.shutdown()
+    keys = lambda h: [{k: v for k, v in r.items() if k.startswith(("acc/", "loss/", "llm/"))} for r in h.rounds]  # noqa: E731
+    assert keys(alone) == keys(after)
+    assert biot.rounds[1]["server/realign_kl"] == biot_ray.rounds[1]["server/realign_kl"]
+    assert keys(biot) == keys(biot_ray)
+
+
+def test_zeroshot_scores_each_clients_own_model(pico_zoo, tmp_path):
+    """With model.clients every client scores its own base model (no LLM state is sent to it)."""
+    h = _run(tmp_path, "method.name=zeroshot", "model.clients=[pico-llama,pico-gpt2]")
+    llama = _run(tmp_path / "llama", "method.name=zeroshot")
+    gpt2 = _run(tmp_path / "gpt2", "method.name=zeroshot", "model.name=pico-gpt2")
+    assert h.rounds[0]["acc/client_0"] == llama.rounds[0]["acc/client_0"]
+    assert h.rounds[0]["acc/client_1"] == gpt2.rounds[0]["acc/client_1"]

@@ -61,3 +61,14 @@ def test_quickstart_main_job_verbatim(tmp_path):
                        cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert p.returncode == 0, p.stderr[-2000:]
     assert "| mean (over clients)" in p.stdout and "[fedlab] round 8/8" in p.stderr
+
+
+@pytest.mark.parametrize("cmd", [c for c in readme_commands() + [ln.strip() for ln in re.findall(
+    r"```\n(python experiments/[^\n]*)\n```", README)] if c.startswith("python experiments/") and "make_table" in c])
+def test_readme_table_commands_parse(cmd):
+    """A table script's README line names an existing script and options it accepts."""
+    from fedlab.runner import table_parser
+
+    script, *args = shlex.split(cmd)[1:]
+    assert (ROOT / script).is_file()
+    table_parser().parse_args(args)

@@ -1,18 +1,18 @@
 """Run the FedMKT experiments behind the paper's Tables 2–4 at embedded scale and write
 experiments/fedmkt/RESULTS.md and rounds.png (every number from the runs this script makes; all logged to
-MLflow; each run's command and MLflow id kept in results.json).
+MLflow under one parent run; each run's record in results.json, `fedlab.runner`).
 
-    python experiments/fedmkt/make_tables.py                 # all settings
-    python experiments/fedmkt/make_tables.py --only hetero   # one setting
-    python experiments/fedmkt/make_tables.py --render-only   # rewrite RESULTS.md from results.json
+    python experiments/fedmkt/make_tables.py                  # all settings, seeds 0,1,2 (resumable)
+    python experiments/fedmkt/make_tables.py --only hetero/   # one setting
+    python experiments/fedmkt/make_tables.py --render-only    # rewrite RESULTS.md from results.json
 """
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-import time
 from pathlib import Path
+
+from fedlab.runner import Planned, Results, run_table
+from fedlab.stats import fmt_ci
 
 HERE = Path(__file__).resolve().parent
 TASKS = ["recall", "two_hop", "arithmetic", "category", "sentiment", "paraphrase", "entailment", "topic"]
@@ -39,11 +39,10 @@ PER_TASK = [("fedmkt", "FedMKT", "hetero.yaml"), ("standalone", "Standalone", "h
 PER_TASK_DATA = ["data.train_per_task=400"]
 
 
-def plan(only: str | None) -> list[tuple[str, str, str, list[str]]]:
-    out = [(k, label, y, []) for s, runs in RUNS.items() if only in (None, s) for k, label, y in runs]
-    if only in (None, "per_task"):
-        out += [(f"task/{t}/{m}", label, y, [f"data.tasks=[{t}]", *PER_TASK_DATA])
-                for t in TASKS for m, label, y in PER_TASK]
+def plan() -> list[Planned]:
+    out = [Planned(k, HERE / y, (), label, s) for s, runs in RUNS.items() for k, label, y in runs]
+    out += [Planned(f"task/{t}/{m}", HERE / y, (f"data.tasks=[{t}]", *PER_TASK_DATA), label, "per_task")
+            for t in TASKS for m, label, y in PER_TASK]
     return out
 
 
@@ -62,6 +61,8 @@ def summarize(cfg, history) -> dict:
                           "tasks": {t: r[f"llm/acc/task_{t}"] for t in TASKS if f"llm/acc/task_{t}" in r}}
         return out
 
+    from fedlab.data.federated import build_federated_data
+
     final = history.final
     rounds = [{"round": r["round"], "acc": r.get("acc/mean"), "llm": r.get("llm/acc/mean"),
                **{f"client_{c}": r.get(f"acc/client_{c}") for c in range(cfg.data.num_clients)},
@@ -70,88 +71,67 @@ def summarize(cfg, history) -> dict:
                "knowledge_positions": r.get("server/knowledge_positions"),
                "paper_estimate_floats": r.get("server/paper_estimate_floats")} for r in history.rounds]
     return {"zero": per_model(history.rounds[0]), "final": per_model(final), "rounds": rounds,
-            "public_size": None}
+            "public_size": len(build_federated_data(cfg.data, cfg.seed).public)}
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=sorted(RUNS) + ["per_task"])
-    ap.add_argument("--render-only", action="store_true")
-    ap.add_argument("--missing", action="store_true", help="run only what results.json does not hold yet")
-    ap.add_argument("overrides", nargs="*")
-    args = ap.parse_args()
-    from fedlab.config import load_config
-    from fedlab.data.federated import build_federated_data
-    from fedlab.experiment import run_experiment
-
-    store = HERE / "results.json"
-    results = json.loads(store.read_text()) if store.exists() else {}
-    todo = [] if args.render_only else [x for x in plan(args.only) if not (args.missing and x[0] in results)]
-    for key, label, yaml, extra in todo:
-        t0 = time.time()
-        path = HERE / yaml
-        cfg = load_config(path, [*extra, *args.overrides])
-        h = run_experiment(cfg, progress=True)
-        m = summarize(cfg, h)
-        m["public_size"] = len(build_federated_data(cfg.data, cfg.seed).public)
-        m.update(label=label, seconds=round(time.time() - t0, 1), run_id=h.run_id,
-                 command=" ".join(["fedlab run", str(path.relative_to(HERE.parents[1])), *extra, *args.overrides]))
-        results[key] = m
-        store.write_text(json.dumps(results, indent=1))
-        print(f"{key:20s} {m['seconds']}s", file=sys.stderr, flush=True)
-    text = render(results)
-    (HERE / "RESULTS.md").write_text(text)
-    plot_rounds(results, HERE / "rounds.png")
-    print(text)
-    return 0
+def _cell(r: Results, key, which, model_key, task) -> list[float]:
+    """One model's accuracy (a task or its mean) in every seed's run of a row."""
+    out = []
+    for rec in r.runs(key):
+        d = rec["summary"][which].get(model_key)
+        v = None if d is None else (d["mean"] if task == "mean" else d["tasks"].get(task))
+        if v is not None:
+            out.append(v)
+    return out
 
 
-def fmt(x) -> str:
-    return "-" if x is None else f"{x:.3f}"
+def _slm_mean(r: Results, key, which, task) -> list[float]:
+    """Per seed, the mean over the run's clients (Table 3: 'the average of all clients')."""
+    out = []
+    for rec in r.runs(key):
+        vals = [d["mean"] if task == "mean" else d["tasks"].get(task)
+                for k, d in rec["summary"][which].items() if k.startswith("client_")]
+        vals = [v for v in vals if v is not None]
+        if vals:
+            out.append(sum(vals) / len(vals))
+    return out
 
 
-def _cell(results, key, which, model_key, task):
-    m = results.get(key)
-    if m is None or model_key not in m[which]:
-        return None
-    d = m[which][model_key]
-    return d["mean"] if task == "mean" else d["tasks"].get(task)
-
-
-def _slm_mean(results, key, which, task):
-    """The mean over the run's clients (Table 3: 'the average of all clients')."""
-    m = results.get(key)
-    if m is None:
-        return None
-    vals = [d["mean"] if task == "mean" else d["tasks"].get(task)
-            for k, d in m[which].items() if k.startswith("client_")]
-    vals = [v for v in vals if v is not None]
-    return sum(vals) / len(vals) if vals else None
-
-
-def _centralized_llm(results, key, which, task):
+def _centralized_llm(r: Results, key, which, task) -> list[float]:
     """A centralized run trains the LLM itself: its clients' numbers are the LLM's."""
-    return _slm_mean(results, key, which, task)
+    return _slm_mean(r, key, which, task)
 
 
-def render(r: dict) -> str:
+def fmt(values) -> str:
+    return fmt_ci(values if isinstance(values, list) else [values])
+
+
+def _first(r: Results, key: str) -> dict | None:
+    runs = r.runs(key)
+    return runs[0] if runs else None
+
+
+def render(r: Results) -> str:
+    seeds = sorted({rec["seed"] for rec in r.records.values()})
     L = ["# FedMKT at embedded scale — measured tables", "",
-         "Produced by `python experiments/fedmkt/make_tables.py` (seed 0, 2 CPU cores). Server LLM: tiny-llama "
+         f"Produced by `python experiments/fedmkt/make_tables.py` (seeds {', '.join(map(str, seeds))}; each cell "
+         "the mean over seeds ± the half-width of its 95 % t-interval; 2 CPU cores). Server LLM: tiny-llama "
          "(LLaMA, SentencePiece-style tokenizer); SLMs: tiny-gpt2, tiny-opt, tiny-bloom (byte-level BPE, each with "
          "its own vocabulary) and tiny-qwen2 (byte-level BPE with single digits). Accuracy per task on 100 test "
          "questions per task; every client holds every task (i.i.d. split of the private four fifths). "
          "Zero-shot rows are round 0 of the FedMKT run of the same setting. Each run's command and MLflow id are "
          "in `results.json`.", ""]
     tasks = TASKS + ["mean"]
-    het = r.get("hetero/fedmkt")
+    het = _first(r, "hetero/fedmkt")
     if het:
-        cols = [(f"client_{c}", het["final"][f"client_{c}"]["model"]) for c in range(4)] + [("llm", "tiny-llama (LLM)")]
+        cols = [(f"client_{c}", het["summary"]["final"][f"client_{c}"]["model"]) for c in range(4)] + [
+            ("llm", "tiny-llama (LLM)")]
         L += ["## Table 2 — heterogeneous setting (4 SLM families, one LLM)", "",
               "| task | method | " + " | ".join(n for _, n in cols) + " |", "|---|---|" + "---|" * len(cols)]
         for t in tasks:
-            rows = [("Centralized", [None] * 4 + [_centralized_llm(r, "centralized", "final", t)]),
+            rows = [("Centralized", [[]] * 4 + [_centralized_llm(r, "centralized", "final", t)]),
                     ("Zero-Shot", [_cell(r, "hetero/fedmkt", "zero", k, t) for k, _ in cols]),
-                    ("Standalone", [_cell(r, "hetero/standalone", "final", k, t) for k, _ in cols[:4]] + [None]),
+                    ("Standalone", [_cell(r, "hetero/standalone", "final", k, t) for k, _ in cols[:4]] + [[]]),
                     ("FedMKT", [_cell(r, "hetero/fedmkt", "final", k, t) for k, _ in cols]),
                     ("FedMKT w/o DualMinCE", [_cell(r, "hetero/select_all", "final", k, t) for k, _ in cols])]
             for i, (name, vals) in enumerate(rows):
@@ -165,7 +145,7 @@ def render(r: dict) -> str:
             L.extend(f"| {t} | " + " | ".join(fmt(fn(t)) for _, fn in cols) + " |" for t in tasks)
             L.append("")
 
-    if r.get("homo/fedmkt"):
+    if r.runs("homo/fedmkt"):
         two_tables("## Table 3 — homogeneous setting (S2: four tiny-opt SLMs)",
                    "Top: the server's LLM. Bottom: the SLMs, averaged over the four clients.",
                    [("Zero-Shot", lambda t: _cell(r, "homo/fedmkt", "zero", "llm", t)),
@@ -175,7 +155,7 @@ def render(r: dict) -> str:
                     ("Standalone", lambda t: _slm_mean(r, "homo/standalone", "final", t)),
                     ("FedAvg", lambda t: _slm_mean(r, "homo/fedavg", "final", t)),
                     ("FedMKT", lambda t: _slm_mean(r, "homo/fedmkt", "final", t))])
-    if r.get("o2o/fedmkt"):
+    if r.runs("o2o/fedmkt"):
         two_tables("## Table 4 — one-to-one setting (S2: the LLM and one tiny-opt SLM)", None,
                    [("LLM Zero-Shot", lambda t: _cell(r, "o2o/fedmkt", "zero", "llm", t)),
                     ("LLM Centralized", lambda t: _centralized_llm(r, "o2o/centralized", "final", t)),
@@ -184,58 +164,67 @@ def render(r: dict) -> str:
                     ("Standalone", lambda t: _cell(r, "o2o/standalone", "final", "client_0", t)),
                     ("LLM2SLM", lambda t: _cell(r, "o2o/llm2slm", "final", "client_0", t)),
                     ("FedMKT", lambda t: _cell(r, "o2o/fedmkt", "final", "client_0", t))])
-    if any(k.startswith("task/") for k in r):
-        ref = next(r[k] for k in r if k.startswith("task/") and k.endswith("/fedmkt"))
-        cols = [(f"client_{c}", ref["final"][f"client_{c}"]["model"]) for c in range(4)] + [("llm", "tiny-llama (LLM)")]
+    ref = next((rec for rec in r.records.values() if rec["key"].startswith("task/") and rec["key"].endswith("/fedmkt")),
+               None)
+    if ref:
+        cols = [(f"client_{c}", ref["summary"]["final"][f"client_{c}"]["model"]) for c in range(4)] + [
+            ("llm", "tiny-llama (LLM)")]
         L += ["## Table 2b — heterogeneous setting, one federation per task (the paper's protocol)", "",
               "Each task is its own run, as each data set is in the paper: 400 training samples per task, a fifth "
-              "of them public, 80 private samples per client; everything else as in Table 2.", "",
+              "of them public, 80 private samples per client; everything else as in Table 2. The mean row averages "
+              "the tasks within each seed first.", "",
               "| task | method | " + " | ".join(n for _, n in cols) + " |", "|---|---|" + "---|" * len(cols)]
-        means: dict = {}
+        means: dict = {}   # method -> column -> seed -> per-task values
         for t in TASKS:
-            rows = [("Centralized", [None] * 4 + [_centralized_llm(r, f"task/{t}/centralized", "final", t)]),
+            rows = [("Centralized", [[]] * 4 + [_centralized_llm(r, f"task/{t}/centralized", "final", t)]),
                     ("Zero-Shot", [_cell(r, f"task/{t}/fedmkt", "zero", k, t) for k, _ in cols]),
-                    ("Standalone", [_cell(r, f"task/{t}/standalone", "final", k, t) for k, _ in cols[:4]] + [None]),
+                    ("Standalone", [_cell(r, f"task/{t}/standalone", "final", k, t) for k, _ in cols[:4]] + [[]]),
                     ("FedMKT", [_cell(r, f"task/{t}/fedmkt", "final", k, t) for k, _ in cols])]
-            if all(v is None for v in rows[3][1]):
+            if not any(rows[3][1]):
                 continue
             for i, (name, vals) in enumerate(rows):
-                means.setdefault(name, []).append(vals)
+                for j, per_seed in enumerate(vals):
+                    for s_i, v in enumerate(per_seed):
+                        means.setdefault(name, {}).setdefault(j, {}).setdefault(s_i, []).append(v)
                 L.append(f"| {t if i == 0 else ''} | {name} | " + " | ".join(fmt(v) for v in vals) + " |")
-        for i, (name, rows_) in enumerate(means.items()):
-            avg = [None if any(v[j] is None for v in rows_) else sum(v[j] for v in rows_) / len(rows_)
-                   for j in range(len(cols))]
+        n_tasks = sum(1 for t in TASKS if r.runs(f"task/{t}/fedmkt"))
+        for i, (name, by_col) in enumerate(means.items()):
+            avg = [[sum(v) / len(v) for v in by_col.get(j, {}).values() if len(v) == n_tasks] for j in range(len(cols))]
             L.append(f"| {'mean' if i == 0 else ''} | {name} | " + " | ".join(fmt(v) for v in avg) + " |")
         L.append("")
-    comm = [(k, r[k]) for k in ("hetero/fedmkt", "homo/fedmkt", "o2o/fedmkt", "o2o/llm2slm", "homo/fedavg") if k in r]
+    comm = [(k, _first(r, k)) for k in ("hetero/fedmkt", "homo/fedmkt", "o2o/fedmkt", "o2o/llm2slm", "homo/fedavg")
+            if r.runs(k)]
     if comm:
         L += ["## Communication per round (Appendix C)", "",
-              "Measured bytes of one round (round 1; uplink = all clients' knowledge messages, downlink = the "
+              "Measured bytes of one round (round 1 of the first seed; uplink = all clients' knowledge messages, downlink = the "
               "LLM's knowledge sent to every client), beside Appendix C's estimate N·S·K floats per message with "
               "N = public samples, S = model.max_length (96), K = 16. fedlab sends only the positions a sample "
               "has (ragged), 4-byte ids and 4-byte logits.", "",
               "| run | N | positions sent (all clients) | uplink MB | downlink MB | N·S·K per client (floats) | "
               "N·S·K × clients × 4 B (MB) | selection: server kept | clients kept |",
               "|---|---|---|---|---|---|---|---|---|"]
-        for k, m in comm:
+        for k, rec in comm:
+            m = rec["summary"]
             r1 = m["rounds"][1]
             n_clients = sum(1 for x in m["final"] if x.startswith("client_"))
             est = r1.get("paper_estimate_floats")
-            L.append(f"| {k} ({m['label']}) | {m['public_size']} | {r1.get('knowledge_positions') or '-'} | "
+            L.append(f"| {k} ({rec['label']}) | {m['public_size']} | {r1.get('knowledge_positions') or '-'} | "
                      f"{r1['bytes_up'] / 1e6:.3f} | {r1['bytes_down'] / 1e6:.3f} | {est or '-'} | "
                      f"{fmt(est * n_clients * 4 / 1e6) if est else '-'} | {fmt(r1.get('server_kept'))} | "
                      f"{fmt(r1.get('client_kept'))} |")
         L.append("")
     L += ["## Runs", "", "| key | command | seconds | MLflow run |", "|---|---|---|---|"]
-    for k, m in r.items():
+    for k, m in r.records.items():
         L.append(f"| {k} | `{m['command']}` | {m['seconds']} | {m['run_id']} |")
     return "\n".join(L) + "\n"
 
 
-def plot_rounds(results: dict, path: Path) -> None:
-    m = results.get("hetero/fedmkt")
-    if not m:
+def plot_rounds(r: Results, path: Path = HERE / "rounds.png") -> None:
+    """Accuracy per round of every SLM and the LLM in the heterogeneous setting (first seed)."""
+    rec = _first(r, "hetero/fedmkt")
+    if not rec:
         return
+    m = rec["summary"]
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -246,10 +235,10 @@ def plot_rounds(results: dict, path: Path) -> None:
         ax.plot(rounds, [x[f"client_{c}"] for x in m["rounds"]], marker=".",
                 label=f"{m['final'][f'client_{c}']['model']} (SLM)")
     ax.plot(rounds, [x["llm"] for x in m["rounds"]], color="black", linewidth=2.5, marker="o", label="tiny-llama (LLM)")
-    sa = results.get("hetero/standalone")
+    sa = _first(r, "hetero/standalone")
     if sa:
         for c in range(4):
-            ax.axhline(sa["final"][f"client_{c}"]["mean"], color=f"C{c}", linestyle=":", alpha=0.7)
+            ax.axhline(sa["summary"]["final"][f"client_{c}"]["mean"], color=f"C{c}", linestyle=":", alpha=0.7)
     ax.set_xlabel("round (0 = zero-shot); dotted: each SLM standalone after the same budget")
     ax.set_ylabel("mean accuracy over 8 tasks")
     ax.set_title("FedMKT, heterogeneous setting")
@@ -261,4 +250,4 @@ def plot_rounds(results: dict, path: Path) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_table(HERE, plan, render, title="fedmkt", summarize=summarize, after=plot_rounds))

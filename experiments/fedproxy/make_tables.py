@@ -1,19 +1,20 @@
 """Run the FedProxy experiments behind the paper's Tables 2, 3 and 5–9 at embedded scale and write
-experiments/fedproxy/RESULTS.md (every number from the runs this script makes; all logged to MLflow).
+experiments/fedproxy/RESULTS.md (every number from the runs this script makes; all logged to MLflow under
+one parent run; each run's record in results.json, `fedlab.runner`).
 
-    python experiments/fedproxy/make_tables.py            # ≈ 30 min on 2 CPU cores
-    python experiments/fedproxy/make_tables.py --only homo
+    python experiments/fedproxy/make_tables.py                 # every row, seeds 0,1,2 (resumable)
+    python experiments/fedproxy/make_tables.py --only homo/    # one setting
+    python experiments/fedproxy/make_tables.py --render-only   # RESULTS.md from results.json
 
 Accuracy is the fused LLM's (FedProxy family) or the LLM's own (zero-shot, CentSFT), per task; QA is the
 mean over recall, two_hop, arithmetic, category; CLS (the paper's GLUE column) over sentiment, paraphrase,
 entailment, topic."""
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-import time
 from pathlib import Path
+
+from fedlab.runner import Planned, Results, run_table
 
 HERE = Path(__file__).resolve().parent
 BASE = HERE.parent / "baselines"
@@ -21,8 +22,8 @@ QA = ["recall", "two_hop", "arithmetic", "category"]
 CLS = ["sentiment", "paraphrase", "entailment", "topic"]
 
 
-def runs(only: str | None) -> list[tuple[str, str, Path, list[str]]]:
-    """(key, label, yaml, overrides): per setting the shared comparison (Tables 2/3), then its extras."""
+def plan() -> list[Planned]:
+    """Per setting the shared comparison (Tables 2/3), then its extras."""
     extras = {
         "homo": [("homo/fedproxy/0.7", "FedProxy", HERE / "homo_k07.yaml", []),
                  ("homo/fedot_et/0.5", "fedot_et", HERE / "homo.yaml", ["method.name=fedot_et"])],
@@ -38,8 +39,6 @@ def runs(only: str | None) -> list[tuple[str, str, Path, list[str]]]:
     }
     out = []
     for s in ("homo", "hetero"):
-        if only not in (None, s):
-            continue
         out += [(f"{s}/zeroshot", "LLM zero-shot", BASE / f"zeroshot_{s}.yaml", []),
                 (f"{s}/centsft", "CentSFT (LLM, pooled)", HERE / f"{s}_centsft.yaml", [])]
         for k in ("0.3", "0.5"):
@@ -47,10 +46,12 @@ def runs(only: str | None) -> list[tuple[str, str, Path, list[str]]]:
                 out.append((f"{s}/{m}/{k}", m, HERE / f"{s}.yaml", [f"method.name={m}", f"method.kappa={k}"]))
             out.append((f"{s}/fedproxy/{k}", "FedProxy", HERE / f"{s}.yaml", [f"method.kappa={k}"]))
         out += extras[s]
-    return out
+    return [Planned(key, yaml, tuple(extra), label, key.split("/")[0]) for key, label, yaml, extra in out]
 
 
 def llm_metrics(final: dict) -> dict:
+    """Per task, QA, CLS, ALL and mean of the LLM (after fusion for the FedProxy family, the LLM itself for
+    zero-shot and CentSFT), plus the proxy's final and the LLM's zero-shot mean."""
     prefix = "llm/" if "llm/acc/mean" in final else ""
     tasks = {k.split("acc/task_")[1]: v for k, v in final.items() if k.startswith(f"{prefix}acc/task_")}
     out = {"tasks": tasks, "mean": final.get(f"{prefix}acc/mean")}
@@ -60,58 +61,33 @@ def llm_metrics(final: dict) -> dict:
     vals = [v for v in (out["QA"], out["CLS"]) if v is not None]
     out["ALL"] = sum(vals) / len(vals) if vals else None
     if prefix:
-        out["proxy_zeroshot"] = None
         out["proxy_final"] = final.get("acc/mean")
         out["llm_zeroshot"] = final.get("llm_zeroshot/acc/mean")
     return out
 
 
-def fmt(x) -> str:
-    return "-" if x is None else f"{x:.3f}"
+def metric(col: str):
+    """A record → one number of it: a column of `llm_metrics`, or the proxy's zero-shot mean."""
+    if col == "proxy_zeroshot":
+        return lambda rec: rec["zero"].get("acc/mean")
+    return lambda rec: llm_metrics(rec["final"]).get(col)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=["homo", "hetero"])
-    ap.add_argument("--render-only", action="store_true", help="rewrite RESULTS.md from results.json")
-    ap.add_argument("overrides", nargs="*")
-    args = ap.parse_args()
-    from fedlab.config import load_config
-    from fedlab.experiment import run_experiment
-
-    store = HERE / "results.json"
-    results = json.loads(store.read_text()) if store.exists() else {}
-    for key, label, yaml, extra in ([] if args.render_only else runs(args.only)):
-        t0 = time.time()
-        cfg = load_config(yaml, [*extra, *args.overrides])
-        h = run_experiment(cfg, progress=False)
-        m = llm_metrics(h.final)
-        m.update(label=label, seconds=round(time.time() - t0, 1), run_id=h.run_id,
-                 command=f"fedlab run {yaml.relative_to(HERE.parents[1])} {' '.join(extra)}".strip(),
-                 proxy_zeroshot=h.rounds[0].get("acc/mean"), bytes_up=sum(r.get("bytes/up", 0) for r in h.rounds),
-                 bytes_down=sum(r.get("bytes/down", 0) for r in h.rounds))
-        results[key] = m
-        store.write_text(json.dumps(results, indent=1))
-        print(f"{key:24s} ALL {fmt(m['ALL'])} mean {fmt(m['mean'])} ({m['seconds']}s)", file=sys.stderr, flush=True)
-    text = render(results)
-    (HERE / "RESULTS.md").write_text(text)
-    print(text)
-    return 0
-
-
-def render(results: dict) -> str:
-    r = json.loads(json.dumps(results))  # labels are decorated below; the stored results stay as they are
+def render(r: Results) -> str:
+    seeds = sorted({rec["seed"] for rec in r.records.values()})
     L = ["# FedProxy at embedded scale — measured tables", "",
-         "Produced by `python experiments/fedproxy/make_tables.py` (tiny-llama: 6 blocks, seed 0, 2 CPU cores); "
-         "each row's own command is in `results.json`. Accuracy of the LLM after fusion (FedProxy family) or of "
-         "the LLM itself (zero-shot, CentSFT).", ""]
+         f"Produced by `python experiments/fedproxy/make_tables.py` (tiny-llama: 6 blocks; seeds "
+         f"{', '.join(map(str, seeds))}; 2 CPU cores); each run's command and resolved config are in "
+         "`results.json`. Accuracy of the LLM after fusion (FedProxy family) or of the LLM itself (zero-shot, "
+         "CentSFT); each cell is the mean over seeds ± the half-width of its 95 % t-interval.", ""]
 
-    def row(key, cols):
-        m = r.get(key)
-        return None if m is None else [m["label"], *[fmt(m.get(c)) for c in cols]]
+    def label(key: str) -> str:
+        base = r.label(key, key)
+        kappa = key.split("/")[-1]
+        return f"{base} (κ={kappa})" if kappa in ("0.3", "0.5", "0.7") else base
 
     def table(title, keys, cols, head):
-        rows = [x for x in (row(k, cols) for k in keys) if x]
+        rows = [[label(k), *[r.cell(k, metric(c)) for c in cols]] for k in keys if r.runs(k)]
         if not rows:
             return
         L.extend([f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)])
@@ -120,12 +96,6 @@ def render(results: dict) -> str:
 
     homo = ["homo/zeroshot", "homo/centsft"] + [f"homo/{m}/{k}" for k in ("0.3", "0.5")
                                                  for m in ("ot", "fedot", "fedbiot", "fedproxy")]
-    for k in ("0.3", "0.5", "0.7"):
-        for m in ("ot", "fedot", "fedbiot", "fedproxy", "fedot_et"):
-            if f"homo/{m}/{k}" in r:
-                r[f"homo/{m}/{k}"]["label"] = f"{r[f'homo/{m}/{k}']['label']} (κ={k})"
-            if f"hetero/{m}/{k}" in r:
-                r[f"hetero/{m}/{k}"]["label"] = f"{r[f'hetero/{m}/{k}']['label']} (κ={k})"
     table("Table 2 — homogeneous setting (4 clients, IID entailment)", homo, ["mean"], ["method", "entailment acc"])
     het = ["hetero/zeroshot", "hetero/centsft"] + [f"hetero/{m}/{k}" for k in ("0.3", "0.5")
                                                    for m in ("ot", "fedot", "fedbiot", "fedproxy")]
@@ -136,19 +106,16 @@ def render(results: dict) -> str:
            "hetero/pcr_consensus"], cols, ["method", "QA", "CLS", "ALL"])
     table("Table 6 — proxy SLM vs Offsite-Tuning (homogeneous, κ = 0.5)",
           ["homo/fedproxy/0.5", "homo/fedot_et/0.5", "homo/fedot/0.5"], ["mean"], ["method", "entailment acc"])
-    m = r.get("homo/fedproxy/0.5")
-    if m:
+    k = "homo/fedproxy/0.5"
+    if r.runs(k):
         L.extend(["## Table 7 — standalone proxy SLM vs LLM (homogeneous, κ = 0.5)", "",
                   "| model | entailment acc |", "|---|---|",
-                  f"| LLM zero-shot | {fmt(m.get('llm_zeroshot'))} |",
-                  f"| FedProxy-SLM zero-shot (proxy, round 0) | {fmt(m.get('proxy_zeroshot'))} |",
-                  f"| FedProxy-SLM after federated tuning | {fmt(m.get('proxy_final'))} |",
-                  f"| FedProxy-LLM (after fusion) | {fmt(m.get('mean'))} |", ""])
+                  f"| LLM zero-shot | {r.cell(k, metric('llm_zeroshot'))} |",
+                  f"| FedProxy-SLM zero-shot (proxy, round 0) | {r.cell(k, metric('proxy_zeroshot'))} |",
+                  f"| FedProxy-SLM after federated tuning | {r.cell(k, metric('proxy_final'))} |",
+                  f"| FedProxy-LLM (after fusion) | {r.cell(k, metric('mean'))} |", ""])
     table("Table 8 — compression ratio (homogeneous)", ["homo/fedproxy/0.3", "homo/fedproxy/0.5", "homo/fedproxy/0.7"],
           ["mean"], ["method", "entailment acc"])
-    for k in ("hetero/pt/0.5", "hetero/pt/0.7", "hetero/fedproxy/0.7"):
-        if k in r:
-            r[k]["label"] = r[k]["label"].split(" (")[0] + f" (κ={k[-3:]})"
     table("Table 9 — plug-in fusion vs proxy tuning (heterogeneous)",
           ["hetero/fedproxy/0.5", "hetero/pt/0.5", "hetero/fedproxy/0.7", "hetero/pt/0.7"], cols,
           ["method", "QA", "CLS", "ALL"])
@@ -156,4 +123,4 @@ def render(results: dict) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_table(HERE, plan, render, title="fedproxy"))

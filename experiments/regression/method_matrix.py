@@ -5,8 +5,9 @@ run (timings left out) as one JSON file — the before/after record of a change 
     python experiments/regression/method_matrix.py --out after.json --compare before.json
 
 `--settings pico` runs only the pico setting (seconds per run; needs the pico zoo), `--backends inprocess`
-only one backend, `--methods fedavg,fedmkt` a subset. Differences are listed per run and metric; the exit
-status is 1 when any number differs.
+only one backend, `--methods fedavg,fedmkt` a subset. Differences are listed per run and metric, and so are
+differences between the in-process and the Ray run of the same method and setting; the exit status is 1
+when any number differs.
 """
 from __future__ import annotations
 
@@ -103,11 +104,18 @@ def main() -> int:
     methods = a.methods.split(",") if a.methods else None
     res = run_matrix(a.settings.split(","), a.backends.split(","), methods, Path(a.workdir))
     Path(a.out).write_text(json.dumps(res, indent=1, sort_keys=True))
+    status = 0
+    pairs = {k: k.replace("/inprocess/", "/ray/") for k in res if "/inprocess/" in k}
+    across = compare({k: res[k] for k in pairs}, {k: res[v] for k, v in pairs.items() if v in res})
+    across = [d for d in across if "only in" not in d]
+    print("\n".join(f"in-process vs Ray: {d}" for d in across) if across
+          else f"in-process and Ray agree: {sum(v in res for v in pairs.values())} pairs, every round's numbers")
+    status |= bool(across)
     if a.compare:
         diffs = compare(res, json.loads(Path(a.compare).read_text()))
-        print("\n".join(diffs) if diffs else f"identical: {len(res)} runs, every round's numbers")
-        return 1 if diffs else 0
-    return 0
+        print("\n".join(diffs) if diffs else f"identical to {a.compare}: {len(res)} runs, every round's numbers")
+        status |= bool(diffs)
+    return int(status)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import torch
 
 from fedlab.config import to_yaml
 from fedlab.runtime.context import FederationError, RoundContext, log_line
+from fedlab.runtime.resident import clear_residents
 
 __all__ = ["FederationError", "History", "run_dir", "run_federation", "run_key"]
 
@@ -84,6 +85,10 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
     num_clients = method.data.num_clients
     rounds = cfg.federation.rounds if method.trains else 0
     torch.set_num_threads(cfg.backend.threads)  # server-side compute too: same numbers on every backend
+    # residents of an earlier run in this process may carry what that run wrote into their base weights
+    # (a server-side re-alignment sent to the clients): every run starts from freshly built ones, as a new
+    # worker process would
+    clear_residents()
     backend.start(cfg, num_clients)
 
     def context(rnd: int) -> RoundContext:

@@ -1,0 +1,233 @@
+"""The experiment runner behind every table script: a plan of runs, each run once per seed, one record per
+run in a resumable `results.json`, and tables rendered from the records alone.
+
+A table script is its plan and its rendering:
+
+    def plan() -> list[Planned]: ...                 # which configs, with which overrides, under which key
+    def render(results: Results) -> str: ...         # markdown from the records
+    if __name__ == "__main__":
+        sys.exit(run_table(HERE, plan, render, title="…"))
+
+`python make_tables.py` runs what `results.json` does not hold yet (a run whose resolved config changed is
+run again), writes each record as soon as its run ends (kill it at any moment; run it again to continue),
+then renders `RESULTS.md`. `--seeds 0,1,2`, `--only PREFIX`, `--rerun`, `--render-only` and trailing
+`key=value` overrides for every run. Every run is logged to MLflow under one parent run per table.
+
+A record holds what recomputes a table without MLflow: key, label, setting, seed, the resolved method
+config, the final and zero-shot metrics, a per-round summary, the script's own summary, the command, the
+MLflow run id, wall time, fedlab's version and git commit.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from fedlab.stats import fmt_ci
+
+ROOT = Path(__file__).resolve().parents[1]
+ROUND_KEYS = ("acc/mean", "llm/acc/mean", "loss/task", "bytes/up", "bytes/down")
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One row of a table before seeds: `key` names it in results.json (the seed is appended)."""
+    key: str
+    config: str | Path | None
+    overrides: tuple[str, ...] = ()
+    label: str = ""
+    setting: str = ""
+
+    def command(self, seed: int, extra: tuple[str, ...] = ()) -> str:
+        cfg = [] if self.config is None else [_rel(self.config)]
+        return " ".join(["fedlab run", *cfg, *self.overrides, *extra, f"seed={seed}"])
+
+
+def _rel(path) -> str:
+    p = Path(path).resolve()
+    try:
+        return str(p.relative_to(ROOT))
+    except ValueError:
+        return str(p)
+
+
+def record_key(key: str, seed: int) -> str:
+    return f"{key}@seed{seed}"
+
+
+class Results:
+    """The records of one table script (`results.json`), written atomically after every run."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        data = json.loads(self.path.read_text()) if self.path.exists() else {}
+        self.meta: dict = data.get("_meta", {})
+        self.records: dict[str, dict] = {k: v for k, v in data.items() if k != "_meta"}
+
+    def save(self) -> None:
+        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"_meta": self.meta, **self.records}, indent=1, sort_keys=False))
+        tmp.replace(self.path)
+
+    def runs(self, key: str) -> list[dict]:
+        """Every seed's record of a row, by seed."""
+        rows = [r for r in self.records.values() if r.get("key") == key]
+        return sorted(rows, key=lambda r: r.get("seed", 0))
+
+    def values(self, key: str, fn: Callable[[dict], float | None]) -> list[float]:
+        return [v for v in (fn(r) for r in self.runs(key)) if v is not None]
+
+    def cell(self, key: str, fn: Callable[[dict], float | None], digits: int = 3) -> str:
+        """'mean ± 95 % half-width' of fn(record) over the row's seeds ('-' when absent)."""
+        return fmt_ci(self.values(key, fn), digits)
+
+    def final(self, key: str, metric: str, digits: int = 3) -> str:
+        return self.cell(key, lambda r: r["final"].get(metric), digits)
+
+    def label(self, key: str, default: str = "") -> str:
+        runs = self.runs(key)
+        return runs[0].get("label", default) if runs else default
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return out.stdout.strip() + ("+dirty" if dirty else "") if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _numbers(metrics: dict) -> dict:
+    return {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+            and not k.startswith("time/")}
+
+
+def make_record(planned: Planned, seed: int, cfg, history, seconds: float, extra: tuple[str, ...],
+                summary: dict | None) -> dict:
+    import fedlab
+    from fedlab.runtime.federation import run_key
+
+    zero = history.rounds[0] if history.rounds else {}
+    return {
+        "key": planned.key, "label": planned.label, "setting": planned.setting, "seed": seed,
+        "method": cfg.method.name, "method_config": dataclasses.asdict(cfg.method), "model": cfg.model.name,
+        "config_hash": run_key(cfg), "final": _numbers(history.final),
+        "zero": {k: v for k, v in _numbers(zero).items() if "acc" in k},
+        "rounds": [{k: r[k] for k in ("round", *ROUND_KEYS) if k in r} for r in history.rounds],
+        "headline": history.headline, "summary": summary,
+        "command": planned.command(seed, extra), "run_id": history.run_id, "seconds": round(seconds, 1),
+        "fedlab": fedlab.__version__, "git": _git_commit(),
+    }
+
+
+def _parent_run(results: Results, cfg, title: str) -> str | None:
+    """One MLflow parent run per table (continued when the script runs again): its runs compare side by side."""
+    if not cfg.tracking.enabled:
+        return None
+    import mlflow
+
+    from fedlab.tracking import setup_mlflow
+
+    setup_mlflow(cfg.tracking.uri, cfg.tracking.artifact_root, cfg.tracking.experiment)
+    client = mlflow.MlflowClient()
+    known = results.meta.get("parent_run_id")
+    if known:
+        try:
+            client.get_run(known)
+            return known
+        except mlflow.exceptions.MlflowException:   # another MLflow store: start a new parent there
+            pass
+    exp = client.get_experiment_by_name(cfg.tracking.experiment)
+    run = client.create_run(exp.experiment_id, run_name=f"table: {title}", tags={"fedlab.table": title})
+    client.set_terminated(run.info.run_id)
+    results.meta["parent_run_id"] = run.info.run_id
+    results.save()
+    return run.info.run_id
+
+
+def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tuple[str, ...] = (),
+            rerun: bool = False, title: str = "", summarize: Callable | None = None,
+            progress: bool = True) -> int:
+    """Run every (row, seed) the results do not hold for the current config; returns how many ran."""
+    from fedlab.config import load_config
+    from fedlab.experiment import run_experiment
+    from fedlab.runtime.federation import run_key
+    from fedlab.tracking import make_tracker
+
+    todo = []
+    for p in plan:
+        for seed in seeds:
+            cfg = load_config(p.config, [*p.overrides, *extra, f"seed={seed}"])
+            old = results.records.get(record_key(p.key, seed))
+            if rerun or old is None or old.get("config_hash") != run_key(cfg):
+                todo.append((p, seed, cfg))
+    done_s: list[float] = []
+    parent = _parent_run(results, todo[0][2], title or str(results.path.parent.name)) if todo else None
+    for i, (p, seed, cfg) in enumerate(todo):
+        if progress:
+            eta = "" if not done_s else f", about {sum(done_s) / len(done_s) * (len(todo) - i) / 60:.0f} min left"
+            print(f"[fedlab] table run {i + 1}/{len(todo)}: {p.key} seed {seed}{eta}", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        tags = {"mlflow.parentRunId": parent, "fedlab.table": title} if parent else None
+        tracker = make_tracker(cfg, tags=tags) if cfg.tracking.enabled else None
+        try:
+            h = run_experiment(cfg, tracker=tracker, progress=False)
+        except BaseException:
+            if tracker is not None:
+                tracker.finish("FAILED")
+            raise
+        if tracker is not None:
+            tracker.finish()
+        seconds = time.perf_counter() - t0
+        done_s.append(seconds)
+        results.records[record_key(p.key, seed)] = make_record(p, seed, cfg, h, seconds, extra,
+                                                               summarize(cfg, h) if summarize else None)
+        results.save()
+        if progress:
+            score = h.final.get(h.headline)
+            print(f"[fedlab]   {p.key} seed {seed}: {h.headline} {score if score is None else round(score, 4)} "
+                  f"({seconds:.0f}s)", file=sys.stderr, flush=True)
+    return len(todo)
+
+
+def table_parser(title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2)) -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=title or None)
+    ap.add_argument("overrides", nargs="*", help="key=value applied to every run")
+    ap.add_argument("--seeds", default=",".join(map(str, default_seeds)), help="comma-separated run seeds")
+    ap.add_argument("--only", default=None, help="run only rows whose key starts with this")
+    ap.add_argument("--rerun", action="store_true", help="run again rows that results.json already holds")
+    ap.add_argument("--render-only", action="store_true", help="write RESULTS.md from results.json, run nothing")
+    return ap
+
+
+def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable[[Results], str],
+              argv: list[str] | None = None, title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2),
+              summarize: Callable | None = None, after: Callable[[Results], None] | None = None) -> int:
+    """The command line of a table script (see the module docstring)."""
+    args = table_parser(title, default_seeds).parse_args(argv)
+    from fedlab.config import ConfigError
+
+    results = Results(Path(folder) / "results.json")
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    rows = [p for p in plan() if args.only is None or p.key.startswith(args.only)]
+    try:
+        if not args.render_only:
+            execute(rows, results, seeds, tuple(args.overrides), args.rerun, title, summarize)
+    except ConfigError as e:
+        print(f"fedlab: error: {e}", file=sys.stderr)
+        return 2
+    text = render(results)
+    (Path(folder) / "RESULTS.md").write_text(text)
+    if after is not None:
+        after(results)
+    print(text)
+    return 0

@@ -1,0 +1,68 @@
+"""The table runner: records per (row, seed), resumable, re-run when the resolved config changes,
+rendered with mean ± interval; the statistics it uses."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from conftest import PICO
+from fedlab.runner import Planned, Results, execute, run_table
+from fedlab.stats import fmt_ci, mean_ci, paired_difference
+
+
+def test_mean_ci_by_hand():
+    mean, half = mean_ci([0.5, 0.6, 0.7])
+    # sd = 0.1, t(0.975, 2) = 4.302653, half = 4.302653 · 0.1 / √3
+    assert mean == pytest.approx(0.6) and half == pytest.approx(4.302653 * 0.1 / math.sqrt(3), rel=1e-6)
+    assert math.isnan(mean_ci([0.4])[1]) and fmt_ci([0.4]) == "0.400" and fmt_ci([]) == "-"
+    assert fmt_ci([0.5, 0.6, 0.7]) == "0.600 ± 0.248"
+
+
+def test_paired_difference():
+    d = paired_difference([0.61, 0.72, 0.55], [0.51, 0.60, 0.47])
+    assert d["mean"] == pytest.approx(0.1) and d["significant"] and d["p"] < 0.05
+    same = paired_difference([0.5, 0.6], [0.5, 0.6])
+    assert same["mean"] == 0 and not same["significant"] and same["p"] == 1.0
+
+
+def _plan(tmp_path, lr="0.01"):
+    common = (*PICO, "data.num_clients=2", "data.tasks=[recall,sentiment]", f"output_dir={tmp_path}/runs",
+              f"tracking.uri=sqlite:///{tmp_path}/mlflow.db", f"tracking.artifact_root={tmp_path}/art")
+    return [Planned("t/fedavg", None, (*common, "method.name=fedavg", f"federation.lr={lr}"), "FedAvg", "t"),
+            Planned("t/zeroshot", None, (*common, "method.name=zeroshot"), "zero-shot", "t")]
+
+
+def test_runner_records_resumes_and_reruns_what_changed(pico_zoo, tmp_path):
+    results = Results(tmp_path / "results.json")
+    assert execute(_plan(tmp_path), results, [0, 1], progress=False) == 4
+    data = json.loads((tmp_path / "results.json").read_text())
+    rec = data["t/fedavg@seed1"]
+    assert rec["seed"] == 1 and rec["method"] == "fedavg" and rec["method_config"]["aggregator"] == "mean"
+    assert rec["command"].startswith("fedlab run model.name=pico-llama") and rec["command"].endswith("seed=1")
+    assert rec["run_id"] and rec["final"]["acc/mean"] == rec["rounds"][-1]["acc/mean"]
+    assert "parent_run_id" in data["_meta"]
+    again = Results(tmp_path / "results.json")
+    assert execute(_plan(tmp_path), again, [0, 1], progress=False) == 0            # resumed: nothing to do
+    assert execute(_plan(tmp_path, lr="0.02"), again, [0, 1], progress=False) == 2   # changed config: re-run
+    assert len(again.runs("t/fedavg")) == 2 and again.cell("t/zeroshot", lambda r: r["final"]["acc/mean"]) != "-"
+    # both seeds in one MLflow parent
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    children = mlflow.search_runs(experiment_names=["fedlab"], output_format="list",
+                                  filter_string=f"tags.mlflow.parentRunId = '{data['_meta']['parent_run_id']}'")
+    assert len(children) == 6
+
+
+def test_run_table_renders_from_records(pico_zoo, tmp_path, capsys):
+    def render(r: Results) -> str:
+        return f"fedavg {r.final('t/fedavg', 'acc/mean')} zero {r.final('t/zeroshot', 'acc/mean')}"
+
+    assert run_table(tmp_path, lambda: _plan(tmp_path), render, ["--seeds", "0,1", "--only", "t/zero"]) == 0
+    text = (tmp_path / "RESULTS.md").read_text()
+    assert text.startswith("fedavg - zero ") and text.endswith("± 0.000")   # zero-shot: the same for every seed
+    assert run_table(tmp_path, lambda: _plan(tmp_path), render, ["--render-only"]) == 0
+    assert run_table(tmp_path, lambda: _plan(tmp_path), render, ["--seeds", "0", "method.name=nope"]) == 2
+    assert "method.name: 'nope' is not allowed" in capsys.readouterr().err
