@@ -65,3 +65,29 @@ def test_lora_rank_per_instruction(pico_zoo):
     a8 = [v for k, v in r8.init_state.items() if "lora_A" in k][0]
     assert a4.shape[0] == 4 and a8.shape[0] == 8 and a4.shape[1] == a8.shape[1]
     assert r4 is get_resident(_cfg(), chain=(transform("lora", r=4),))   # one resident per chain
+
+
+@pytest.mark.parametrize("model,where", [("pico-llama", "block"), ("pico-gpt2", "attn_ffn")])
+def test_adapters_start_as_the_base_model_and_declare_their_keys(pico_zoo, model, where):
+    import torch
+
+    from fedlab.runtime.resident import get_resident
+
+    cfg = _cfg(f"model.name={model}")
+    base = get_resident(cfg)
+    res = get_resident(cfg, chain=(transform("adapters", width=0.5, where=where),))
+    n_blocks = 4 if model == "pico-llama" else 2
+    per_block = 1 if where == "block" else 2
+    assert len(res.keys["adapters"]) == 4 * per_block * n_blocks          # W1, b1, W2, b2 per adapter
+    assert not set(res.keys["adapters"]) & set(res.spec.trainable)        # LoRA keys stay LoRA's
+    dim = res.model.config.hidden_size
+    shapes = {tuple(p.shape) for n, p in res.model.named_parameters() if n in res.keys["adapters"]}
+    assert (dim // 2, dim) in shapes and (dim, dim // 2) in shapes
+    x = torch.randint(5, 200, (2, 12))
+    with torch.no_grad():
+        assert torch.equal(res.model(input_ids=x).logits, base.model(input_ids=x).logits)   # W2 = 0
+        params = dict(res.model.named_parameters())
+        params[[k for k in res.keys["adapters"] if k.endswith("up.bias")][0]].fill_(0.1)
+        assert not torch.equal(res.model(input_ids=x).logits, base.model(input_ids=x).logits)
+    with pytest.raises(ValueError, match="where='nowhere' is not allowed"):
+        get_resident(cfg, chain=(transform("adapters", where="nowhere"),))

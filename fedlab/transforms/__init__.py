@@ -1,6 +1,7 @@
 """Model → model transforms that declare what they make trainable and what is communicated, registered
 by name (`register_transform`) so that a method names them in its instructions and any process builds
 them; plus the block-influence kernels of FedProxy's compression (SPEC.md §0)."""
+from fedlab.transforms.adapters import Adapter
 from fedlab.transforms.compress import block_influence, make_proxy, select_blocks
 from fedlab.transforms.lora import AdapterSpec, apply_lora, get_state, set_state
 from fedlab.transforms.registry import (
@@ -13,6 +14,6 @@ from fedlab.transforms.registry import (
     transform_names,
 )
 
-__all__ = ["AdapterSpec", "Build", "Transform", "apply_lora", "block_influence", "chain_from_wire",
+__all__ = ["Adapter", "AdapterSpec", "Build", "Transform", "apply_lora", "block_influence", "chain_from_wire",
            "chain_to_wire", "get_state", "make_proxy", "register_transform", "select_blocks", "set_state",
            "transform", "transform_names"]
