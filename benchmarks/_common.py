@@ -4,14 +4,18 @@ from __future__ import annotations
 import time
 
 
-def best_time(fn, repeat: int = 3, warmup: int = 1) -> float:
-    """Best wall time of `repeat` calls after `warmup` calls (seconds)."""
+def best_time(fn, repeat: int = 3, warmup: int = 1, sync=None) -> float:
+    """Best wall time of `repeat` calls after `warmup` calls (seconds); `sync` (e.g. torch.cuda.synchronize)
+    is called before the clock starts and before it stops, so asynchronous device work is counted."""
+    sync = sync or (lambda: None)
     for _ in range(warmup):
         fn()
     best = float("inf")
     for _ in range(repeat):
+        sync()
         t0 = time.perf_counter()
         fn()
+        sync()
         best = min(best, time.perf_counter() - t0)
     return best
 

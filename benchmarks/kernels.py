@@ -7,6 +7,10 @@ LoRA-sized tensors (131,072 entries: r = 32 × 4096), as code that loops over a 
 
     python benchmarks/kernels.py                      # K ∈ {4, 8, 16}, P ∈ {1M, 10M, 76M}
     python benchmarks/kernels.py --ks 8 --sizes 10M   # the target point: H-TIES within 15× the copy
+    python benchmarks/kernels.py --device cuda --no-per-tensor   # on a GPU, against a device-to-device copy
+
+PEFT's `merge_utils.ties` (per tensor, as PEFT merges adapters) is timed beside fedlab's `ties` when peft
+is installed.
 
 Prints per (kernel, K, P): seconds, ratio to the copy, and the per-tensor implementation's time and
 its slowdown against fedlab's. Needs ~3.5 × K·P × 4 bytes of RAM at the largest point (skipped if not).
@@ -90,20 +94,36 @@ def pt_h_ties(chunks, r0=1.0, delta=0.2, rho=1.1, eps=1e-8):
     return torch.cat(out)
 
 
-def bench_point(k: int, p: int, rep: int, per_tensor: bool, names: list[str]) -> list[list]:
-    tau = torch.randn(k, p, generator=torch.Generator().manual_seed(0))
-    copy = best_time(lambda: tau.clone(), rep)
+def peft_ties(chunks, density=0.2):
+    """PEFT's TIES (`peft.utils.merge_utils.ties`) over the same numbers, one LoRA-sized tensor at a time."""
+    from peft.utils.merge_utils import ties as _ties
+
+    k = chunks[0].shape[0]
+    w = torch.ones(k, device=chunks[0].device)
+    return torch.cat([_ties(list(c), w, density) for c in chunks])
+
+
+def bench_point(k: int, p: int, rep: int, per_tensor: bool, names: list[str], device: str = "cpu") -> list[list]:
+    tau = torch.randn(k, p, generator=torch.Generator().manual_seed(0)).to(device)
+    sync = torch.cuda.synchronize if device.startswith("cuda") else None
+    copy = best_time(lambda: tau.clone(), rep, sync=sync)
     chunks = list(tau.split(CHUNK, dim=1))
     kernels = {"h_ties": (lambda: h_ties(tau), lambda: pt_h_ties(chunks)),
                "ties": (lambda: ties(tau), lambda: pt_ties(chunks)),
+               "peft_ties": (lambda: peft_ties(chunks), None),
                "conflict_scores": (lambda: conflict_scores(tau), lambda: pt_conflict_scores(chunks)),
                "pairwise_cosine": (lambda: pairwise_cosine(tau), lambda: pt_pairwise_cosine(chunks))}
     rows = []
     for name, (ours, base) in kernels.items():
         if name not in names:
             continue
-        t = best_time(ours, rep)
-        tb = best_time(base, 1, warmup=0) if per_tensor else None
+        if name == "peft_ties":
+            try:
+                import peft  # noqa: F401
+            except ImportError:
+                continue
+        t = best_time(ours, rep, sync=sync)
+        tb = best_time(base, 1, warmup=0, sync=sync) if per_tensor and base is not None else None
         rows.append([name, str(k), f"{p / 1e6:g}M", t, copy, t / copy, "-" if tb is None else tb,
                      "-" if tb is None else tb / t])
         print(f"{name:16s} K={k:2d} P={p / 1e6:5g}M  {t:8.4f}s  {t / copy:6.2f}× copy", file=sys.stderr, flush=True)
@@ -122,7 +142,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--no-per-tensor", action="store_true", help="skip the (slow) per-tensor baselines")
-    ap.add_argument("--kernels", default="h_ties,ties,conflict_scores,pairwise_cosine")
+    ap.add_argument("--kernels", default="h_ties,ties,peft_ties,conflict_scores,pairwise_cosine")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (the copy is then device to device)")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -132,11 +153,13 @@ def main() -> int:
     for p in [parse_size(x) for x in args.sizes.split(",")]:
         for k in [int(x) for x in args.ks.split(",")]:
             need = 3.5 * k * p * 4
-            if need > psutil.virtual_memory().available:
+            free = (torch.cuda.mem_get_info()[0] if args.device.startswith("cuda")
+                    else psutil.virtual_memory().available)
+            if need > free:
                 print(f"skipping K={k}, P={p:,}: needs ~{need / 2**30:.1f} GiB", file=sys.stderr)
                 continue
-            rows += bench_point(k, p, args.repeat if k * p <= 200_000_000 else 1, not args.no_per_tensor,
-                                args.kernels.split(","))
+            rep = args.repeat if k * p <= 200_000_000 or args.device != "cpu" else 1
+            rows += bench_point(k, p, rep, not args.no_per_tensor, args.kernels.split(","), args.device)
     print(table(rows, ["kernel", "K", "P", "fedlab s", "copy s", "× copy", "per-tensor s", "per-tensor / fedlab"]))
     target = [r for r in rows if r[0] == "h_ties" and r[1] == "8" and r[2] == "10M"]
     if target:

@@ -49,7 +49,7 @@ def numbers(history) -> list[dict]:
              and "time" not in k.split("/")[-1]} for r in rows]
 
 
-def run_matrix(settings, backends, methods, out_root: Path) -> dict:
+def run_matrix(settings, backends, methods, out_root: Path, extra: tuple[str, ...] = ()) -> dict:
     from fedlab import registry
     from fedlab.config import load_config
     from fedlab.experiment import run_experiment
@@ -61,7 +61,7 @@ def run_matrix(settings, backends, methods, out_root: Path) -> dict:
                 key = f"{setting}/{backend}/{method}"
                 overrides = [*SETTINGS[setting], f"method.name={method}", *method_extra(setting, method),
                              *(RAY if backend == "ray" else []), "tracking.enabled=false",
-                             f"output_dir={out_root / key}"]
+                             f"output_dir={out_root / key}", *extra]
                 t0 = time.perf_counter()
                 h = run_experiment(load_config(None, overrides), progress=False)
                 results[key] = numbers(h)
@@ -100,9 +100,10 @@ def main() -> int:
     ap.add_argument("--backends", default="inprocess,ray")
     ap.add_argument("--methods", default=None)
     ap.add_argument("--workdir", default="runs/method_matrix")
+    ap.add_argument("overrides", nargs="*", help="key=value for every run (e.g. backend.device=cuda)")
     a = ap.parse_args()
     methods = a.methods.split(",") if a.methods else None
-    res = run_matrix(a.settings.split(","), a.backends.split(","), methods, Path(a.workdir))
+    res = run_matrix(a.settings.split(","), a.backends.split(","), methods, Path(a.workdir), tuple(a.overrides))
     Path(a.out).write_text(json.dumps(res, indent=1, sort_keys=True))
     status = 0
     pairs = {k: k.replace("/inprocess/", "/ray/") for k in res if "/inprocess/" in k}

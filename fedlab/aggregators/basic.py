@@ -82,9 +82,9 @@ def _kth_largest(mag: Tensor, counts: list[int], sample: int | None = None) -> t
     srt = mag[:, pos].sort(dim=1, descending=True).values                   # [K, S], largest first
     frac = torch.tensor([c / p for c in counts], dtype=torch.float64)
     margin = 6.0 * torch.sqrt(sample * frac * (1 - frac)) + 64
-    hi_idx = (frac * sample - margin).floor().clamp(min=0).long()
-    lo_idx = (frac * sample + margin).ceil().clamp(max=sample - 1).long()
-    rows = torch.arange(k_rows)
+    hi_idx = (frac * sample - margin).floor().clamp(min=0).long().to(mag.device)
+    lo_idx = (frac * sample + margin).ceil().clamp(max=sample - 1).long().to(mag.device)
+    rows = torch.arange(k_rows, device=mag.device)
     # an open end where the margin runs past the sample: hi = +inf at the top, lo = −inf at the bottom
     hi = torch.where(hi_idx > 0, srt[rows, hi_idx], torch.full_like(srt[:, 0], float("inf")))
     lo = torch.where(lo_idx < sample - 1, srt[rows, lo_idx], torch.full_like(srt[:, 0], float("-inf")))
@@ -151,6 +151,6 @@ def magnitude_trim(tau: Tensor, keep: float | Tensor) -> Tensor:
         elif counts[i] == 0:
             buf[i].zero_()
         else:   # |x| ≥ t  ⇔  |x| > the largest float below t
-            below = torch.nextafter(thr[i].to(tau.dtype), torch.zeros((), dtype=tau.dtype))
+            below = torch.nextafter(thr[i].to(tau.dtype), torch.zeros((), dtype=tau.dtype, device=tau.device))
             torch.ops.aten.hardshrink.out(tau[i], float(below), out=buf[i])
     return buf

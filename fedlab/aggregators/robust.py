@@ -47,6 +47,6 @@ def krum(tau: Tensor, f: int = 1, m: int = 1) -> Tensor:
     d2 = torch.cdist(t, t).pow(2)
     d2.fill_diagonal_(float("inf"))
     n = max(1, min(k - 1, k - f - 2))
-    scores = d2.topk(n, dim=1, largest=False).values.sum(1) if k > 1 else torch.zeros(1, dtype=t.dtype)
+    scores = d2.topk(n, dim=1, largest=False).values.sum(1) if k > 1 else torch.zeros(1, dtype=t.dtype, device=t.device)
     chosen = torch.argsort(scores, stable=True)[:m]
     return tau[chosen].mean(dim=0)

@@ -3,16 +3,33 @@ the config."""
 from __future__ import annotations
 
 import lightning as L
+import torch
+from lightning.pytorch.strategies import SingleDeviceStrategy
 
 from fedlab.device import resolve_device
+
+
+class ResidentStrategy(SingleDeviceStrategy):
+    """Lightning's single-device strategy, except that the end of a fit leaves the model on its device:
+    a resident model lives on the GPU between fits (Lightning's teardown would move it to the CPU after
+    every fit, and whatever the server or the next evaluation does with it would then run on the CPU)."""
+
+    def teardown(self) -> None:
+        self.precision_plugin.teardown()
+        self.accelerator.teardown()
+        self.checkpoint_io.teardown()
 
 
 def make_trainer(cfg, max_epochs: int | None = None, max_steps: int | None = None) -> L.Trainer:
     device = resolve_device(cfg.backend.device)
     steps = max_steps if max_steps is not None else cfg.federation.local_steps
     epochs = max_epochs if max_epochs is not None else cfg.federation.local_epochs
+    if device.startswith("cuda"):
+        where = torch.device(device if ":" in device else f"cuda:{torch.cuda.current_device()}")
+    else:
+        where = torch.device("cpu")
     return L.Trainer(
-        accelerator="gpu" if device == "cuda" else "cpu", devices=1,
+        accelerator="gpu" if where.type == "cuda" else "cpu", strategy=ResidentStrategy(where),
         max_epochs=-1 if steps else epochs, max_steps=steps or -1,
         logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
         num_sanity_val_steps=0, gradient_clip_val=1.0, deterministic=False)
