@@ -1,4 +1,4 @@
-"""`fedlab run | zoo | data | report` — the command line."""
+"""`fedlab run | sweep | zoo | data | report | ui` — the command line."""
 from __future__ import annotations
 
 import argparse
@@ -23,7 +23,27 @@ def cmd_run(args) -> int:
     print(final_table(history))
     total = history.final.get("time/total", 0.0)
     print(f"\nrun {history.run_id or '(tracking off)'} · outputs in {history.out_dir} · {total:.1f}s")
+    if history.run_id:
+        from fedlab.tracking import runs_view
+
+        print(f"charts: `fedlab ui`, then {runs_view(history.experiment_id, history.run_id)}")
     return 0
+
+
+def cmd_ui(args) -> int:
+    """The MLflow UI on fedlab's store, with the address of the runs table printed first."""
+    import subprocess
+
+    from fedlab.tracking import runs_view, setup_mlflow
+
+    exp_id = setup_mlflow(args.uri, args.artifact_root, args.experiment)
+    print(f"runs of {args.experiment!r}: {runs_view(exp_id, host=f'http://{args.host}:{args.port}')}", flush=True)
+    cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", args.uri, "--host", args.host,
+           "--port", str(args.port)]
+    try:
+        return subprocess.call(cmd)
+    except KeyboardInterrupt:
+        return 0
 
 
 def cmd_zoo(args) -> int:
@@ -150,6 +170,13 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--heatmap", default=None)
     sw.add_argument("--storage", default="sweeps/results")
     sw.set_defaults(fn=cmd_sweep)
+    ui = sub.add_parser("ui", help="the MLflow UI on fedlab's store (prints the runs-table address)")
+    ui.add_argument("--uri", default="sqlite:///mlruns/mlflow.db")
+    ui.add_argument("--artifact-root", default="mlruns/artifacts")
+    ui.add_argument("--experiment", default="fedlab")
+    ui.add_argument("--host", default="127.0.0.1")
+    ui.add_argument("--port", type=int, default=5000)
+    ui.set_defaults(fn=cmd_ui)
     rp = sub.add_parser("report", help="compare runs read back from MLflow")
     rp.add_argument("--uri", default="sqlite:///mlruns/mlflow.db")
     rp.add_argument("--artifact-root", default="mlruns/artifacts")
@@ -159,8 +186,21 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line; key=value overrides may stand before and after options
+    (`fedlab sweep CONFIG --set K=V1,V2 key=value`, as its help prints)."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    unknown = [a for a in extra if a.startswith("-") or "=" not in a or not hasattr(args, "overrides")]
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if extra:
+        args.overrides = [*args.overrides, *extra]
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     if args.cmd == "data" and args.config and "=" in args.config:
         args.overrides, args.config = [args.config] + args.overrides, None
     try:

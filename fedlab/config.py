@@ -382,6 +382,8 @@ def build_config(tree: dict) -> ExperimentConfig:
     kwargs = {k: _coerce(v, hints[k], k) for k, v in tree.items()}
     cfg = ExperimentConfig(method=method, **kwargs)
     _check_client_models(cfg)
+    check(cfg.federation.min_clients <= cfg.data.num_clients, "federation.min_clients", cfg.federation.min_clients,
+          f"at most data.num_clients ({cfg.data.num_clients})")
     for i, f in enumerate(cfg.faults):
         check(f.client < cfg.data.num_clients, f"faults[{i}].client", f.client,
               f"a client id below data.num_clients ({cfg.data.num_clients})")

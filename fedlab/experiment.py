@@ -18,6 +18,10 @@ def preflight(cfg: ExperimentConfig) -> None:
                               "id, nor an existing folder")
         if not looks_local(name) and _is_hub_id(name):
             _check_hub_model(key, name)
+    if cfg.backend.name == "ray":
+        from fedlab.runtime.cluster import check_address
+
+        check_address(cfg.backend.address)
     # the data view is cheap to build and catches what only the data can tell (e.g. too few rows in a
     # local Hugging Face file for the requested clients)
     from fedlab.data.federated import build_federated_data

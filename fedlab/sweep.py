@@ -83,13 +83,14 @@ def run_sweep(base: str, grid: dict[str, list], overrides: list[str], name: str,
               gpus_per_trial: float = 0.0, max_failures: int = 1, metric: str = "score",
               heatmap_axes: tuple[str, str] | None = None, resume: bool = True, fail_on: dict | None = None) -> list[dict]:
     import mlflow
-    import ray
     from ray import tune
 
     from fedlab.config import load_config
+    from fedlab.runtime.cluster import check_address, connect
     from fedlab.tracking import setup_mlflow
 
     points = validate_grid(base, grid, overrides)
+    check_address(address, "--address")   # an unreachable cluster fails here, before anything is written
     overrides = _absolute_tracking(overrides, base)
     cfg = load_config(base, overrides)
     from fedlab.models.zoo import resolve
@@ -99,22 +100,32 @@ def run_sweep(base: str, grid: dict[str, list], overrides: list[str], name: str,
     folder = Path(storage).resolve() / name
     folder.mkdir(parents=True, exist_ok=True)
 
-    # the parent MLflow run (continued, not duplicated, when the sweep resumes)
+    os.environ["RAY_CHDIR_TO_TRIAL_DIR"] = "0"
+    connect(address, num_cpus, "--address")
+    # the parent MLflow run (continued, not duplicated, when the sweep resumes); it ends FAILED if the sweep
+    # fails, never left active
     setup_mlflow(cfg.tracking.uri, cfg.tracking.artifact_root, cfg.tracking.experiment)
     parent_file = folder / "parent_run_id"
     parent_id = parent_file.read_text().strip() if parent_file.exists() and resume else None
-    parent = mlflow.start_run(run_id=parent_id, run_name=None if parent_id else f"sweep-{name}")
+    parent = mlflow.start_run(run_id=parent_id, run_name=None if parent_id else f"sweep-{name}",
+                              tags={"fedlab.sweep": name})
     parent_file.write_text(parent.info.run_id)
-    if not parent_id:
-        mlflow.log_params({"sweep.base": base, "sweep.grid": json.dumps(grid)[:5000],
-                           "sweep.overrides": " ".join(overrides)[:5000]})
+    try:
+        if not parent_id:
+            mlflow.log_params({"sweep.base": base, "sweep.grid": json.dumps(grid)[:5000],
+                               "sweep.overrides": " ".join(overrides)[:5000]})
+        rows = _tune(tune, mlflow, parent, grid, base, overrides, name, fail_on, folder, cpus_per_trial,
+                     gpus_per_trial, metric, max_failures, resume, heatmap_axes)
+    except BaseException:
+        mlflow.end_run("FAILED")
+        raise
+    mlflow.end_run()
+    return rows
 
-    os.environ["RAY_CHDIR_TO_TRIAL_DIR"] = "0"
-    if not ray.is_initialized():
-        if address:
-            ray.init(address=address, include_dashboard=False, logging_level="ERROR")
-        else:
-            ray.init(num_cpus=num_cpus, include_dashboard=False, logging_level="ERROR")
+
+def _tune(tune, mlflow, parent, grid, base, overrides, name, fail_on, folder, cpus_per_trial, gpus_per_trial,
+          metric, max_failures, resume, heatmap_axes) -> list[dict]:
+    """The Tune grid under the parent run: trials, ranked CSV, heatmap, summary metrics."""
     fixed = {"keys": list(grid), "base": str(Path(base).resolve()), "overrides": overrides,
              "parent": parent.info.run_id, "name": name, "fail_on": fail_on or {}, "folder": str(folder)}
     trainable = tune.with_resources(tune.with_parameters(_trial, fixed=fixed),
@@ -151,7 +162,6 @@ def run_sweep(base: str, grid: dict[str, list], overrides: list[str], name: str,
     ok = [r for r in rows if r["status"] == "OK" and r[metric] is not None]
     if ok:
         mlflow.log_metrics({f"best_{metric}": ok[0][metric], "trials_ok": len(ok), "trials_failed": len(rows) - len(ok)})
-    mlflow.end_run()
     return rows
 
 

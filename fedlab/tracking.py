@@ -9,6 +9,12 @@ from pathlib import Path
 
 from fedlab.config import flatten
 
+# fedlab's experiments are model training: MLflow 3's UI reads this tag to choose an experiment's view
+# where its global GenAI / Model-training toggle does not decide (in 3.17 the toggle decides, and defaults
+# to GenAI: `runs_view` gives the address that opens the runs table)
+EXPERIMENT_KIND = "mlflow.experimentKind"
+MODEL_TRAINING = "custom_model_development"
+
 
 def _artifact_location(root: str, experiment: str) -> str:
     return (Path(root).resolve() / experiment).as_uri()
@@ -28,9 +34,12 @@ def setup_mlflow(uri: str, artifact_root: str, experiment: str):
     client = mlflow.MlflowClient()
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
-        exp_id = client.create_experiment(experiment, artifact_location=_artifact_location(artifact_root, experiment))
+        exp_id = client.create_experiment(experiment, artifact_location=_artifact_location(artifact_root, experiment),
+                                          tags={EXPERIMENT_KIND: MODEL_TRAINING})
     else:
         exp_id = exp.experiment_id
+        if exp.tags.get(EXPERIMENT_KIND) != MODEL_TRAINING:
+            client.set_experiment_tag(exp_id, EXPERIMENT_KIND, MODEL_TRAINING)
     mlflow.set_experiment(experiment_id=exp_id)
     return exp_id
 
@@ -50,8 +59,13 @@ class Tracker:
         self.run = mlflow.start_run(run_id=run_id, run_name=None if run_id else name, nested=nested,
                                     tags=tags)
         self.run_id = self.run.info.run_id
-        if run_id is None:
-            mlflow.log_params({k: str(v)[:5000] for k, v in flatten(cfg.to_dict()).items()})
+        self.experiment_id = self.run.info.experiment_id
+        try:
+            if run_id is None:
+                mlflow.log_params({k: str(v)[:5000] for k, v in flatten(cfg.to_dict()).items()})
+        except BaseException:   # a run that cannot start is ended, never left active
+            mlflow.end_run("FAILED")
+            raise
 
     def log_metrics(self, metrics: dict, step: int) -> None:
         clean = {}
@@ -77,6 +91,7 @@ class Tracker:
 
 class NullTracker:
     run_id = None
+    experiment_id = None
 
     def log_metrics(self, metrics, step):
         pass
@@ -89,6 +104,14 @@ class NullTracker:
 
     def finish(self, status="FINISHED"):
         pass
+
+
+def runs_view(experiment_id: str, run_id: str | None = None, host: str = "http://127.0.0.1:5000") -> str:
+    """The MLflow UI address of an experiment's runs table (or one run's metric charts). MLflow 3.17 opens an
+    experiment on the view its global GenAI / Model-training toggle names (GenAI by default, whatever the
+    experiment's kind tag says); `workflowType=machine_learning` asks for the model-training view."""
+    page = f"runs/{run_id}/model-metrics" if run_id else "runs"
+    return f"{host}/#/experiments/{experiment_id}/{page}?workflowType=machine_learning"
 
 
 def make_tracker(cfg, run_id: str | None = None, nested: bool = False, tags: dict | None = None):

@@ -7,8 +7,8 @@
     python sweeps/htiess_grid.py federation.rounds=4      # plain key=value overrides for every trial
 
 An interrupted sweep resumes when run again with the same --name (finished trials are kept; --fresh
-starts over). At the end: a ranked table, sweeps/results/<name>/ranked.csv, and a heatmap (mean metric
-over --heatmap X,Y) logged to the parent MLflow run."""
+starts over). At the end: a ranked table, sweeps/results/<name>/ranked.csv under the working directory (or
+--storage), and a heatmap (mean metric over --heatmap X,Y) logged to the parent MLflow run."""
 from __future__ import annotations
 
 import argparse
@@ -42,7 +42,8 @@ def main(argv=None) -> int:
     ap.add_argument("--metric", default="score", choices=["score", "acc_mean"],
                     help="rank by the method's headline metric (score) or the clients' mean accuracy")
     ap.add_argument("--heatmap", default="method.rho,method.delta", help="two axes for the heatmap")
-    ap.add_argument("--storage", default=str(ROOT / "sweeps/results"))
+    ap.add_argument("--storage", default="sweeps/results",
+                    help="where the sweep's results go, relative to the working directory")
     args = ap.parse_args(argv)
 
     from fedlab.config import ConfigError

@@ -14,8 +14,9 @@ import pytest
 from conftest import PICO
 
 ROOT = Path(__file__).resolve().parents[1]
+# rounds long enough (~1 s) that a kill 0.4 s after a round was logged lands inside the next one
 RUN = PICO + ["federation.rounds=4", "method.name=standalone", "data.partition=iid", "data.num_clients=3",
-              "data.tasks=[recall,sentiment]"]
+              "data.tasks=[recall,sentiment]", "data.train_per_task=64", "federation.local_epochs=3"]
 
 
 def _tracking(tmp: Path) -> list[str]:

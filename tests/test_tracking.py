@@ -104,3 +104,70 @@ def test_mlflow_server_rest_api(finished_run):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def _page_text(chromium: str, url: str, profile: Path, needle: str, attempts: int = 6) -> str:
+    """The rendered page's text (headless Chromium, the page's scripts run; styles and scripts dropped),
+    loaded again (a fresh profile, a longer virtual-time budget) until `needle` is on it: the UI fetches its
+    charts' data asynchronously and a dump may come before they are drawn."""
+    import re
+    import shutil
+
+    text = ""
+    for i in range(attempts):
+        shutil.rmtree(profile, ignore_errors=True)
+        dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                              "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                              "--disable-sync", f"--user-data-dir={profile}", "--window-size=1600,3000",
+                              f"--virtual-time-budget={20000 * (i + 1)}", "--dump-dom", url],
+                             capture_output=True, text=True, timeout=240).stdout
+        dom = re.sub(r"<(style|script)[^>]*>.*?</\1>", " ", dom, flags=re.S)
+        text = " ".join(re.sub(r"<[^>]+>", " ", dom).split())
+        if needle in text:
+            break
+    return text
+
+
+@pytest.mark.slow
+def test_mlflow_ui_shows_the_runs_and_the_per_round_accuracy(finished_run, tmp_path):
+    """`fedlab ui` serves MLflow's UI on fedlab's store; in headless Chromium the address it prints opens
+    the runs table (not the GenAI overview) and a run's charts include acc/mean."""
+    import shutil
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("Chromium is not installed (Debian: apt-get install chromium)")
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{finished_run}/mlruns/mlflow.db")
+    run = mlflow.search_runs(experiment_names=["fedlab-test"], output_format="list")[0]
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "fedlab.cli", "ui", "--experiment", "fedlab-test", "--port",
+                             str(port)], cwd=finished_run, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, start_new_session=True)
+    try:
+        printed = proc.stdout.readline()
+        assert f"http://127.0.0.1:{port}/#/experiments/{run.info.experiment_id}/runs?workflowType" in printed
+        url = printed.split(": ", 1)[1].strip()
+        deadline = time.time() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
+                break
+            except Exception:
+                if time.time() > deadline or proc.poll() is not None:
+                    pytest.fail("mlflow ui did not start")
+                time.sleep(1)
+        runs_page = _page_text(chromium, url, tmp_path / "profile", run.info.run_name)
+        assert "Runs - Experiment" in runs_page and run.info.run_name in runs_page and "1 matching run" in runs_page
+        from fedlab.tracking import runs_view
+
+        charts = _page_text(chromium, runs_view(run.info.experiment_id, run.info.run_id, f"http://127.0.0.1:{port}"),
+                            tmp_path / "profile", "acc/mean")
+        assert "Model metrics" in charts and "acc/mean" in charts
+    finally:
+        import os
+        import signal
+
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)

@@ -3,6 +3,7 @@
 `data.hf_dir/<name>/{train,test}.jsonl` holding rows shaped like the Hub's."""
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,10 +108,9 @@ def load_rows(name: str, split: str, hf_dir: str | None = None):
 
     task = HF_TASKS[name]
     if hf_dir:
-        folder = Path(hf_dir) / name
-        files = sorted(folder.glob(f"{split}.json*"))
-        if not files:
-            raise FileNotFoundError(f"data.hf_dir: no {split}.json or {split}.jsonl under {folder}")
+        files = local_files(name, split, hf_dir)
+        for f in files:
+            check_json_rows(f)
         return datasets.load_dataset("json", data_files=[str(f) for f in files], split="train")
     try:
         return datasets.load_dataset(task.hub_id, task.hub_config, split=task.splits[split])
@@ -123,8 +123,72 @@ def load_rows(name: str, split: str, hf_dir: str | None = None):
                           f"data.hf_dir to a folder with {name}/train.jsonl and {name}/test.jsonl") from None
 
 
+def local_files(name: str, split: str, hf_dir: str) -> list[Path]:
+    folder = Path(hf_dir) / name
+    files = sorted(folder.glob(f"{split}.json*"))
+    if not files:
+        raise FileNotFoundError(f"data.hf_dir: no {split}.json or {split}.jsonl under {folder}")
+    return files
+
+
+def check_json_rows(path: Path) -> None:
+    """One line naming the file and line when a .jsonl line is not a JSON object (a .json file: when the
+    file is not JSON), instead of the `datasets` reader's traceback."""
+    from fedlab.validation import ConfigError
+
+    text = path.read_text()
+    if path.suffix != ".jsonl":
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"data.hf_dir: {path}:{e.lineno}: not valid JSON ({e.msg})") from None
+        return
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"data.hf_dir: {path}:{lineno}: not valid JSON ({e.msg})") from None
+        if not isinstance(row, dict):
+            raise ConfigError(f"data.hf_dir: {path}:{lineno}: expected one JSON object per line, got "
+                              f"{type(row).__name__}")
+
+
+def _raw_rows(name: str, split: str, hf_dir: str):
+    """(file, line, row) of local rows as written (the `datasets` reader fills absent fields with None)."""
+    for f in local_files(name, split, hf_dir):
+        if f.suffix == ".jsonl":
+            for lineno, line in enumerate(f.read_text().splitlines(), 1):
+                if line.strip():
+                    yield f"{f}", f"row {lineno}", json.loads(line)
+        else:
+            data = json.loads(f.read_text())
+            for i, row in enumerate(data if isinstance(data, list) else data.get("data", [])):
+                yield f"{f}", f"row {i + 1}", row
+
+
+def _bad_row(name: str, split: str, hf_dir: str | None, rows, error: Exception) -> str:
+    """Where the first row the adapter refuses is, and why (the error path only: rows in file order)."""
+    adapt = HF_TASKS[name].adapt
+    found = (_raw_rows(name, split, hf_dir) if hf_dir
+             else ((f"data.source: hf:{name} ({split})", f"row {i + 1}", dict(r)) for i, r in enumerate(rows)))
+    for where, row_name, r in found:
+        try:
+            adapt(r)
+        except KeyError as e:
+            return f"{where}: {row_name} lacks the field {e.args[0]!r} that {name} needs"
+        except (TypeError, ValueError, IndexError, AttributeError) as e:
+            return f"{where}: {row_name}: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+    return f"data.source: hf:{name} ({split}): {error}"
+
+
 def hf_examples(name: str, split: str, n: int | None = None, hf_dir: str | None = None, seed: int = 0):
     rows = load_rows(name, split, hf_dir)
-    if n is not None and n < len(rows):
-        rows = rows.shuffle(seed=seed).select(range(n))
-    return [HF_TASKS[name].adapt(dict(r)) for r in rows]
+    picked = rows.shuffle(seed=seed).select(range(n)) if n is not None and n < len(rows) else rows
+    try:
+        return [HF_TASKS[name].adapt(dict(r)) for r in picked]
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        from fedlab.validation import ConfigError
+
+        raise ConfigError(_bad_row(name, split, hf_dir, rows, e)) from None

@@ -193,8 +193,10 @@ def _build_locked(name: str, world_seed: int, progress: bool, out: Path) -> Path
         print(f"[fedlab] zoo: building {name} ({sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters, "
               f"{spec.steps} pretraining steps) → {out}", file=sys.stderr, flush=True)
     bar = tqdm(range(spec.steps), desc=f"pretrain {name}", disable=not progress or None, leave=False)
+    # without a terminal the bar is off: a line every tenth of the steps, with an estimate of what is left
+    lines_every = max(1, spec.steps // 10) if progress and bar.disable else 0
     loss_v = float("nan")
-    for _ in bar:
+    for step in bar:
         batch = packer.batch(spec.batch_size)
         loss = model(input_ids=batch, labels=batch).loss
         opt.zero_grad(set_to_none=True)
@@ -204,6 +206,10 @@ def _build_locked(name: str, world_seed: int, progress: bool, out: Path) -> Path
         sched.step()
         loss_v = loss.item()
         bar.set_postfix(loss=f"{loss_v:.3f}")
+        if lines_every and (step + 1) % lines_every == 0 and step + 1 < spec.steps:
+            spent = time.time() - t0
+            print(f"[fedlab] zoo: {name} step {step + 1}/{spec.steps}  loss {loss_v:.3f}  "
+                  f"about {spent / (step + 1) * (spec.steps - step - 1):.0f}s left", file=sys.stderr, flush=True)
     tmp = out.with_name(out.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)

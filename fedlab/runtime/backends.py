@@ -35,6 +35,9 @@ class Backend(Protocol):
 
     def get_client_states(self) -> dict: ...
 
+    def describe(self) -> dict:
+        """Where the clients run: {"workers": …, "nodes": …}."""
+
     def set_client_states(self, states: dict) -> None: ...
 
     def shutdown(self) -> None: ...
@@ -76,6 +79,9 @@ class InProcessBackend:
         if "error" in box:
             raise box["error"]
         return box["result"]
+
+    def describe(self) -> dict:
+        return {"workers": 1, "nodes": 1}
 
     def stream(self, kind: str, instructions: dict):
         """Runs each client when its answer is asked for (in the instructions' order)."""
@@ -121,6 +127,11 @@ class _HostActor:
     def ready(self):
         return True
 
+    def node(self) -> str:
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+
     # the state arrives as its own (top-level) argument: Ray resolves top-level object refs only
     def fit(self, cid, ins, state):
         ins = msg_from_wire(ins)
@@ -149,17 +160,12 @@ class RayBackend:
     def start(self, cfg, num_clients: int) -> None:
         import ray
 
+        from fedlab.runtime.cluster import connect
         from fedlab.runtime.resident import base_payload
 
         self.cfg = cfg
         bc = cfg.backend
-        if not ray.is_initialized():
-            if bc.address:
-                ray.init(address=bc.address, include_dashboard=False, log_to_driver=True,
-                         logging_level="ERROR")
-            else:
-                ray.init(num_cpus=bc.num_cpus, include_dashboard=False, logging_level="ERROR",
-                         log_to_driver=True)
+        connect(bc.address, bc.num_cpus)
         # the frozen base weights go through the object store once; every actor reads the same copy
         n = min(bc.num_workers, num_clients)
         self.owner = {cid: cid % n for cid in range(num_clients)}
@@ -170,6 +176,10 @@ class RayBackend:
         self.actors = [self._new_actor(w) for w in range(n)]
         self.dead: set[int] = set()
         ray.get([a.ready.remote() for a in self.actors])
+        self.nodes = ray.get([a.node.remote() for a in self.actors])
+
+    def describe(self) -> dict:
+        return {"workers": len(self.actors), "nodes": len(set(self.nodes))}
 
     def _new_actor(self, w: int):
         import ray

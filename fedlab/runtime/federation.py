@@ -24,9 +24,11 @@ class History:
     rounds: list[dict] = field(default_factory=list)   # one metrics dict per evaluated round (round 0 = zero-shot)
     final: dict = field(default_factory=dict)
     run_id: str | None = None
+    experiment_id: str | None = None
     out_dir: str | None = None
     columns: tuple = ()          # the method's extra table columns (FedMethod.table_columns)
     headline: str = "acc/mean"   # the method's headline metric (FedMethod.headline)
+    backend: dict = field(default_factory=dict)   # where the clients ran: workers, nodes
 
     def metric(self, name: str) -> list[tuple[int, float]]:
         return [(r["round"], r[name]) for r in self.rounds if name in r]
@@ -46,9 +48,41 @@ def run_dir(cfg) -> Path:
 
 
 def _save_checkpoint(path: Path, payload: dict) -> None:
+    """Write the round's checkpoint atomically; the previous round's stays beside it (`checkpoint.prev.pt`)
+    for a resume to fall back to if the newest one is damaged."""
     tmp = path.with_suffix(".tmp")
     torch.save(payload, tmp)
+    if path.exists():
+        path.replace(previous_checkpoint(path))
     tmp.replace(path)
+
+
+def previous_checkpoint(path: Path) -> Path:
+    return path.with_name(path.stem + ".prev" + path.suffix)
+
+
+def load_checkpoint(path: Path) -> dict:
+    """The newest readable checkpoint: `path`, else the previous round's (said on stderr); one line naming
+    the file when neither can be read."""
+    from fedlab.validation import ConfigError
+
+    problems = []
+    for candidate in (path, previous_checkpoint(path)):
+        if not candidate.exists():
+            continue
+        try:
+            ck = torch.load(candidate, weights_only=False)
+            if not isinstance(ck, dict) or "round" not in ck:
+                raise ValueError("not a fedlab checkpoint")
+        except Exception as e:  # truncated, corrupt or foreign: try the previous round's
+            why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            problems.append(f"{candidate} is unreadable ({why})")
+            continue
+        if problems:
+            log_line(f"[fedlab] {problems[0]}; resuming from the previous round's checkpoint {candidate}")
+        return ck
+    raise ConfigError(f"resume: {'; '.join(problems)}; no earlier checkpoint to fall back to — delete "
+                      f"{path.parent} to start the run over")
 
 
 def _progress(method, m: dict, rounds: int, seconds: float) -> str:
@@ -80,8 +114,8 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
             logged = metrics["round"]
             marker.write_text(str(logged))
 
-    history = History(run_id=tracker.run_id, out_dir=str(out), columns=tuple(method.table_columns),
-                      headline=method.headline)
+    history = History(run_id=tracker.run_id, experiment_id=tracker.experiment_id, out_dir=str(out),
+                      columns=tuple(method.table_columns), headline=method.headline)
     num_clients = method.data.num_clients
     rounds = cfg.federation.rounds if method.trains else 0
     torch.set_num_threads(cfg.backend.threads)  # server-side compute too: same numbers on every backend
@@ -90,14 +124,16 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
     # worker process would
     clear_residents()
     backend.start(cfg, num_clients)
+    history.backend = backend.describe()
+    tracker.set_tags({f"fedlab.backend.{k}": v for k, v in history.backend.items()})
 
     def context(rnd: int) -> RoundContext:
         return RoundContext(rnd, backend, cfg, num_clients, method, tracker, out)
 
     start = 1
     method.setup()
-    if cfg.resume and ckpt_path.exists():
-        ck = torch.load(ckpt_path, weights_only=False)
+    if cfg.resume and (ckpt_path.exists() or previous_checkpoint(ckpt_path).exists()):
+        ck = load_checkpoint(ckpt_path)
         method.load_state_dict(ck["method"])
         backend.set_client_states(ck["client_states"])
         history.rounds = ck["history"]
