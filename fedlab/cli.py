@@ -19,7 +19,17 @@ def cmd_run(args) -> int:
 
     # config errors and preflight errors (raised by run_experiment before anything is written) reach
     # main(), which prints them as one line
-    history = run_experiment(load_config(args.config, args.overrides), progress=True)
+    cfg = load_config(args.config, args.overrides)
+    if args.seeds:
+        from fedlab.experiment import run_seeds
+
+        seeds = _seed_list(args.seeds)
+        histories, parent = run_seeds(cfg, seeds, progress=True)
+        print(final_table(histories))
+        print(f"\n{len(seeds)} seeds ({args.seeds}); mean ± half-width of the 95 % t-interval · MLflow parent run "
+              f"{parent or '(tracking off)'}")
+        return 0
+    history = run_experiment(cfg, progress=True)
     print(final_table(history))
     total = history.final.get("time/total", 0.0)
     print(f"\nrun {history.run_id or '(tracking off)'} · outputs in {history.out_dir} · {total:.1f}s")
@@ -28,6 +38,16 @@ def cmd_run(args) -> int:
 
         print(f"charts: `fedlab ui`, then {runs_view(history.experiment_id, history.run_id)}")
     return 0
+
+
+def _seed_list(text: str) -> list[int]:
+    try:
+        seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        seeds = []
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ConfigError(f"--seeds: {text!r} is not allowed; expected distinct integers, e.g. 0,1,2")
+    return seeds
 
 
 def cmd_ui(args) -> int:
@@ -50,9 +70,12 @@ def cmd_zoo(args) -> int:
     from fedlab.models import zoo
 
     if args.action == "list":
-        rows = [[r["name"], r["family"], r["role"], r["tokenizer"], "yes" if r["built"] else "no",
-                 r["params"], r["seconds"], r["about"]] for r in zoo.describe_zoo()]
-        print(format_table(rows, ["name", "family", "role", "tokenizer", "built", "params", "build s", "about"]))
+        rows = [[r["name"], r["family"], r["role"], r["tokenizer"], r["built"], r["params"], r["seconds"],
+                 r["fingerprint"], r["weights"], r["about"]] for r in zoo.describe_zoo()]
+        print(format_table(rows, ["name", "family", "role", "tokenizer", "built", "params", "build s", "recipe",
+                                  "weights sha256", "about"]))
+        print("\nbuilt: stale = cached by another recipe (rebuilt on next use); recipe = fingerprint of what "
+              "builds the model; weights sha256 = of the built weights")
         return 0
     names = args.names or zoo.TINY_ZOO
     for n in names:
@@ -94,9 +117,27 @@ def cmd_data(args) -> int:
     return 0
 
 
+# params that do not change what a run computes: runs that differ only in these (and the seed) are one row
+_NOT_THE_EXPERIMENT = ("seed", "resume", "output_dir", "tracking.")
+
+
+def group_by_seed(runs: list) -> list[list]:
+    """Runs whose logged configs differ only in the seed (and where they were written), grouped, newest
+    group first; parent runs (no config) are left out."""
+    groups: dict = {}
+    for r in runs:
+        p = r.data.params
+        if "method.name" not in p:
+            continue
+        key = tuple(sorted((k, v) for k, v in p.items() if not k.startswith(_NOT_THE_EXPERIMENT)))
+        groups.setdefault(key, []).append(r)
+    return list(groups.values())
+
+
 def cmd_report(args) -> int:
     import mlflow
 
+    from fedlab.stats import fmt_ci
     from fedlab.tracking import setup_mlflow
 
     setup_mlflow(args.uri, args.artifact_root, args.experiment)
@@ -107,14 +148,19 @@ def cmd_report(args) -> int:
         return 0
     client = mlflow.MlflowClient()
     rows = []
-    for r in runs:
-        p, m = r.data.params, r.data.metrics
-        zero = [x.value for x in client.get_metric_history(r.info.run_id, "acc/mean") if x.step == 0]
-        rows.append([r.info.run_name, p.get("method.name"), p.get("model.name"), p.get("data.partition"),
-                     p.get("data.num_clients"), p.get("federation.rounds"), zero[0] if zero else None,
-                     m.get("acc/mean"), r.info.status])
-    print(format_table(rows, ["run", "method", "model", "partition", "clients", "rounds", "zero-shot",
+    for group in group_by_seed(runs):
+        p = group[0].data.params
+        zero = [x.value for r in group for x in client.get_metric_history(r.info.run_id, "acc/mean") if x.step == 0]
+        final = [r.data.metrics["acc/mean"] for r in group if "acc/mean" in r.data.metrics]
+        seeds = sorted(int(r.data.params.get("seed", 0)) for r in group)
+        status = sorted({r.info.status for r in group})
+        rows.append([group[0].info.run_name if len(group) == 1 else f"{len(group)} runs", p.get("method.name"),
+                     p.get("model.name"), p.get("data.partition"), p.get("data.num_clients"),
+                     p.get("federation.rounds"), ",".join(map(str, seeds)), fmt_ci(zero), fmt_ci(final),
+                     "/".join(status)])
+    print(format_table(rows, ["run", "method", "model", "partition", "clients", "rounds", "seeds", "zero-shot",
                               "final acc", "status"]))
+    print("\nruns that differ only in the seed are one row: mean ± half-width of the 95 % t-interval")
     return 0
 
 
@@ -140,9 +186,11 @@ def cmd_sweep(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="fedlab", description="federated co-tuning of LLMs and SLMs")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run", help="run one experiment: fedlab run CONFIG [key=value ...]")
+    r = sub.add_parser("run", help="run one experiment: fedlab run CONFIG [key=value ...] [--seeds 0,1,2]")
     r.add_argument("config")
     r.add_argument("overrides", nargs="*")
+    r.add_argument("--seeds", default=None, help="run once per seed (e.g. 0,1,2) under one MLflow parent run; "
+                                                "the table shows mean ± 95%% interval")
     r.set_defaults(fn=cmd_run)
     z = sub.add_parser("zoo", help="build or list the embedded model zoo")
     z.add_argument("action", choices=["build", "list"])

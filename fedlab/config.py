@@ -351,8 +351,22 @@ def load_yaml_tree(path: str | Path) -> dict:
                            and not Path(p).is_absolute() else p for p in plugins]
     base = tree.pop("defaults", None)  # `defaults: other.yaml` inherits another file, relative to this one
     if base:
-        tree = deep_merge(load_yaml_tree(path.parent / base), tree)
+        tree = inherit(load_yaml_tree(path.parent / base), tree)
     return tree
+
+
+def _method_name(tree: dict):
+    section = tree.get("method")
+    return section.get("name") if isinstance(section, dict) else None
+
+
+def inherit(parent: dict, child: dict) -> dict:
+    """`child` over `parent`, except that a child naming another method starts that method's section from
+    the method's own defaults: a parent's FedProxy fields never leak into a TIES or FedOT child."""
+    name = _method_name(child)
+    if name is not None and name != _method_name(parent):
+        parent = {k: v for k, v in parent.items() if k != "method"}
+    return deep_merge(parent, child)
 
 
 def build_config(tree: dict) -> ExperimentConfig:
@@ -372,6 +386,7 @@ def build_config(tree: dict) -> ExperimentConfig:
     choose(name, registry.method_names(), "method.name")
     method_cls = registry.get(name).config_cls
     method = build_dataclass(method_cls, method_tree, "method")
+    method.check_fixed("method")
     top_names = [f.name for f in dataclasses.fields(ExperimentConfig)]
     for key in tree:
         if key not in top_names:
@@ -409,7 +424,13 @@ def _check_client_models(cfg) -> None:
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> ExperimentConfig:
+    """The config of a YAML file with dotted `key=value` overrides. An override `method.name=X` naming
+    another method than the file's starts the method section from X's defaults (the file's method fields
+    belong to its own method); the other `method.*` overrides apply on top, in any order."""
     tree = load_yaml_tree(path) if path else {}
+    names = [item.split("=", 1)[1].strip() for item in overrides if item.split("=", 1)[0].strip() == "method.name"]
+    if names and yaml.safe_load(names[-1]) != _method_name(tree):
+        tree.pop("method", None)
     for item in overrides:
         apply_override(tree, item)
     return build_config(tree)

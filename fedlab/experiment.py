@@ -64,6 +64,18 @@ def _check_hub_model(key: str, name: str) -> None:
                           f"and as a Hugging Face id it cannot be loaded here: {first}") from None
 
 
+def model_provenance(cfg: ExperimentConfig) -> dict:
+    """For every model the run uses (model.name and each model.clients entry): its zoo recipe fingerprint
+    and weights' sha256 (building a zoo model first if needed), so a result names the weights it came from."""
+    from fedlab.models.zoo import provenance, resolve
+
+    out = {}
+    for name in dict.fromkeys([cfg.model.name, *(cfg.model.clients or [])]):
+        resolve(name)
+        out[name] = provenance(name)
+    return out
+
+
 def run_experiment(cfg: ExperimentConfig, tracker=None, progress: bool = True):
     from fedlab import registry
     from fedlab.data.federated import build_federated_data
@@ -82,7 +94,10 @@ def run_experiment(cfg: ExperimentConfig, tracker=None, progress: bool = True):
     own_tracker = tracker is None
     tracker = tracker or make_tracker(cfg, run_id=resume_id)
     try:
+        models = model_provenance(cfg)
+        tracker.set_tags({f"fedlab.model.{name}.{k}": v for name, d in models.items() for k, v in d.items()})
         history = run_federation(method, backend, cfg, tracker, progress)
+        history.models = models
         _log_artifacts(cfg, method, history, tracker)
     except BaseException:
         backend.shutdown()
@@ -111,3 +126,63 @@ def _log_artifacts(cfg, method, history, tracker) -> None:
     png = accuracy_per_round(history.rounds, out / "accuracy_per_round.png",
                              f"{cfg.method.name} · {cfg.model.name} · {cfg.data.partition}", labels)
     tracker.log_artifact(png, "plots")
+
+
+def seed_summary(histories: list) -> dict:
+    """Mean and 95 % half-width over seeds of every final metric the runs share (time and per-round
+    bookkeeping left out): {metric: (mean, half-width)}."""
+    from fedlab.stats import mean_ci
+
+    keys = set.intersection(*[{k for k, v in h.final.items() if isinstance(v, (int, float))} for h in histories])
+    keys = {k for k in keys if k.startswith(("acc", "llm", "rouge", "em/", "loss/", "bytes/"))}
+    return {k: mean_ci([h.final[k] for h in histories]) for k in sorted(keys)}
+
+
+def run_seeds(cfg: ExperimentConfig, seeds: list[int], progress: bool = True):
+    """The config once per seed, each run an MLflow child of one parent run that gets every final metric's
+    mean and 95 % interval over the seeds (`<metric>` and `<metric>.ci95`). Returns (histories, parent
+    run id or None)."""
+    import dataclasses
+    import sys
+
+    from fedlab.tracking import make_tracker, setup_mlflow
+
+    runs = [dataclasses.replace(cfg, seed=s) for s in seeds]
+    for c in runs:
+        preflight(c)
+    parent = None
+    if cfg.tracking.enabled:
+        import mlflow
+
+        tc = cfg.tracking
+        exp_id = setup_mlflow(tc.uri, tc.artifact_root, tc.experiment)
+        name = tc.run_name or f"{cfg.method.name}-{Path(cfg.model.name).name}-seeds{','.join(map(str, seeds))}"
+        parent = mlflow.MlflowClient().create_run(exp_id, run_name=name, tags={"fedlab.seeds": ",".join(map(str, seeds))})
+        parent_id = parent.info.run_id
+    histories = []
+    try:
+        for c in runs:
+            if progress:
+                print(f"[fedlab] seed {c.seed} ({len(histories) + 1}/{len(runs)})", file=sys.stderr, flush=True)
+            tracker = make_tracker(c, tags={"mlflow.parentRunId": parent_id}) if parent else None
+            try:
+                histories.append(run_experiment(c, tracker=tracker, progress=progress))
+            except BaseException:
+                if tracker is not None:
+                    tracker.finish("FAILED")
+                raise
+            if tracker is not None:
+                tracker.finish()
+    except BaseException:
+        if parent:
+            mlflow.MlflowClient().set_terminated(parent_id, "FAILED")
+        raise
+    if parent:
+        client = mlflow.MlflowClient()
+        for k, (mean, half) in seed_summary(histories).items():
+            client.log_metric(parent_id, k, mean)
+            if half == half:   # not nan
+                client.log_metric(parent_id, f"{k}.ci95", half)
+        client.log_param(parent_id, "seeds", ",".join(map(str, seeds)))
+        client.set_terminated(parent_id)
+    return histories, (parent_id if parent else None)

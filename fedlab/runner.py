@@ -14,8 +14,9 @@ then renders `RESULTS.md`. `--seeds 0,1,2`, `--only PREFIX`, `--rerun`, `--rende
 `key=value` overrides for every run. Every run is logged to MLflow under one parent run per table.
 
 A record holds what recomputes a table without MLflow: key, label, setting, seed, the resolved method
-config, the final and zero-shot metrics, a per-round summary, the script's own summary, the command, the
-MLflow run id, wall time, fedlab's version and git commit.
+config, the final and zero-shot metrics, a per-round summary, the script's own summary, the models' zoo
+fingerprints and weights' sha256, the command, the MLflow run id, wall time, fedlab's version and git
+commit.
 """
 from __future__ import annotations
 
@@ -123,7 +124,7 @@ def make_record(planned: Planned, seed: int, cfg, history, seconds: float, extra
         "config_hash": run_key(cfg), "final": _numbers(history.final),
         "zero": {k: v for k, v in _numbers(zero).items() if "acc" in k},
         "rounds": [{k: r[k] for k in ("round", *ROUND_KEYS) if k in r} for r in history.rounds],
-        "headline": history.headline, "summary": summary,
+        "headline": history.headline, "summary": summary, "models": history.models,
         "command": planned.command(seed, extra), "run_id": history.run_id, "seconds": round(seconds, 1),
         "fedlab": fedlab.__version__, "git": _git_commit(),
     }

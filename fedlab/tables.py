@@ -14,15 +14,26 @@ def format_table(rows: list[list], header: list[str]) -> str:
 def final_table(history) -> str:
     """Per task and mean: zero-shot (round 0) against the final round, then the columns the method
     declared for its own server-side models (`FedMethod.table_columns`: which round, "first" or "final",
-    metric prefix, header; `{round}` in a header is the final round)."""
-    zero, last = history.rounds[0], history.final
-    extra = [(zero if which == "first" else last, prefix, label.format(round=last.get("round")))
-             for which, prefix, label in history.columns]
-    extra = [(src, p, label) for src, p, label in extra if f"{p}acc/mean" in src]
-    tasks = sorted({k.split("_", 1)[1] for k in list(zero) + list(last) if k.startswith("acc/task_")})
-    rows = [[t, zero.get(f"acc/task_{t}"), last.get(f"acc/task_{t}")] + [src.get(f"{p}acc/task_{t}")
-                                                                           for src, p, _ in extra]
-            for t in tasks]
-    rows.append(["mean (over clients)", zero.get("acc/mean"), last.get("acc/mean")]
-                + [src.get(f"{p}acc/mean") for src, p, _ in extra])
-    return format_table(rows, ["task", "zero-shot", f"final (round {last.get('round')})"] + [n for *_, n in extra])
+    metric prefix, header; `{round}` in a header is the final round). Given several histories (one per
+    seed), each cell is the mean ± the half-width of its 95 % interval."""
+    from fedlab.stats import fmt_ci
+
+    histories = history if isinstance(history, (list, tuple)) else [history]
+    first = histories[0]
+    last_round = first.final.get("round")
+    sources = [("first", "", "zero-shot"), ("final", "", f"final (round {last_round})")]
+    sources += [(which, prefix, label.format(round=last_round)) for which, prefix, label in first.columns]
+    pick = lambda h, which: h.rounds[0] if which == "first" else h.final  # noqa: E731
+    sources = [(w, p, label) for w, p, label in sources if f"{p}acc/mean" in pick(first, w)]
+    tasks = sorted({k.split("_", 1)[1] for w in ("first", "final") for k in pick(first, w) if k.startswith("acc/task_")})
+
+    def cell(which, prefix, metric):
+        vals = [pick(h, which).get(f"{prefix}{metric}") for h in histories]
+        vals = [v for v in vals if v is not None]
+        if not vals:
+            return None
+        return vals[0] if len(histories) == 1 else fmt_ci(vals)
+
+    rows = [[t, *[cell(w, p, f"acc/task_{t}") for w, p, _ in sources]] for t in tasks]
+    rows.append(["mean (over clients)", *[cell(w, p, "acc/mean") for w, p, _ in sources]])
+    return format_table(rows, ["task", *[label for *_, label in sources]])

@@ -27,8 +27,25 @@ def choose(value: str, allowed, key: str, prefix: str = "") -> None:
 
 @dataclass(frozen=True)
 class MethodConfig:
-    """Base of every method's config; each method subclasses it with its own documented fields."""
+    """Base of every method's config; each method subclasses it with its own documented fields. A variant
+    that is a parameterisation of another (TIES of FedProxy, FedOT of the Offsite-Tuning family) names
+    the fields it pins in `fixed`: setting one to another value is an error naming the method to use."""
     name: str = "fedavg"
 
     # whether clients may run different models (model.clients); methods that average weights may not
     heterogeneous_clients: ClassVar[bool] = False
+    # fields this method pins to its defaults (a variant's defining parameters)
+    fixed: ClassVar[tuple[str, ...]] = ()
+    # the method to name instead when a fixed field should change
+    general: ClassVar[str | None] = None
+
+    def check_fixed(self, p: str = "method") -> None:
+        from dataclasses import fields
+
+        defaults = {f.name: f.default for f in fields(self)}
+        for key in self.fixed:
+            value = getattr(self, key)
+            if value != defaults[key]:
+                use = f"; use method.name={self.general} to set it" if self.general else ""
+                raise ConfigError(f"{p}.{key}: {value!r} is not allowed with method {self.name!r}, which fixes "
+                                  f"it at {defaults[key]!r}{use}")

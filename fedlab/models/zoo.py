@@ -3,6 +3,7 @@ fedlab, pretrained on the embedded corpus and cached on disk (SPEC.md §6); plus
 Face model id or local directory through the same `load_model` interface."""
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -11,6 +12,7 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import torch
@@ -108,12 +110,67 @@ ZOO: dict[str, ZooSpec] = {s.name: s for s in [
 TINY_ZOO = [n for n in ZOO if n.startswith("tiny-")]
 
 
+# bump when the build procedure changes in a way the recipe below does not capture
+ZOO_VERSION = 2
+
+
 def zoo_dir(name: str) -> Path:
     return fedlab_home() / "zoo" / name
 
 
-def is_built(name: str) -> bool:
-    return (zoo_dir(name) / "meta.json").exists()
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def recipe(name: str, world_seed: int = 0) -> dict:
+    """Everything a zoo model is built from: architecture, tokenizer, world, corpus, optimisation, seeds,
+    fedlab's zoo version and the library versions that train it. Its hash keys the cache."""
+    import tokenizers
+    import transformers
+
+    spec = ZOO[name]
+    arch = spec.make_config(spec.vocab_size, 0, 1).to_dict()
+    arch = {k: v for k, v in arch.items() if k not in ("transformers_version", "_name_or_path")}
+    corpus, tokenizer_text = _text_digests(world_seed)
+    return {"name": name, "zoo_version": ZOO_VERSION, "family": spec.family, "architecture": arch,
+            "tokenizer_style": spec.tokenizer_style, "vocab_size": spec.vocab_size, "steps": spec.steps,
+            "lr": spec.lr, "batch_size": spec.batch_size, "seq_len": spec.seq_len, "world_seed": world_seed,
+            "corpus_sha256": corpus, "tokenizer_text_sha256": tokenizer_text,
+            "libraries": {"torch": torch.__version__.split("+")[0], "transformers": transformers.__version__,
+                          "tokenizers": tokenizers.__version__}}
+
+
+@lru_cache(maxsize=4)
+def _text_digests(world_seed: int) -> tuple[str, str]:
+    from fedlab.data.corpus import corpus_lines
+
+    return _sha256("\n".join(corpus_lines(world_seed))), _sha256("\n".join(_tokenizer_lines(world_seed)))
+
+
+@lru_cache(maxsize=64)
+def fingerprint(name: str, world_seed: int = 0) -> str:
+    return _sha256(json.dumps(recipe(name, world_seed), sort_keys=True, default=str))[:16]
+
+
+def weights_sha256(state: dict) -> str:
+    """sha256 over a state dict's tensors (names, dtypes, shapes and bytes, in name order)."""
+    h = hashlib.sha256()
+    for k in sorted(state):
+        t = state[k].detach().cpu().contiguous()
+        h.update(f"{k}|{t.dtype}|{tuple(t.shape)}|".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
+def read_meta(name: str) -> dict:
+    path = zoo_dir(name) / "meta.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def is_built(name: str, world_seed: int = 0) -> bool:
+    """Built by the current recipe: a cached model whose fingerprint differs is stale, never reused."""
+    meta = read_meta(name)
+    return bool(meta) and meta.get("fingerprint") == fingerprint(name, world_seed)
 
 
 def _tokenizer_lines(world_seed: int) -> list[str]:
@@ -157,14 +214,21 @@ def build(name: str, world_seed: int = 0, force: bool = False, progress: bool = 
     if name not in ZOO:
         raise KeyError(f"zoo model {name!r} is not known; allowed: {', '.join(ZOO)}")
     out = zoo_dir(name)
-    if is_built(name) and not force:
+    if is_built(name, world_seed) and not force:
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out.parent / f".{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            if is_built(name) and not force:
+            if is_built(name, world_seed) and not force:
                 return out
+            old = read_meta(name)
+            if old and progress:
+                import sys
+
+                print(f"[fedlab] zoo: {name} in the cache was built by another recipe (fingerprint "
+                      f"{old.get('fingerprint', 'none')}, now {fingerprint(name, world_seed)}): rebuilding",
+                      file=sys.stderr, flush=True)
             return _build_locked(name, world_seed, progress, out)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
@@ -218,7 +282,9 @@ def _build_locked(name: str, world_seed: int, progress: bool, out: Path) -> Path
     tok.save_pretrained(tmp)
     meta = dict(name=name, family=spec.family, tokenizer_style=spec.tokenizer_style, vocab=len(tok),
                 params=sum(p.numel() for p in model.parameters()), steps=spec.steps, final_loss=loss_v,
-                seconds=round(time.time() - t0, 1), world_seed=world_seed, role=spec.role)
+                seconds=round(time.time() - t0, 1), world_seed=world_seed, role=spec.role,
+                fingerprint=fingerprint(name, world_seed), weights_sha256=weights_sha256(model.state_dict()),
+                recipe=recipe(name, world_seed))
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
@@ -231,11 +297,26 @@ def _build_locked(name: str, world_seed: int, progress: bool, out: Path) -> Path
 def describe_zoo() -> list[dict]:
     rows = []
     for name, spec in ZOO.items():
-        meta = json.loads((zoo_dir(name) / "meta.json").read_text()) if is_built(name) else {}
+        meta = read_meta(name)
+        built = "yes" if is_built(name) else ("stale" if meta else "no")
         rows.append(dict(name=name, family=spec.family, role=spec.role, tokenizer=spec.tokenizer_style,
-                         built=is_built(name), params=meta.get("params"), loss=meta.get("final_loss"),
-                         seconds=meta.get("seconds"), about=spec.about))
+                         built=built, params=meta.get("params"), loss=meta.get("final_loss"),
+                         seconds=meta.get("seconds"), fingerprint=fingerprint(name),
+                         weights=(meta.get("weights_sha256") or "")[:12] or None, about=spec.about))
     return rows
+
+
+def provenance(name: str) -> dict:
+    """What identifies the weights a run used: for a zoo model its recipe fingerprint and weights' sha256;
+    for a converted real model its weights' sha256; for anything else the name it was loaded by."""
+    from fedlab.models import real
+
+    if name in ZOO:
+        meta = read_meta(name)
+        return {"fingerprint": meta.get("fingerprint"), "weights_sha256": meta.get("weights_sha256")}
+    if name in real.REAL_MODELS:
+        return {"weights_sha256": real.weights_digest(name)}
+    return {"source": name}
 
 
 def resolve(name: str) -> str:

@@ -29,6 +29,7 @@ class History:
     columns: tuple = ()          # the method's extra table columns (FedMethod.table_columns)
     headline: str = "acc/mean"   # the method's headline metric (FedMethod.headline)
     backend: dict = field(default_factory=dict)   # where the clients ran: workers, nodes
+    models: dict = field(default_factory=dict)    # model name -> what identifies its weights (zoo recipe, sha256)
 
     def metric(self, name: str) -> list[tuple[int, float]]:
         return [(r["round"], r[name]) for r in self.rounds if name in r]

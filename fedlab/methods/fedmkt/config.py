@@ -54,3 +54,5 @@ class LLM2SLMConfig(FedMKTConfig):
     """LLM2SLM baseline: FedMKT with the server's LLM frozen; it only teaches the clients."""
     name: str = "llm2slm"
     mutual: bool = False
+    fixed: ClassVar[tuple[str, ...]] = ("mutual",)
+    general: ClassVar[str] = "fedmkt"

@@ -1,5 +1,6 @@
 """Config of `fedproxy` and its variants (light: imported by config validation)."""
 from dataclasses import dataclass
+from typing import ClassVar
 
 from fedlab.validation import MethodConfig, check, choose
 
@@ -53,6 +54,8 @@ class TiesConfig(FedProxyConfig):
     name: str = "ties"
     aggregator: str = "ties"
     pcr_lambda: float = 0.0
+    fixed: ClassVar[tuple[str, ...]] = ("aggregator", "pcr_lambda")
+    general: ClassVar[str] = "fedproxy"
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,7 @@ class OffsiteConfig(FedProxyConfig):
     name: str = "fedot"
     aggregator: str = "fedavg"
     pcr_lambda: float = 0.0
+    fixed: ClassVar[tuple[str, ...]] = ("aggregator", "pcr_lambda", "pooled", "train_emulator", "realign")
     adapter_front: int = 2
     adapter_back: int = 2
     train_emulator: bool = False     # FedOT-ET: LoRA on the emulator too (discarded at plug-in)
