@@ -166,6 +166,9 @@ class EvalConfig:
     length_normalized: bool = False       # acc_norm: log-likelihood divided by the choice's characters
     max_per_task: Optional[int] = None
     batch_size: int = 64
+    # shared: each prompt runs once and every choice is scored on its key/value cache; pairs: one forward
+    # pass per (prompt, choice) — the same sums, several times the compute (kept as the reference)
+    scorer: Literal["shared", "pairs"] = "shared"
 
     def validate(self, p: str) -> None:
         check(self.every >= 1, f"{p}.every", self.every, "an integer >= 1")

@@ -49,3 +49,8 @@ def test_train_step_and_memory_benchmarks_run(pico_zoo):
 def test_round_overhead_benchmark_runs():
     out = _run("benchmarks/round_overhead.py", "--rounds", "3", timeout=1200)
     assert "fedlab ray" in out
+
+
+def test_eval_speed_benchmark_runs(pico_zoo):
+    out = _run("benchmarks/eval_speed.py", "--model", "pico-llama", "--n", "8", "--threads", "1")
+    assert "speed-up" in out and "identical accuracy on 8/8 tasks" in out

@@ -1,4 +1,5 @@
 """Evaluation: log-likelihood scoring against a hand computation, Rouge-L and exact match."""
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -27,3 +28,26 @@ def test_rouge_l_and_exact_match():
     rl, em = rouge_l_and_em(["bob lives in paris.", "alice"], ["Bob lives in Paris", "carol likes soup"])
     assert em == 0.5
     assert 0.49 < rl < 0.51  # 1.0 for the first pair, 0.0 for the second
+
+
+@pytest.mark.parametrize("name", ["pico-llama", "pico-gpt2", "pico-opt", "pico-bloom", "pico-qwen2"])
+def test_shared_prefix_scoring_equals_scoring_each_pair(fedlab_home, name):
+    """Each prompt once with its choices on the key/value cache gives the per-pair sums (to float rounding)
+    and the same accuracy on every multiple-choice task, on every zoo architecture."""
+    from fedlab.data.tasks import TASKS, task_examples
+    from fedlab.eval import mc_accuracy
+    from fedlab.eval.multiple_choice import choice_loglikelihoods
+    from fedlab.models.zoo import load_model
+
+    model, tok = load_model(name)
+    tok.pad_token = tok.pad_token or tok.eos_token
+    for task in [t for t, spec in TASKS.items() if spec.n_choices]:
+        ex = task_examples(task, "test", 24)
+        shared = choice_loglikelihoods(model, tok, ex, 96, 16, shared=True)
+        pairs = choice_loglikelihoods(model, tok, ex, 96, 16, shared=False)
+        assert torch.allclose(torch.tensor(shared), torch.tensor(pairs), atol=1e-4), task
+        assert mc_accuracy(model, tok, ex, shared=True) == mc_accuracy(model, tok, ex, shared=False), task
+    # a prompt too long to keep whole falls back to per-pair scoring with the reference's truncation
+    long = task_examples("recall", "test", 4)
+    assert choice_loglikelihoods(model, tok, long, 12, 16, shared=True) == \
+        choice_loglikelihoods(model, tok, long, 12, 16, shared=False)

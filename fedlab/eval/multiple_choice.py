@@ -1,5 +1,10 @@
 """Multiple-choice accuracy by the summed log-likelihood of each choice given the prompt (lm-eval style),
-and its length-normalised variant (log-likelihood divided by the choice's length in characters)."""
+and its length-normalised variant (log-likelihood divided by the choice's length in characters).
+
+Scoring runs each prompt once: a batch of prompts (left-padded) fills a key/value cache, the cache is
+repeated once per choice, and the choices' tokens run on top of it — instead of one full forward pass per
+(prompt, choice) pair. The sums are the same quantities as scoring each pair on its own (`shared=False`,
+kept as the reference and for prompts that would need truncating)."""
 from __future__ import annotations
 
 import torch
@@ -9,46 +14,127 @@ from fedlab.data.collate import PadCollator, continuation_ids
 from fedlab.data.tasks import Example
 
 
+def _encode(tokenizer, examples: list[Example]) -> list[tuple[list[int], list[list[int]]]]:
+    """Per example: the prompt's token ids and each choice's continuation ids (as scored after it)."""
+    out = []
+    for ex in examples:
+        pairs = [continuation_ids(tokenizer, ex.prompt, " " + c) for c in ex.choices]
+        out.append((pairs[0][0], [cont for _, cont in pairs]))
+    return out
+
+
 @torch.no_grad()
-def choice_loglikelihoods(model, tokenizer, examples: list[Example], max_length: int = 128,
-                          batch_size: int = 64) -> list[list[float]]:
-    """For each example, the summed log-probability of every choice's tokens after the prompt."""
-    device = next(model.parameters()).device
-    items, owners = [], []
-    for i, ex in enumerate(examples):
-        for j, choice in enumerate(ex.choices):
-            ctx, cont = continuation_ids(tokenizer, ex.prompt, " " + choice)
-            ctx = ctx[-(max_length - len(cont)):]
-            items.append({"input_ids": ctx + cont, "labels": [-100] * len(ctx) + cont})
-            owners.append((i, j))
-    # longest first keeps padding low
-    order = sorted(range(len(items)), key=lambda k: -len(items[k]["input_ids"]))
-    collate = PadCollator(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
-    scores = [[0.0] * len(ex.choices) for ex in examples]
-    was_training = model.training
-    model.eval()
+def _score_pairs(model, pad_id: int, items: list[tuple[list[int], list[int]]], max_length: int,
+                 batch_size: int, device) -> list[float]:
+    """Summed log-probability of each continuation after its context, one full sequence per pair."""
+    seqs = []
+    for ctx, cont in items:
+        ctx = ctx[-(max_length - len(cont)):]
+        seqs.append({"input_ids": ctx + cont, "labels": [-100] * len(ctx) + cont})
+    order = sorted(range(len(seqs)), key=lambda k: -len(seqs[k]["input_ids"]))   # longest first: less padding
+    collate = PadCollator(pad_id)
+    out = [0.0] * len(seqs)
     for s in range(0, len(order), batch_size):
         idx = order[s:s + batch_size]
-        batch = collate([items[k] for k in idx])
+        batch = collate([seqs[k] for k in idx])
         logits = model(input_ids=batch["input_ids"].to(device),
                        attention_mask=batch["attention_mask"].to(device)).logits.float()
         logp = F.log_softmax(logits[:, :-1], dim=-1)
         labels = batch["labels"][:, 1:].to(device)
         mask = labels != -100
         tok = logp.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)
-        ll = (tok * mask).sum(1).tolist()
-        for k, v in zip(idx, ll):
-            i, j = owners[k]
-            scores[i][j] = v
-    model.train(was_training)
+        for k, v in zip(idx, (tok * mask).sum(1).tolist()):
+            out[k] = v
+    return out
+
+
+@torch.no_grad()
+def _score_shared(model, pad_id: int, encoded: list[tuple[list[int], list[list[int]]]], batch_size: int,
+                  device) -> list[list[float]]:
+    """Each prompt once, then every choice of it on the prompt's key/value cache."""
+    from transformers import DynamicCache
+
+    scores: list[list[float]] = [[] for _ in encoded]
+    order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i][0]))
+    for s in range(0, len(order), batch_size):
+        idx = order[s:s + batch_size]
+        ctxs = [encoded[i][0] for i in idx]
+        width = max(len(c) for c in ctxs)
+        ids = torch.full((len(idx), width), pad_id, dtype=torch.long)
+        mask = torch.zeros((len(idx), width), dtype=torch.long)
+        for r, c in enumerate(ctxs):                      # left padding: every prompt ends at the last column
+            ids[r, width - len(c):] = torch.tensor(c)
+            mask[r, width - len(c):] = 1
+        ids, mask = ids.to(device), mask.to(device)
+        pos = (mask.cumsum(1) - 1).clamp(min=0)
+        cache = DynamicCache()
+        out = model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True)
+        first = F.log_softmax(out.logits[:, -1].float(), dim=-1)          # predicts every choice's first token
+        owners = [r for r, i in enumerate(idx) for _ in encoded[i][1]]
+        conts = [c for i in idx for c in encoded[i][1]]
+        longest = max(len(c) for c in conts)
+        cache = out.past_key_values
+        cache.batch_select_indices(torch.tensor(owners, device=device))
+        cids = torch.full((len(conts), longest), pad_id, dtype=torch.long)
+        cmask = torch.zeros((len(conts), longest), dtype=torch.long)
+        for r, c in enumerate(conts):
+            cids[r, :len(c)] = torch.tensor(c)
+            cmask[r, :len(c)] = 1
+        cids, cmask = cids.to(device), cmask.to(device)
+        own = torch.tensor(owners, device=device)
+        lengths = mask.sum(1)[own]
+        cpos = lengths[:, None] + torch.arange(longest, device=device)[None, :]
+        logits = model(input_ids=cids, attention_mask=torch.cat([mask[own], cmask], 1), position_ids=cpos,
+                       past_key_values=cache, use_cache=True).logits.float()
+        logp = F.log_softmax(logits[:, :-1], dim=-1)                      # position t predicts token t+1
+        nxt = logp.gather(-1, cids[:, 1:].unsqueeze(-1)).squeeze(-1) * cmask[:, 1:]
+        total = first[own].gather(-1, cids[:, :1]).squeeze(-1) + nxt.sum(1)
+        k = 0
+        for i in idx:
+            n = len(encoded[i][1])
+            scores[i] = total[k:k + n].tolist()
+            k += n
+    return scores
+
+
+@torch.no_grad()
+def choice_loglikelihoods(model, tokenizer, examples: list[Example], max_length: int = 128,
+                          batch_size: int = 64, shared: bool = True) -> list[list[float]]:
+    """For each example, the summed log-probability of every choice's tokens after the prompt."""
+    device = next(model.parameters()).device
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    encoded = _encode(tokenizer, examples)
+    # prompts that would be truncated (prompt + a choice longer than max_length) are scored pair by pair,
+    # with the per-pair truncation the reference applies
+    fits = [shared and len(ctx) + max(len(c) for c in conts) <= max_length and min(len(c) for c in conts) > 0
+            for ctx, conts in encoded]
+    was_training = model.training
+    model.eval()
+    try:
+        scores: list[list[float]] = [[] for _ in examples]
+        fit_idx = [i for i, ok in enumerate(fits) if ok]
+        if fit_idx:
+            per_prompt = max(1, batch_size // max(len(examples[i].choices) for i in fit_idx))
+            for i, sc in zip(fit_idx, _score_shared(model, pad_id, [encoded[i] for i in fit_idx], per_prompt, device)):
+                scores[i] = sc
+        rest = [i for i, ok in enumerate(fits) if not ok]
+        pairs = [(encoded[i][0], c) for i in rest for c in encoded[i][1]]
+        flat = _score_pairs(model, pad_id, pairs, max_length, batch_size, device) if pairs else []
+        k = 0
+        for i in rest:
+            n = len(encoded[i][1])
+            scores[i] = flat[k:k + n]
+            k += n
+    finally:
+        model.train(was_training)
     return scores
 
 
 def mc_accuracy(model, tokenizer, examples: list[Example], length_normalized: bool = False,
-                max_length: int = 128, batch_size: int = 64) -> float:
+                max_length: int = 128, batch_size: int = 64, shared: bool = True) -> float:
     if not examples:
         return float("nan")
-    scores = choice_loglikelihoods(model, tokenizer, examples, max_length, batch_size)
+    scores = choice_loglikelihoods(model, tokenizer, examples, max_length, batch_size, shared)
     correct = 0
     for ex, sc in zip(examples, scores):
         if length_normalized:

@@ -13,7 +13,7 @@ def evaluate_task(model, tokenizer, data, task: str, cfg) -> dict:
         examples = examples[: cfg.eval.max_per_task]
     if examples and examples[0].is_choice:
         acc = mc_accuracy(model, tokenizer, examples, cfg.eval.length_normalized, cfg.model.max_length,
-                          cfg.eval.batch_size)
+                          cfg.eval.batch_size, shared=cfg.eval.scorer == "shared")
         return {f"acc/{task}": acc, f"n/{task}": len(examples)}
     scores = generation_scores(model, tokenizer, examples)
     return {f"rougeL/{task}": scores["rougeL"], f"em/{task}": scores["em"], f"n/{task}": len(examples)}
