@@ -24,7 +24,7 @@ def cmd_run(args) -> int:
         from fedlab.experiment import run_seeds
 
         seeds = _seed_list(args.seeds)
-        histories, parent = run_seeds(cfg, seeds, progress=True)
+        histories, parent = run_seeds(cfg, seeds, progress=True, jobs=args.jobs)
         print(final_table(histories))
         print(f"\n{len(seeds)} seeds ({args.seeds}); mean ± half-width of the 95 % t-interval · MLflow parent run "
               f"{parent or '(tracking off)'}")
@@ -191,6 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("overrides", nargs="*")
     r.add_argument("--seeds", default=None, help="run once per seed (e.g. 0,1,2) under one MLflow parent run; "
                                                 "the table shows mean ± 95%% interval")
+    r.add_argument("--jobs", type=int, default=None, help="with --seeds: runs at once (default: as many as the "
+                                                         "cores allow for backend.threads; 1 = one after another)")
     r.set_defaults(fn=cmd_run)
     z = sub.add_parser("zoo", help="build or list the embedded model zoo")
     z.add_argument("action", choices=["build", "list"])

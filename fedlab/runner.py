@@ -157,12 +157,12 @@ def _parent_run(results: Results, cfg, title: str) -> str | None:
 
 def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tuple[str, ...] = (),
             rerun: bool = False, title: str = "", summarize: Callable | None = None,
-            progress: bool = True) -> int:
-    """Run every (row, seed) the results do not hold for the current config; returns how many ran."""
+            progress: bool = True, jobs: int | None = None) -> int:
+    """Run every (row, seed) the results do not hold for the current config, `jobs` at a time (default: as
+    many as the cores allow for the runs' threads), saving each record as its run ends; returns how many ran."""
     from fedlab.config import load_config
-    from fedlab.experiment import run_experiment
+    from fedlab.parallel import default_jobs, run_many
     from fedlab.runtime.federation import run_key
-    from fedlab.tracking import make_tracker
 
     todo = []
     for p in plan:
@@ -171,32 +171,26 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
             old = results.records.get(record_key(p.key, seed))
             if rerun or old is None or old.get("config_hash") != run_key(cfg):
                 todo.append((p, seed, cfg))
-    done_s: list[float] = []
-    parent = _parent_run(results, todo[0][2], title or str(results.path.parent.name)) if todo else None
-    for i, (p, seed, cfg) in enumerate(todo):
-        if progress:
-            eta = "" if not done_s else f", about {sum(done_s) / len(done_s) * (len(todo) - i) / 60:.0f} min left"
-            print(f"[fedlab] table run {i + 1}/{len(todo)}: {p.key} seed {seed}{eta}", file=sys.stderr, flush=True)
-        t0 = time.perf_counter()
-        tags = {"mlflow.parentRunId": parent, "fedlab.table": title} if parent else None
-        tracker = make_tracker(cfg, tags=tags) if cfg.tracking.enabled else None
-        try:
-            h = run_experiment(cfg, tracker=tracker, progress=False)
-        except BaseException:
-            if tracker is not None:
-                tracker.finish("FAILED")
-            raise
-        if tracker is not None:
-            tracker.finish()
-        seconds = time.perf_counter() - t0
-        done_s.append(seconds)
+    if not todo:
+        return 0
+    jobs = default_jobs([c for *_, c in todo]) if jobs is None else jobs
+    parent = _parent_run(results, todo[0][2], title or str(results.path.parent.name))
+    tags = {"mlflow.parentRunId": parent, "fedlab.table": title} if parent else None
+    if progress:
+        print(f"[fedlab] table: {len(todo)} runs to make, {jobs} at a time", file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    for done, (i, h) in enumerate(run_many([c for *_, c in todo], [tags] * len(todo), jobs), 1):
+        p, seed, cfg = todo[i]
+        seconds = h.final.get("time/total", float("nan"))
         results.records[record_key(p.key, seed)] = make_record(p, seed, cfg, h, seconds, extra,
                                                                summarize(cfg, h) if summarize else None)
         results.save()
         if progress:
+            left = (time.perf_counter() - t0) / done * (len(todo) - done)
             score = h.final.get(h.headline)
-            print(f"[fedlab]   {p.key} seed {seed}: {h.headline} {score if score is None else round(score, 4)} "
-                  f"({seconds:.0f}s)", file=sys.stderr, flush=True)
+            print(f"[fedlab] table run {done}/{len(todo)}: {p.key} seed {seed}: {h.headline} "
+                  f"{score if score is None else round(score, 4)} ({seconds:.0f}s)"
+                  + (f", about {left / 60:.0f} min left" if done < len(todo) else ""), file=sys.stderr, flush=True)
     return len(todo)
 
 
@@ -207,6 +201,8 @@ def table_parser(title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2)) ->
     ap.add_argument("--only", default=None, help="run only rows whose key starts with this")
     ap.add_argument("--rerun", action="store_true", help="run again rows that results.json already holds")
     ap.add_argument("--render-only", action="store_true", help="write RESULTS.md from results.json, run nothing")
+    ap.add_argument("--jobs", type=int, default=None, help="runs at once (default: as many as the cores allow; "
+                                                         "1 = one after another)")
     return ap
 
 
@@ -222,7 +218,7 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
     rows = [p for p in plan() if args.only is None or p.key.startswith(args.only)]
     try:
         if not args.render_only:
-            execute(rows, results, seeds, tuple(args.overrides), args.rerun, title, summarize)
+            execute(rows, results, seeds, tuple(args.overrides), args.rerun, title, summarize, jobs=args.jobs)
     except ConfigError as e:
         print(f"fedlab: error: {e}", file=sys.stderr)
         return 2

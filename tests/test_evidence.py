@@ -85,3 +85,16 @@ def test_runner_records_name_the_weights(pico_zoo, tmp_path):
     rec = json.loads((tmp_path / "results.json").read_text())["r@seed0"]
     assert set(rec["models"]["pico-llama"]) == {"fingerprint", "weights_sha256"}
     assert rec["git"] is None or len(rec["git"].split("+")[0]) == 40
+
+
+def test_seeds_in_parallel_give_the_sequential_numbers(pico_zoo, tmp_path):
+    from fedlab.config import load_config
+    from fedlab.experiment import run_seeds
+
+    cfg = load_config(ROOT / "experiments/defaults.yaml", [*SMALL, "tracking.enabled=false",
+                                                           f"output_dir={tmp_path}/runs"])
+    one, _ = run_seeds(cfg, [0, 1], progress=False, jobs=1)
+    two, _ = run_seeds(cfg, [0, 1], progress=False, jobs=2)
+    keys = lambda h: {k: v for k, v in h.final.items() if k.startswith(("acc/", "loss/", "bytes/"))}  # noqa: E731
+    assert [keys(h) for h in one] == [keys(h) for h in two]
+    assert keys(one[0]) != keys(one[1])

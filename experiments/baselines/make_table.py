@@ -13,11 +13,17 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from fedlab.data.tasks import TASKS as TASK_SPECS
 from fedlab.runner import Planned, Results, run_table
+from fedlab.stats import paired_difference
 
 HERE = Path(__file__).resolve().parent
 METHODS = ["zeroshot", "standalone", "fedavg", "fedprox", "centralized"]
 TASKS = ["recall", "two_hop", "arithmetic", "category", "sentiment", "paraphrase", "entailment", "topic"]
+TRAINED = ["standalone", "fedavg", "fedprox", "centralized"]
+# differences a reader asks about, paired over seeds (same seed = same data, sampling and initialisation)
+PAIRS = [("centralized", "zeroshot"), ("centralized", "standalone"), ("centralized", "fedavg"),
+         ("fedavg", "standalone"), ("fedprox", "fedavg")]
 
 
 def plan() -> list[Planned]:
@@ -50,7 +56,60 @@ def render(r: Results) -> str:
             secs = r.values(key, lambda rec: rec["seconds"])
             lines.append(f"| {m} | " + " | ".join(r.final(key, f"acc/task_{t}", 2) for t in TASKS)
                          + f" | {r.final(key, 'acc/mean')} | {sum(secs) / len(secs):.0f} |")
+    lines += headroom(r, "tiny/hetero") + differences(r, "tiny/hetero", "heterogeneous")
+    lines += differences(r, "tiny/homo", "homogeneous")
     return "\n".join(lines) + "\n"
+
+
+def _by_seed(r: Results, key: str, metric: str) -> dict[int, float]:
+    return {rec["seed"]: rec["final"][metric] for rec in r.runs(key) if metric in rec["final"]}
+
+
+def _mean(r: Results, key: str, metric: str):
+    vals = list(_by_seed(r, key, metric).values())
+    return sum(vals) / len(vals) if vals else None
+
+
+def differences(r: Results, prefix: str, setting: str) -> list[str]:
+    """Paired differences of the mean accuracy over the seeds both rows have."""
+    out = []
+    for a, b in PAIRS:
+        x, y = _by_seed(r, f"{prefix}/{a}", "acc/mean"), _by_seed(r, f"{prefix}/{b}", "acc/mean")
+        seeds = sorted(set(x) & set(y))
+        if len(seeds) < 2:
+            continue
+        d = paired_difference([x[s] for s in seeds], [y[s] for s in seeds])
+        out.append(f"| {a} − {b} | {d['mean']:+.3f} ± {d['half']:.3f} | {d['p']:.3g} | "
+                   f"{'yes' if d['significant'] else 'no'} |")
+    if not out:
+        return []
+    return ["", f"Paired differences of the mean accuracy, {setting} setting (over {len(seeds)} seeds; "
+                "± the 95 % t-interval of the difference; significant: the interval excludes 0):", "",
+            "| difference | mean ± 95 % | p (paired t) | significant |", "|---|---|---|---|", *out]
+
+
+def headroom(r: Results, prefix: str) -> list[str]:
+    """The calibration targets of the benchmark, checked on the heterogeneous tiny-llama rows."""
+    zero, cent = _mean(r, f"{prefix}/zeroshot", "acc/mean"), _mean(r, f"{prefix}/centralized", "acc/mean")
+    stand, avg = _mean(r, f"{prefix}/standalone", "acc/mean"), _mean(r, f"{prefix}/fedavg", "acc/mean")
+    if None in (zero, cent, stand, avg):
+        return []
+    rows = [("centralized − zero-shot ≥ 0.10", f"{cent - zero:+.3f}", cent - zero >= 0.10),
+            ("centralized > standalone (mean)", f"{cent:.3f} vs {stand:.3f}", cent > stand),
+            ("FedAvg < centralized (the conflict shows)", f"{avg:.3f} vs {cent:.3f}", avg < cent)]
+    below = []
+    for t in TASKS:
+        chance = TASK_SPECS[t].chance
+        best = max((_mean(r, f"{prefix}/{m}", f"acc/task_{t}") or 0.0, m) for m in TRAINED)
+        rows.append((f"{t}: best fine-tuned ≥ chance + 0.15 ({chance + 0.15:.2f})", f"{best[0]:.3f} ({best[1]})",
+                     best[0] >= chance + 0.15))
+        below += [f"{m} on {t} ({v:.3f} < {chance:.2f})" for m in METHODS
+                  if (v := _mean(r, f"{prefix}/{m}", f"acc/task_{t}")) is not None and v < chance]
+    out = ["", "Headroom of the benchmark (heterogeneous setting, tiny-llama, means over seeds):", "",
+           "| target | measured | met |", "|---|---|---|"]
+    out += [f"| {name} | {value} | {'yes' if ok else 'NO'} |" for name, value, ok in rows]
+    out += ["", "Below chance: " + ("; ".join(below) if below else "no method on any task.")]
+    return out
 
 
 if __name__ == "__main__":
