@@ -49,5 +49,6 @@ def test_shared_prefix_scoring_equals_scoring_each_pair(fedlab_home, name):
         assert mc_accuracy(model, tok, ex, shared=True) == mc_accuracy(model, tok, ex, shared=False), task
     # a prompt too long to keep whole falls back to per-pair scoring with the reference's truncation
     long = task_examples("recall", "test", 4)
-    assert choice_loglikelihoods(model, tok, long, 12, 16, shared=True) == \
-        choice_loglikelihoods(model, tok, long, 12, 16, shared=False)
+    fallback = choice_loglikelihoods(model, tok, long, 12, 16, shared=True)
+    reference = choice_loglikelihoods(model, tok, long, 12, 16, shared=False)
+    assert torch.allclose(torch.tensor(fallback), torch.tensor(reference), atol=1e-5)
