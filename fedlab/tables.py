@@ -24,8 +24,11 @@ def final_table(history) -> str:
     sources = [("first", "", "zero-shot"), ("final", "", f"final (round {last_round})")]
     sources += [(which, prefix, label.format(round=last_round)) for which, prefix, label in first.columns]
     pick = lambda h, which: h.rounds[0] if which == "first" else h.final  # noqa: E731
-    sources = [(w, p, label) for w, p, label in sources if f"{p}acc/mean" in pick(first, w)]
+    sources = [(w, p, label) for w, p, label in sources
+               if f"{p}acc/mean" in pick(first, w) or f"{p}rougeL/mean" in pick(first, w)]
     tasks = sorted({k.split("_", 1)[1] for w in ("first", "final") for k in pick(first, w) if k.startswith("acc/task_")})
+    generative = sorted({k.split("_", 1)[1] for w in ("first", "final") for k in pick(first, w)
+                         if k.startswith("rougeL/task_")})
 
     def cell(which, prefix, metric):
         vals = [pick(h, which).get(f"{prefix}{metric}") for h in histories]
@@ -35,5 +38,10 @@ def final_table(history) -> str:
         return vals[0] if len(histories) == 1 else fmt_ci(vals)
 
     rows = [[t, *[cell(w, p, f"acc/task_{t}") for w, p, _ in sources]] for t in tasks]
-    rows.append(["mean (over clients)", *[cell(w, p, "acc/mean") for w, p, _ in sources]])
+    if tasks:
+        rows.append(["mean (over clients)", *[cell(w, p, "acc/mean") for w, p, _ in sources]])
+    for metric, label in (("rougeL", "Rouge-L"), ("em", "EM")):   # generative tasks
+        rows += [[f"{t} ({label})", *[cell(w, p, f"{metric}/task_{t}") for w, p, _ in sources]] for t in generative]
+        if generative:
+            rows.append([f"{label} mean (over clients)", *[cell(w, p, f"{metric}/mean") for w, p, _ in sources]])
     return format_table(rows, ["task", *[label for *_, label in sources]])

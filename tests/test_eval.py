@@ -52,3 +52,15 @@ def test_shared_prefix_scoring_equals_scoring_each_pair(fedlab_home, name):
     fallback = choice_loglikelihoods(model, tok, long, 12, 16, shared=True)
     reference = choice_loglikelihoods(model, tok, long, 12, 16, shared=False)
     assert torch.allclose(torch.tensor(fallback), torch.tensor(reference), atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["pico-llama", "pico-gpt2", "pico-opt", "pico-bloom", "pico-qwen2"])
+def test_batched_greedy_generation_equals_one_prompt_at_a_time(fedlab_home, name):
+    """Left-padded batches decode what each prompt decodes alone, on every zoo architecture."""
+    from fedlab.data.tasks import task_examples
+    from fedlab.eval.generation import greedy_generate
+    from fedlab.models.zoo import load_model
+
+    model, tok = load_model(name)
+    prompts = [e.prompt for e in task_examples("friend", "test", 3) + task_examples("sum", "test", 3)]
+    assert greedy_generate(model, tok, prompts, 8, batch_size=6) == greedy_generate(model, tok, prompts, 8, batch_size=1)

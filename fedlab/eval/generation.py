@@ -12,17 +12,29 @@ def normalize(text: str) -> str:
 
 
 @torch.no_grad()
-def greedy_generate(model, tokenizer, prompts: list[str], max_new_tokens: int = 24) -> list[str]:
+def greedy_generate(model, tokenizer, prompts: list[str], max_new_tokens: int = 24, batch_size: int = 32) -> list[str]:
+    """Greedy continuations of the prompts, `batch_size` at a time: prompts left-padded (with the attention
+    mask and positions that skip the padding), each continuation cut at its first EOS. batch_size=1 decodes
+    one prompt at a time (the reference the batched path is tested against)."""
     device = next(model.parameters()).device
-    outs = []
+    outs: list[str] = []
     was_training = model.training
     model.eval()
-    for prompt in prompts:
-        ids = torch.tensor([tokenizer(prompt, add_special_tokens=False)["input_ids"]], device=device)
-        gen = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
-                             do_sample=False, pad_token_id=tokenizer.pad_token_id,
-                             eos_token_id=tokenizer.eos_token_id)
-        outs.append(tokenizer.decode(gen[0, ids.shape[1]:], skip_special_tokens=True).strip())
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    for start in range(0, len(prompts), batch_size):
+        encoded = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts[start:start + batch_size]]
+        width = max(len(e) for e in encoded)
+        ids = torch.full((len(encoded), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(encoded), width), dtype=torch.long)
+        for r, e in enumerate(encoded):
+            ids[r, width - len(e):] = torch.tensor(e)
+            mask[r, width - len(e):] = 1
+        gen = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), max_new_tokens=max_new_tokens,
+                             do_sample=False, pad_token_id=pad, eos_token_id=tokenizer.eos_token_id)
+        for row in gen[:, width:].tolist():
+            if tokenizer.eos_token_id in row:
+                row = row[:row.index(tokenizer.eos_token_id)]
+            outs.append(tokenizer.decode(row, skip_special_tokens=True).strip())
     model.train(was_training)
     return outs
 
@@ -36,7 +48,8 @@ def rouge_l_and_em(predictions: list[str], references: list[str]) -> tuple[float
     return float(score["rougeL_fmeasure"]), em
 
 
-def generation_scores(model, tokenizer, examples: list[Example], max_new_tokens: int = 24) -> dict[str, float]:
-    preds = greedy_generate(model, tokenizer, [e.prompt for e in examples], max_new_tokens)
+def generation_scores(model, tokenizer, examples: list[Example], max_new_tokens: int = 24,
+                      batch_size: int = 32) -> dict[str, float]:
+    preds = greedy_generate(model, tokenizer, [e.prompt for e in examples], max_new_tokens, batch_size)
     rl, em = rouge_l_and_em(preds, [e.target for e in examples])
     return {"rougeL": rl, "em": em}

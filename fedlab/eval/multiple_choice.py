@@ -104,6 +104,7 @@ def choice_loglikelihoods(model, tokenizer, examples: list[Example], max_length:
     device = next(model.parameters()).device
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     encoded = _encode(tokenizer, examples)
+    shared = shared and getattr(model, "key_value_cache", True)   # e.g. proxy tuning: no cache to share
     # prompts that would be truncated (prompt + a choice longer than max_length) are scored pair by pair,
     # with the per-pair truncation the reference applies
     fits = [shared and len(ctx) + max(len(c) for c in conts) <= max_length and min(len(c) for c in conts) > 0

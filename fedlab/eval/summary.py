@@ -8,9 +8,11 @@ from fedlab.comm.messages import EvalRes
 
 def summarize_eval(results: dict) -> dict:
     """Per-client accuracy (mean over its tasks, weighted by test size), per-task accuracy (mean over the
-    clients holding the task) and their mean over clients."""
+    clients holding the task) and their mean over clients; for generative tasks the same for Rouge-L and
+    exact match (`rougeL/client_<id>`, `rougeL/task_<task>`, `rougeL/mean`, and `em/…`)."""
     out: dict = {}
     per_client, per_task = {}, defaultdict(list)
+    gen_client: dict[str, dict[int, float]] = {"rougeL": {}, "em": {}}
     for cid, r in sorted(results.items()):
         if not isinstance(r, EvalRes):
             continue
@@ -26,15 +28,25 @@ def summarize_eval(results: dict) -> dict:
         for k, v in r.metrics.items():
             if k.startswith(("rougeL/", "em/")):
                 per_task[k].append(v)
+        for metric in gen_client:
+            scores = {k.split("/", 1)[1]: v for k, v in r.metrics.items() if k.startswith(metric + "/")}
+            if scores:
+                n = {t: r.metrics.get(f"n/{t}", 1) for t in scores}
+                gen_client[metric][cid] = sum(scores[t] * n[t] for t in scores) / max(1, sum(n.values()))
+                out[f"{metric}/client_{cid}"] = gen_client[metric][cid]
     for t, vals in per_task.items():
         name = f"acc/task_{t}" if "/" not in t else f"{t.split('/')[0]}/task_{t.split('/', 1)[1]}"
         out[name] = sum(vals) / len(vals)
     if per_client:
         out["acc/mean"] = sum(per_client.values()) / len(per_client)
+    for metric, vals in gen_client.items():
+        if vals:
+            out[f"{metric}/mean"] = sum(vals.values()) / len(vals)
     return out
 
 
 def server_summary(results: dict) -> dict:
     """`summarize_eval` of one server-side model scored on every client's tasks, without the per-client
     copies of the same numbers."""
-    return {k: v for k, v in summarize_eval(results).items() if not k.startswith(("acc/client_", "acc_client_"))}
+    return {k: v for k, v in summarize_eval(results).items()
+            if not k.startswith(("acc/client_", "acc_client_", "rougeL/client_", "em/client_"))}

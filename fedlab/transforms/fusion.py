@@ -33,6 +33,7 @@ def plug_in_fusion(llm: nn.Module, proxy: nn.Module, kept_layers: list[int],
 
 class ProxyTuned(nn.Module):
     """Proxy tuning: logits = LLM(x) + proxy_tuned(x) − proxy_untuned(x); no weights change."""
+    key_value_cache = False   # three models behind one forward: scorers run whole sequences through it
 
     def __init__(self, llm: nn.Module, tuned: nn.Module, untuned: nn.Module):
         super().__init__()
