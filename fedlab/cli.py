@@ -21,7 +21,7 @@ def cmd_run(args) -> int:
     # main(), which prints them as one line
     cfg = load_config(args.config, args.overrides)
     if args.seeds:
-        from fedlab.experiment import run_seeds
+        from fedlab.seeds import run_seeds
 
         seeds = _seed_list(args.seeds)
         histories, parent = run_seeds(cfg, seeds, progress=True, jobs=args.jobs)
