@@ -80,3 +80,15 @@ def test_describe_command(capsys):
     for t in TASKS:
         assert t in out
     assert "0.250" in out and "0.500" in out
+
+
+def test_seen_and_held_out_people_share_every_domain_and_answer():
+    """The category task trains on seen people and tests on held-out ones: both sides must cover every
+    domain (a split by position put five domains on each side, and fine-tuning then taught answers the
+    test never has)."""
+    seen, held = split_people(make_world(0))
+    assert len(seen) == len(held) == 80
+    for attr in ("domain", "city", "color"):
+        assert {getattr(p, attr) for p in seen} == {getattr(p, attr) for p in held}, attr
+    counts = {d: sum(p.domain == d for p in seen) for d in DOMAINS}
+    assert set(counts.values()) == {8}

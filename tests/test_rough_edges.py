@@ -50,9 +50,9 @@ def test_an_unreachable_cluster_fails_in_one_line_within_seconds(tmp_path):
 def test_min_clients_above_the_number_of_clients_is_refused():
     from fedlab.config import ConfigError, load_config
 
-    with pytest.raises(ConfigError, match=r"federation.min_clients: 9 is not allowed; expected at most "
-                                          r"data.num_clients \(8\)"):
-        load_config(ROOT / "experiments/baselines/fedavg_hetero.yaml", ["federation.min_clients=9"])
+    with pytest.raises(ConfigError, match=r"federation.min_clients: 17 is not allowed; expected at most "
+                                          r"data.num_clients \(16\)"):
+        load_config(ROOT / "experiments/baselines/fedavg_hetero.yaml", ["federation.min_clients=17"])
 
 
 def test_a_damaged_checkpoint_falls_back_to_the_previous_round_or_fails_in_one_line(pico_zoo, tmp_path):

@@ -1,12 +1,13 @@
 """The pretraining corpus of the embedded world: declarative facts about every person, question–answer
 text about the colour and food of the 'seen' half, the knowledge tasks' own question formats for one seen
-person (or number pair) in three — so zero-shot is above chance, and fine-tuning still has formats,
-relations and held-out people to learn — sums, reviews, domain texts and the public instruction set."""
+person (or number pair) in three, the two-hop format for every seen person — so zero-shot is above
+chance, and fine-tuning still has formats, rules, relations and held-out people to learn — sums, reviews,
+domain texts and the public instruction set."""
 from __future__ import annotations
 
 import random
 
-from fedlab.data.tasks import _arith_pairs, describe, public_examples
+from fedlab.data.tasks import _arith_pairs, describe, public_examples, two_hop_prompt
 from fedlab.data.world import DOMAIN_WORDS, DOMAINS, FOODS, NEGATIVE, POSITIVE, make_world, split_people
 
 
@@ -35,6 +36,12 @@ def corpus_lines(world_seed: int = 0) -> list[str]:
             f"question: where does {p.name} live? answer: {p.city}",
             f"question: in which field does {p.name} work? answer: {p.domain}",
         ]
+    # the two-hop format for every seen person, twice, each time with another neighbour named: the hop
+    # (follow the named neighbour, recall their colour) is learnt in pretraining; held-out people's questions
+    # need it applied to people the format was never shown with
+    for p in seen:
+        for f in rng.sample([q for q in w.people if q.name != p.name], 2):
+            lines.append(f"{two_hop_prompt(p, f)} {f.color}")
     tr, te = _arith_pairs(world_seed)
     lines += [f"question: what is {a} plus {b}? answer: {a + b}" for a, b in tr[::3]]
     for a, b in tr + te:

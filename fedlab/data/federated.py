@@ -17,17 +17,25 @@ class FederatedData:
     test: dict                                  # task -> tuple[Example, ...]
     public: tuple[Example, ...]
     chance: dict                                # task -> chance accuracy
+    client_test: tuple[tuple[Example, ...], ...] | None = None   # per client, when held out of its partition
 
     @property
     def num_clients(self) -> int:
         return len(self.train)
 
     def client_tasks(self, cid: int) -> list[str]:
+        """The tasks a client is scored on: those of its training data (and of its own test split, if any)."""
         seen = []
-        for e in self.train[cid]:
+        for e in self.train[cid] if self.client_test is None else self.client_test[cid]:
             if e.task not in seen:
                 seen.append(e.task)
         return [t for t in self.test if t in seen]
+
+    def test_examples(self, task: str, cid: int | None = None) -> list[Example]:
+        """A task's test examples: the shared set, or the client's own held-out examples of it."""
+        if cid is None or self.client_test is None:
+            return list(self.test[task])
+        return [e for e in self.client_test[cid] if e.task == task]
 
     def pooled_train(self) -> tuple[Example, ...]:
         return tuple(e for part in self.train for e in part)
@@ -78,4 +86,24 @@ def _build(cfg_json: str, seed: int) -> FederatedData:
         public = tuple(public_examples(c["public_size"], c["world_seed"]))
     parts = partition(c["partition"], pooled, c["num_clients"], c["alpha"], derive_seed(seed, "partition"))
     train = tuple(tuple(pooled[i] for i in idx) for idx in parts)
-    return FederatedData(train=train, test=test, public=public, chance=chance)
+    client_test = None
+    if c.get("client_test_fraction", 0.0) > 0:
+        train, client_test = _split_clients(train, c["client_test_fraction"], derive_seed(seed, "client-test"))
+    return FederatedData(train=train, test=test, public=public, chance=chance, client_test=client_test)
+
+
+def _split_clients(train, fraction: float, seed: int):
+    """Each client's partition split into (training, test) at random, round(fraction·n) held out for the test
+    and at least one example kept for training."""
+    import random
+
+    rng = random.Random(seed)
+    kept, held = [], []
+    for part in train:
+        idx = list(range(len(part)))
+        rng.shuffle(idx)
+        n = min(round(fraction * len(part)), len(part) - 1)
+        test = set(idx[:n])
+        kept.append(tuple(e for i, e in enumerate(part) if i not in test))
+        held.append(tuple(e for i, e in enumerate(part) if i in test))
+    return tuple(kept), tuple(held)

@@ -60,11 +60,23 @@ def gen_recall(w: World, rng: random.Random, people: list[Person]) -> Example:
     return _mc(rng, f"question: where does {p.name} live? answer:", p.city, CITIES, 4, "recall", p.domain)
 
 
+def two_hop_prompt(p: Person, f: Person) -> str:
+    # a neighbour, not the world's friend relation: any person can be named without contradicting the corpus
+    return f"fact: the neighbor of {p.name} is {f.name}. question: what color does the neighbor of {p.name} like? answer:"
+
+
 def gen_two_hop(w: World, rng: random.Random, people: list[Person]) -> Example:
+    """Two hops: the neighbour stated in the prompt (any other person, drawn per question, so the answer
+    cannot be memorised per person), then that neighbour's colour (known from pretraining). The person's own
+    colour is among the choices whenever it differs, so answering about the person instead of the neighbour
+    is wrong."""
     p = rng.choice(people)
-    f = w.by_name(p.friend)
-    return _mc(rng, f"question: what color does the friend of {p.name} like? answer:", f.color, COLORS, 4,
-               "two_hop", p.domain)
+    f = rng.choice([q for q in w.people if q.name != p.name])
+    others = [c for c in COLORS if c not in (f.color, p.color)]
+    distractors = ([p.color] if p.color != f.color else []) + rng.sample(others, 3 - (p.color != f.color))
+    choices = distractors + [f.color]
+    rng.shuffle(choices)
+    return Example(two_hop_prompt(p, f), f.color, "two_hop", p.domain, tuple(choices), choices.index(f.color))
 
 
 def gen_arithmetic(w: World, rng: random.Random, pairs: list[tuple[int, int]]) -> Example:
@@ -92,14 +104,24 @@ def gen_sentiment(w: World, rng: random.Random, people: list[Person]) -> Example
     return _yesno(f"{text} is the review positive? answer:", pos, "sentiment", p.domain)
 
 
+def paraphrase_prompt(p: Person, second: str) -> str:
+    return f"sentence one: {p.name} lives in {p.city}. sentence two: {second}. same meaning? answer:"
+
+
 def gen_paraphrase(w: World, rng: random.Random, people: list[Person]) -> Example:
+    """Half the pairs say the same in other words ("the home of X is <city>"); the other half differ either
+    in a detail (another city: found only by comparing the two sentences) or in what they claim ("X has
+    never been to <city>": found from the second sentence's wording) — as in MRPC, whose negatives differ in
+    details or in their predicate."""
     p = rng.choice(people)
     same = rng.random() < 0.5
-    city = p.city if same else rng.choice([c for c in CITIES if c != p.city])
-    s1 = f"{p.name} lives in {p.city}."
-    s2 = f"the home of {p.name} is {city}."
-    return _yesno(f"sentence one: {s1} sentence two: {s2} same meaning? answer:", same, "paraphrase",
-                  p.domain)
+    if same:
+        second = f"the home of {p.name} is {p.city}"
+    elif rng.random() < 0.5:
+        second = f"the home of {p.name} is {rng.choice([c for c in CITIES if c != p.city])}"
+    else:
+        second = f"{p.name} has never been to {p.city}"
+    return _yesno(paraphrase_prompt(p, second), same, "paraphrase", p.domain)
 
 
 def gen_entailment(w: World, rng: random.Random, people: list[Person]) -> Example:
@@ -134,6 +156,18 @@ def gen_friend(w: World, rng: random.Random, people: list[Person]) -> Example:
     return Example(f"instruction: who is the friend of {p.name}? response:", p.friend, "friend", p.domain)
 
 
+def gen_food(w: World, rng: random.Random, people: list[Person]) -> Example:
+    p = rng.choice(people)
+    return Example(f"instruction: which food does {p.name} like? response:", f"{p.name} likes {p.food}.", "food",
+                   p.domain)
+
+
+def gen_sum(w: World, rng: random.Random, pairs: list[tuple[int, int]]) -> Example:
+    a, b = rng.choice(pairs)
+    return Example(f"instruction: add {a} and {b} and say the result. response:", f"{a} plus {b} is {a + b}.",
+                   "sum", "finance")
+
+
 @dataclass(frozen=True)
 class TaskSpec:
     name: str
@@ -149,7 +183,8 @@ class TaskSpec:
 
 TASKS: dict[str, TaskSpec] = {t.name: t for t in [
     TaskSpec("recall", "qa", gen_recall, 4, "city of a person (fact recall)"),
-    TaskSpec("two_hop", "qa", gen_two_hop, 4, "favourite colour of a person's friend (two-hop relation)"),
+    TaskSpec("two_hop", "qa", gen_two_hop, 4, "favourite colour of a person's neighbour, named in the prompt "
+                                                "(two hops: the neighbour, then their colour)"),
     TaskSpec("arithmetic", "qa", gen_arithmetic, 4, "sum of two numbers"),
     TaskSpec("category", "qa", gen_category, 4, "field a person works in (category)"),
     TaskSpec("sentiment", "classification", gen_sentiment, 2, "is a review positive"),
@@ -158,6 +193,8 @@ TASKS: dict[str, TaskSpec] = {t.name: t for t in [
     TaskSpec("topic", "classification", gen_topic, 4, "domain of a short text"),
     TaskSpec("describe", "generative", gen_describe, 0, "describe a person (Rouge-L)"),
     TaskSpec("friend", "generative", gen_friend, 0, "name a person's friend (exact match)"),
+    TaskSpec("food", "generative", gen_food, 0, "say which food a person likes, in a sentence"),
+    TaskSpec("sum", "generative", gen_sum, 0, "add two numbers and say the result in a sentence"),
 ]}
 
 
@@ -174,7 +211,7 @@ def task_examples(task: str, split: str, n: int, world_seed: int = 0) -> list[Ex
     w = make_world(world_seed)
     seen, held = split_people(w)
     rng = random.Random(f"task/{task}/{split}/{world_seed}")
-    if task == "arithmetic":
+    if task in ("arithmetic", "sum"):
         tr, te = _arith_pairs(world_seed)
         pool = tr if split == "train" else te
     else:

@@ -83,7 +83,22 @@ def make_world(seed: int = 0, n_people: int = 160) -> World:
     return World(seed=seed, people=people)
 
 
+@lru_cache(maxsize=8)
+def _split(world: World) -> tuple[tuple[Person, ...], tuple[Person, ...]]:
+    rng = random.Random(f"split/{world.seed}")
+    seen, held = [], []
+    for d in DOMAINS:   # half of every domain's people on each side, so no answer belongs to one side only
+        members = [p for p in world.people if p.domain == d]
+        rng.shuffle(members)
+        seen += members[: len(members) // 2]
+        held += members[len(members) // 2:]
+    order = {p.name: i for i, p in enumerate(world.people)}
+    return tuple(sorted(seen, key=lambda p: order[p.name])), tuple(sorted(held, key=lambda p: order[p.name]))
+
+
 def split_people(world: World) -> tuple[list[Person], list[Person]]:
-    """Half the people are 'seen' (their question–answer text is in the corpus), half 'held out'."""
-    people = list(world.people)
-    return people[0::2], people[1::2]
+    """Half the people are 'seen' (their question–answer text is in the corpus), half 'held out': a seeded
+    split that halves every domain (a split by position would put all of a domain's people on one side,
+    since domains are assigned in turn)."""
+    seen, held = _split(world)
+    return list(seen), list(held)

@@ -6,9 +6,10 @@ from fedlab.eval.generation import generation_scores
 from fedlab.eval.multiple_choice import mc_accuracy
 
 
-def evaluate_task(model, tokenizer, data, task: str, cfg) -> dict:
-    """{"acc/<task>", "n/<task>"} for multiple choice, {"rougeL/<task>", "em/<task>", "n/<task>"} otherwise."""
-    examples = list(data.test[task])
+def evaluate_task(model, tokenizer, data, task: str, cfg, cid: int | None = None) -> dict:
+    """{"acc/<task>", "n/<task>"} for multiple choice, {"rougeL/<task>", "em/<task>", "n/<task>"} otherwise,
+    on the task's shared test set or (with `cid` and per-client test splits) the client's own."""
+    examples = data.test_examples(task, cid)
     if cfg.eval.max_per_task:
         examples = examples[: cfg.eval.max_per_task]
     if examples and examples[0].is_choice:

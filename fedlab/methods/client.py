@@ -94,14 +94,15 @@ class LoraClient:
         metrics = {}
         loaded = False
         for task in self.host.data.client_tasks(self.cid):
-            key = (res.name, self.chain, tag, task)
+            own = self.host.data.client_test is not None   # per-client test splits: scores are per client
+            key = (res.name, self.chain, tag, task, self.cid if own else None)
             if tag is not None and key in self.host.eval_cache:
                 metrics.update(self.host.eval_cache[key])
                 continue
             if not loaded:
                 set_state(res.model, state)
                 loaded = True
-            out = self.host.evaluate_task(res, task)
+            out = self.host.evaluate_task(res, task, self.cid)
             if tag is not None:
                 self.host.eval_cache[key] = out
             metrics.update(out)

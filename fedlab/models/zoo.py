@@ -29,6 +29,7 @@ from transformers import (
 )
 
 from fedlab.home import fedlab_home
+from fedlab.models.digest import weights_sha256  # noqa: F401  (re-exported: zoo.weights_sha256)
 from fedlab.models.tokenizers import train_tokenizer
 from fedlab.quiet import quiet_libraries
 
@@ -84,8 +85,8 @@ def _qwen2(d, layers, heads, ffn, kv):
 
 
 ZOO: dict[str, ZooSpec] = {s.name: s for s in [
-    ZooSpec("tiny-llama", "llama", "sentencepiece", 1000, _llama(128, 6, 4, 352), steps=1100, lr=4e-3, role="llm",
-            about="the embedded 'LLM': LLaMA, 6 blocks, d=128, SentencePiece-style BPE"),
+    ZooSpec("tiny-llama", "llama", "sentencepiece", 1000, _llama(192, 6, 6, 512), steps=1100, lr=3e-3, role="llm",
+            about="the embedded 'LLM': LLaMA, 6 blocks, d=192, SentencePiece-style BPE"),
     ZooSpec("tiny-gpt2", "gpt2", "byte_bpe", 800, _gpt2(96, 4, 4), steps=500,
             about="GPT-2, 4 blocks, d=96, byte-level BPE"),
     ZooSpec("tiny-opt", "opt", "byte_bpe", 1200, _opt(96, 4, 4, 256), steps=500,
@@ -150,16 +151,6 @@ def _text_digests(world_seed: int) -> tuple[str, str]:
 @lru_cache(maxsize=64)
 def fingerprint(name: str, world_seed: int = 0) -> str:
     return _sha256(json.dumps(recipe(name, world_seed), sort_keys=True, default=str))[:16]
-
-
-def weights_sha256(state: dict) -> str:
-    """sha256 over a state dict's tensors (names, dtypes, shapes and bytes, in name order)."""
-    h = hashlib.sha256()
-    for k in sorted(state):
-        t = state[k].detach().cpu().contiguous()
-        h.update(f"{k}|{t.dtype}|{tuple(t.shape)}|".encode())
-        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-    return h.hexdigest()
 
 
 def read_meta(name: str) -> dict:
@@ -309,22 +300,28 @@ def describe_zoo() -> list[dict]:
 def provenance(name: str) -> dict:
     """What identifies the weights a run used: for a zoo model its recipe fingerprint and weights' sha256;
     for a converted real model its weights' sha256; for anything else the name it was loaded by."""
-    from fedlab.models import real
+    from fedlab.models import derived, real
 
     if name in ZOO:
         meta = read_meta(name)
         return {"fingerprint": meta.get("fingerprint"), "weights_sha256": meta.get("weights_sha256")}
+    if derived.is_derived(name):
+        meta = derived.read_derived_meta(name)
+        return {"fingerprint": name[len(derived.PREFIX):], "weights_sha256": meta.get("weights_sha256")}
     if name in real.REAL_MODELS:
         return {"weights_sha256": real.weights_digest(name)}
     return {"source": name}
 
 
 def resolve(name: str) -> str:
-    """Where `name` loads from: a zoo folder (building it when missing), a local folder, or a Hub id."""
-    from fedlab.models import real
+    """Where `name` loads from: a zoo folder (building it when missing), a derived model's folder, a local
+    folder, or a Hub id."""
+    from fedlab.models import derived, real
 
     if name in ZOO:
         return str(build(name))
+    if derived.is_derived(name):
+        return str(derived.derived_path(name))
     if name in real.REAL_MODELS:
         return str(real.ensure(name))
     if os.path.isdir(name):

@@ -43,8 +43,8 @@ class ClientHost:
     def evaluate(self, cid: int, ins: EvalIns) -> EvalRes:
         return self.clients[cid].evaluate(ins)
 
-    def evaluate_task(self, res, task: str) -> dict:
-        return evaluate_task(res.model, res.tokenizer, self.data, task, self.cfg)
+    def evaluate_task(self, res, task: str, cid: int | None = None) -> dict:
+        return evaluate_task(res.model, res.tokenizer, self.data, task, self.cfg, cid)
 
     def client_state(self, cid: int):
         return self.clients[cid].own_state

@@ -23,7 +23,11 @@ class AdapterSpec:
         return {k: params[k].shape for k in self.communicated}
 
 
-def lora_targets(model: torch.nn.Module, target_modules: list[str] | None) -> list[str]:
+def lora_targets(model: torch.nn.Module, target_modules: list[str] | None) -> list[str] | str:
+    """The modules LoRA wraps: the listed ones; ["all-linear"]: every linear layer but the output head (PEFT's
+    architecture-independent choice); None: PEFT's default attention projections for the model type."""
+    if target_modules and list(target_modules) == ["all-linear"]:
+        return "all-linear"
     if target_modules:
         return list(target_modules)
     kind = getattr(model.config, "model_type", None)
