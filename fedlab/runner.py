@@ -122,7 +122,7 @@ def make_record(planned: Planned, seed: int, cfg, history, seconds: float, extra
         "key": planned.key, "label": planned.label, "setting": planned.setting, "seed": seed,
         "method": cfg.method.name, "method_config": dataclasses.asdict(cfg.method), "model": cfg.model.name,
         "config_hash": run_key(cfg), "final": _numbers(history.final),
-        "zero": {k: v for k, v in _numbers(zero).items() if "acc" in k},
+        "zero": {k: v for k, v in _numbers(zero).items() if any(m in k for m in ("acc", "rougeL/", "em/"))},
         "rounds": [{k: r[k] for k in ("round", *ROUND_KEYS) if k in r} for r in history.rounds],
         "headline": history.headline, "summary": summary, "models": history.models,
         "command": planned.command(seed, extra), "run_id": history.run_id, "seconds": round(seconds, 1),

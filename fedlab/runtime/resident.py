@@ -26,6 +26,7 @@ class Resident:
     init_state: dict                  # the seeded LoRA initialisation (B = 0: the base model's function)
     device: str
     keys: dict[str, tuple[str, ...]] = field(default_factory=dict)   # parameter groups the transforms declared
+    initial: dict[str, dict] = field(default_factory=dict)   # group -> its initial state (groups that ask for it)
 
 
 def base_payload(name: str):
@@ -73,7 +74,8 @@ def get_resident(cfg, name: str | None = None, payload=None, chain: Chain = ()) 
     pm = apply_chain(model, chain, build)
     pm.to(device)
     keys = declared_keys(pm, build.groups)
-    res = Resident(name, pm, tok, build.spec, get_state(pm, build.spec.communicated), device, keys)
+    initial = {g: get_state(pm, keys[g]) for g in sorted(build.kept_initial)}
+    res = Resident(name, pm, tok, build.spec, get_state(pm, build.spec.communicated), device, keys, initial)
     _RESIDENTS[key] = res
     return res
 

@@ -73,4 +73,24 @@ def adapters_transform(model, build, width=0.25, where="block"):
                 made.append(_attach(_child(block, ATTENTION, "attention"), dim, hidden))
                 made.append(_attach(_child(block, FEED_FORWARD, "feed-forward"), dim, hidden))
     build.groups["adapters"] = [p for a in made for p in a.parameters()]
+    build.kept_initial.add("adapters")   # clients sharing the resident each start from the initial adapters
+    return model
+
+
+@register_transform("train_groups", params=("groups",), ends_chain=True)
+def train_groups_transform(model, build, groups=("adapters",)):
+    """Ends a chain without LoRA: the base is frozen and the parameters of the declared `groups` (e.g. the
+    bottleneck adapters of FedAP) are the trainable and communicated ones."""
+    from fedlab.transforms.lora import AdapterSpec
+    from fedlab.transforms.registry import declared_keys
+
+    missing = [g for g in groups if g not in build.groups]
+    if missing:
+        raise ValueError(f"model transform 'train_groups': no parameter group {missing[0]!r} declared by the "
+                         f"transforms before it; declared: {', '.join(sorted(build.groups)) or 'none'}")
+    chosen = {id(p) for g in groups for p in build.groups[g]}
+    for p in model.parameters():
+        p.requires_grad_(id(p) in chosen)
+    keys = tuple(k for g in groups for k in declared_keys(model, {g: build.groups[g]})[g])
+    build.spec = AdapterSpec(trainable=keys, communicated=keys)
     return model

@@ -31,6 +31,7 @@ class TransformDef:
     params: tuple[str, ...]
     fn: Callable
     about: str = ""
+    ends_chain: bool = False    # declares the trainable keys itself: no LoRA is added after it
 
 
 @dataclass
@@ -40,21 +41,23 @@ class Build:
     seed: int                                   # seed of the LoRA initialisation
     groups: dict[str, list[nn.Parameter]] = field(default_factory=dict)
     lora_layers: tuple[int, ...] | None = None  # blocks that get LoRA (None: every block)
-    spec: Any = None                            # the AdapterSpec the `lora` transform declares
+    spec: Any = None                            # the AdapterSpec the chain's last transform declares
+    kept_initial: set[str] = field(default_factory=set)   # groups whose initial values the resident keeps
 
 
 _TRANSFORMS: dict[str, TransformDef] = {}
 
 
-def register_transform(name: str, params: tuple[str, ...] = ()):
+def register_transform(name: str, params: tuple[str, ...] = (), ends_chain: bool = False):
     """Decorator: register `fn(model, build, *params)` under `name` (a second registration of another
-    function under the same name is an error)."""
+    function under the same name is an error). `ends_chain`: the transform declares the trainable and
+    communicated keys (`build.spec`) itself, so a chain that has it gets no LoRA."""
     def deco(fn):
         known = _TRANSFORMS.get(name)
         if known is not None and known.fn is not fn and known.fn.__qualname__ != fn.__qualname__:
             raise ValueError(f"model transform {name!r} is already registered ({known.fn.__module__})")
         doc = (inspect.getdoc(fn) or "").split("\n\n")[0].replace("\n", " ")
-        _TRANSFORMS[name] = TransformDef(name, tuple(params), fn, doc)
+        _TRANSFORMS[name] = TransformDef(name, tuple(params), fn, doc, ends_chain)
         return fn
     return deco
 
@@ -134,8 +137,9 @@ def seed_part(chain: Chain):
 
 
 def apply_chain(model: nn.Module, chain: Chain, build: Build) -> nn.Module:
-    """Apply each transform in order; a chain without `lora` ends with the config's LoRA."""
-    if not any(t.name == "lora" for t in chain):
+    """Apply each transform in order; a chain without `lora` (or another transform that ends a chain) ends
+    with the config's LoRA."""
+    if not any(t.name == "lora" or get_transform(t.name).ends_chain for t in chain):
         chain = (*chain, Transform("lora"))
     for t in chain:
         model = get_transform(t.name).fn(model, build, *t.args)

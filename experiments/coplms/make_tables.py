@@ -1,0 +1,142 @@
+"""Co-PLMs' tables at embedded scale (paper 004): Table 1 (heterogeneous and homogeneous devices, Dirichlet
+λ ∈ {1, 0.1}) and Table 2 (ablations), each cell the mean over seeds ± its 95 % interval.
+
+    python experiments/coplms/make_tables.py                     # every row, seeds 0,1,2 (resumable)
+    python experiments/coplms/make_tables.py --only hetero/      # the heterogeneous rows first
+    python experiments/coplms/make_tables.py --render-only       # RESULTS.md from results.json
+
+Scores are Rouge-L and exact match (×100) on the generated answers of the generative tasks, per device (its
+SLM on its own held-out fifth) and for the server's LLM (on the shared test sets); the multiple-choice
+accuracy of the same models is in results.json. Rows run in plan order: heterogeneous, ablations, then the
+homogeneous families."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from fedlab.runner import Planned, Results, run_table
+from fedlab.stats import paired_difference
+
+HERE = Path(__file__).resolve().parent
+LAMBDAS = (("1", "1.0"), ("0.1", "0.1"))
+HETERO = [("standalone", "Standalone"), ("fedcollm", "FedCoLLM"), ("fedmkt", "FedMKT"), ("coplms", "Co-PLMs")]
+HOMO = [("standalone", "Standalone"), ("fedlora", "FedLoRA"), ("fedap", "FedAP"), ("coplms", "Co-PLMs")]
+ABLATION = [("coplms", "Co-PLMs"), ("coplms_no_dst", "w/o DST"), ("coplms_no_saml", "w/o SAML")]
+FAMILIES = ["tiny-gpt2", "tiny-opt", "tiny-bloom"]
+
+
+def _method(name: str, slm: str | None = None) -> tuple[str, ...]:
+    """Overrides that make `name` run in this setting: FedLoRA and FedAP train the devices' SLM itself
+    (model.name is the SLM, no LLM); FedMKT distils on the server's share as its public set."""
+    if name == "fedlora":
+        return ("method.name=fedavg", f"model.name={slm}", "model.clients=null")
+    if name == "fedap":
+        return ("method.name=fedap", f"model.name={slm}", "model.clients=null")
+    return (f"method.name={name}",)
+
+
+def plan() -> list[Planned]:
+    rows = []
+    for lam, alpha in LAMBDAS:
+        for m, label in HETERO:
+            rows.append(Planned(f"hetero/lambda{lam}/{m}", HERE / "hetero.yaml", (*_method(m), f"data.alpha={alpha}"),
+                                label=label, setting=f"hetero λ={lam}"))
+    for lam, alpha in LAMBDAS:
+        for m, label in ABLATION[1:]:
+            rows.append(Planned(f"ablation/lambda{lam}/{m}", HERE / "hetero.yaml", (*_method(m), f"data.alpha={alpha}"),
+                                label=label, setting=f"hetero λ={lam}"))
+    for slm in FAMILIES:
+        for lam, alpha in LAMBDAS:
+            for m, label in HOMO:
+                rows.append(Planned(f"homo/{slm}/lambda{lam}/{m}", HERE / "homo.yaml",
+                                    (f"model.clients=[{slm},{slm},{slm}]", *_method(m, slm), f"data.alpha={alpha}"),
+                                    label=label, setting=f"homo {slm} λ={lam}"))
+    return rows
+
+
+def _pct(r: Results, key: str, metric: str) -> str:
+    return r.cell(key, lambda rec: None if rec["final"].get(metric) is None else 100 * rec["final"][metric], 1)
+
+
+def _device_cells(r: Results, key: str, devices: int = 3, llm: bool = True) -> list[str]:
+    cells = []
+    for c in range(devices):
+        cells.append(f"{_pct(r, key, f'rougeL/client_{c}')} / {_pct(r, key, f'em/client_{c}')}")
+    cells.append(f"{_pct(r, key, 'llm/rougeL/mean')} / {_pct(r, key, 'llm/em/mean')}" if llm else "n/a")
+    cells.append(f"{_pct(r, key, 'rougeL/mean')} / {_pct(r, key, 'em/mean')}")
+    return cells
+
+
+def _seeds(r: Results) -> str:
+    seeds = sorted({rec["seed"] for rec in r.records.values()})
+    return ", ".join(map(str, seeds)) or "none yet"
+
+
+def render(r: Results) -> str:
+    lines = ["# Co-PLMs results (embedded scale)", "",
+             f"Produced by `python experiments/coplms/make_tables.py` (seeds {_seeds(r)}; 2 CPU cores). Each cell "
+             "is Rouge-L / EM ×100 on generated answers, the mean over seeds ± the half-width of its 95 % "
+             "t-interval; devices are scored on their own held-out fifth, the LLM on the shared test sets. "
+             "`results.json` holds every run's command, resolved config, wall time and MLflow run id.", ""]
+    head = "| λ | method | Device-1 | Device-2 | Device-3 | Server LLM | device mean |"
+    lines += ["## Table 1, heterogeneous devices (tiny-gpt2, tiny-opt, tiny-bloom; LLM tiny-llama)", "", head,
+              "|---" * 7 + "|"]
+    for lam, _ in LAMBDAS:
+        for m, label in HETERO:
+            key = f"hetero/lambda{lam}/{m}"
+            if r.runs(key):
+                lines.append(f"| {lam} | {label} | " + " | ".join(_device_cells(r, key, llm=m != "standalone")) + " |")
+    lines += ["", "## Table 1, homogeneous devices (three copies of one SLM)", "",
+              "| SLM | λ | method | Device-1 | Device-2 | Device-3 | Server LLM | device mean |", "|---" * 8 + "|"]
+    for slm in FAMILIES:
+        for lam, _ in LAMBDAS:
+            for m, label in HOMO:
+                key = f"homo/{slm}/lambda{lam}/{m}"
+                if r.runs(key):
+                    lines.append(f"| {slm} | {lam} | {label} | "
+                                 + " | ".join(_device_cells(r, key, llm=m == "coplms")) + " |")
+    lines += ["", "## Table 2, ablations (heterogeneous devices)", "", head, "|---" * 7 + "|"]
+    for lam, _ in LAMBDAS:
+        for m, label in ABLATION:
+            key = f"hetero/lambda{lam}/{m}" if m == "coplms" else f"ablation/lambda{lam}/{m}"
+            if r.runs(key):
+                lines.append(f"| {lam} | {label} | " + " | ".join(_device_cells(r, key)) + " |")
+    lines += differences(r)
+    return "\n".join(lines) + "\n"
+
+
+def _by_seed(r: Results, key: str, metric: str) -> dict[int, float]:
+    return {rec["seed"]: rec["final"][metric] for rec in r.runs(key) if metric in rec["final"]}
+
+
+def differences(r: Results) -> list[str]:
+    """The paper's claims as paired differences over seeds (device-mean Rouge-L ×100)."""
+    claims = []
+    for lam, _ in LAMBDAS:
+        co = f"hetero/lambda{lam}/coplms"
+        for m, label in HETERO[:-1]:
+            claims.append((f"λ={lam}: Co-PLMs − {label} (hetero)", co, f"hetero/lambda{lam}/{m}", "rougeL/mean"))
+        claims.append((f"λ={lam}: Co-PLMs − FedMKT, server LLM", co, f"hetero/lambda{lam}/fedmkt", "llm/rougeL/mean"))
+        for m, label in ABLATION[1:]:
+            claims.append((f"λ={lam}: Co-PLMs − {label}", co, f"ablation/lambda{lam}/{m}", "rougeL/mean"))
+        for slm in FAMILIES:
+            for m, label in HOMO[:-1]:
+                claims.append((f"λ={lam}, {slm}: Co-PLMs − {label} (homo)", f"homo/{slm}/lambda{lam}/coplms",
+                               f"homo/{slm}/lambda{lam}/{m}", "rougeL/mean"))
+    out = []
+    for name, a, b, metric in claims:
+        x, y = _by_seed(r, a, metric), _by_seed(r, b, metric)
+        seeds = sorted(set(x) & set(y))
+        if len(seeds) < 2:
+            continue
+        d = paired_difference([100 * x[s] for s in seeds], [100 * y[s] for s in seeds])
+        out.append(f"| {name} | {d['mean']:+.1f} ± {d['half']:.1f} | {len(seeds)} | {d['p']:.3g} | "
+                   f"{'yes' if d['significant'] else 'no'} |")
+    if not out:
+        return []
+    return ["", "## The paper's claims, paired over seeds (Rouge-L ×100)", "",
+            "| difference | mean ± 95 % | seeds | p (paired t) | significant |", "|---|---|---|---|---|", *out]
+
+
+if __name__ == "__main__":
+    sys.exit(run_table(HERE, plan, render, title="coplms"))

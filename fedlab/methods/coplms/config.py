@@ -1,0 +1,93 @@
+"""Config of `coplms` and its ablations (light: imported by config validation)."""
+from dataclasses import dataclass
+from typing import ClassVar, Optional
+
+from fedlab.validation import MethodConfig, check, choose
+
+
+@dataclass(frozen=True)
+class CoPLMsConfig(MethodConfig):
+    """Co-PLMs (paper 004, SPEC.md §5): model.name is the server's LLM, model.clients the devices' SLMs; the
+    distilled proxy model (DPM) shares the LLM's tokenizer and lives on every device beside its SLM."""
+    name: str = "coplms"
+    heterogeneous_clients: ClassVar[bool] = True   # SLMs of any architecture: only the DPM's LoRA is averaged
+
+    # the DPM (§5.1)
+    dpm_init: str = "compress"       # compress: FedProxy's block-influence compression of the LLM | a zoo
+                                     # model name that shares the LLM's tokenizer
+    kappa: float = 0.5               # compress: fraction of the LLM's blocks dropped (§1.1)
+    dpm_distill: str = "reverse"     # reverse: token-level reverse KL (MiniLLM, simplified) | forward | none
+    dpm_epochs: int = 3              # distillation epochs on the server's data
+    dpm_lr: float = 1e-3
+    # DST (§5.2)
+    dst: bool = True                 # domain adapters on the DPM's blocks, trained on CE, never uploaded
+    adapter_width: float = 0.25      # hidden size of each adapter, a fraction of d (d/4)
+    dst_epochs: int = 1
+    # SAML (§5.3)
+    topk: int = 16                   # K of the top-K pooling
+    alpha: float = 0.5               # L_dpm = α·L_kt(SLM→DPM) + (1 − α)·CE
+    beta: float = 0.5                # L_slm = β·L_kt(DPM→SLM) + (1 − β)·CE
+    saml_epochs: int = 1             # device SAML epochs per round
+    pool_index: str = "teacher"      # teacher: the teacher's top-K for both sides | own: each side its own
+    server_saml: bool = True         # False (ablation w/o SAML): the LLM gets CE tuning on the server's data
+    server_epochs: int = 1           # server SAML (or CE) epochs per round
+    server_lr: Optional[float] = None    # null: federation.lr
+
+    def validate(self, p):
+        check(bool(self.dpm_init), f"{p}.dpm_init", self.dpm_init, "'compress' or a zoo model name")
+        check(0.0 <= self.kappa < 1.0, f"{p}.kappa", self.kappa, "a fraction of blocks in [0, 1)")
+        choose(self.dpm_distill, ["reverse", "forward", "none"], f"{p}.dpm_distill")
+        check(self.dpm_epochs >= 0, f"{p}.dpm_epochs", self.dpm_epochs, "an integer >= 0")
+        check(self.dpm_lr > 0, f"{p}.dpm_lr", self.dpm_lr, "a number > 0")
+        check(0 < self.adapter_width <= 4, f"{p}.adapter_width", self.adapter_width, "a fraction of d in (0, 4]")
+        check(self.dst_epochs >= 1, f"{p}.dst_epochs", self.dst_epochs, "an integer >= 1")
+        check(self.topk >= 1, f"{p}.topk", self.topk, "an integer >= 1")
+        check(0.0 <= self.alpha <= 1.0, f"{p}.alpha", self.alpha, "a number in [0, 1]")
+        check(0.0 <= self.beta <= 1.0, f"{p}.beta", self.beta, "a number in [0, 1]")
+        check(self.saml_epochs >= 1, f"{p}.saml_epochs", self.saml_epochs, "an integer >= 1")
+        choose(self.pool_index, ["teacher", "own"], f"{p}.pool_index")
+        check(self.server_epochs >= 1, f"{p}.server_epochs", self.server_epochs, "an integer >= 1")
+        check(self.server_lr is None or self.server_lr > 0, f"{p}.server_lr", self.server_lr, "null or a number > 0")
+
+    def check_experiment(self, cfg):
+        from fedlab.transforms.compress import n_dropped
+
+        public = (cfg.data.public_size if cfg.data.public_source == "instructions"
+                  else round(cfg.data.public_fraction * cfg.data.train_per_task))
+        check(public >= 1, "data.public_size", cfg.data.public_size,
+              "a server data set of at least one sample (Co-PLMs distils the DPM and runs server SAML on it)")
+        if self.dpm_init == "compress":
+            blocks = _num_blocks(cfg.model.name)
+            if blocks is not None:
+                check(n_dropped(blocks, self.kappa) < blocks, "method.kappa", self.kappa,
+                      f"a fraction that keeps at least one of the LLM's {blocks} blocks "
+                      f"(kappa < {(blocks - 0.5) / blocks:.3f})")
+
+
+def _num_blocks(name: str) -> int | None:
+    """The LLM's block count from its config without loading weights (None when it cannot be read)."""
+    from fedlab.models.zoo import ZOO
+
+    if name in ZOO:
+        spec = ZOO[name]
+        cfg = spec.make_config(spec.vocab_size, 0, 1)
+        return getattr(cfg, "num_hidden_layers", None) or getattr(cfg, "n_layer", None)
+    return None
+
+
+@dataclass(frozen=True)
+class CoPLMsNoDSTConfig(CoPLMsConfig):
+    """Ablation w/o DST: no domain adapters on the DPM."""
+    name: str = "coplms_no_dst"
+    dst: bool = False
+    fixed: ClassVar[tuple[str, ...]] = ("dst",)
+    general: ClassVar[str] = "coplms"
+
+
+@dataclass(frozen=True)
+class CoPLMsNoSAMLConfig(CoPLMsConfig):
+    """Ablation w/o SAML: no server SAML; the LLM gets CE LoRA tuning on the server's data instead."""
+    name: str = "coplms_no_saml"
+    server_saml: bool = False
+    fixed: ClassVar[tuple[str, ...]] = ("server_saml",)
+    general: ClassVar[str] = "coplms"

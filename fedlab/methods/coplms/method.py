@@ -1,0 +1,149 @@
+"""Co-PLMs (paper 004, SPEC.md §5), read top to bottom:
+
+setup        the DPM: the LLM compressed by block influence (or a zoo model with its tokenizer), distilled
+             from the LLM on the server's data (reverse KL), cached as a derived model;
+round t      down: the global DPM LoRA; each device runs DST then SAML with its own SLM (`client.py`) and
+             uploads its DPM LoRA;
+server       uniform average of the DPM LoRAs (A and B averaged separately, element-wise), then SAML between
+             the DPM and the LLM on the server's data (both LoRAs train; one tokenizer, so positions pair
+             one to one) — or, in the ablation w/o SAML, CE LoRA tuning of the LLM alone; the DPM LoRA after
+             server SAML is next round's broadcast.
+evaluation   each device's SLM (its own LoRA) on its tasks; the LLM and the server's DPM on every task.
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+
+from fedlab.aggregators import fedavg
+from fedlab.comm.messages import EvalIns, FitIns
+from fedlab.eval.summary import server_summary, summarize_eval
+from fedlab.eval.tasks import evaluate_on_clients
+from fedlab.knowledge.mutual import MutualModule, paired_items, train_mutual
+from fedlab.methods.base import FedMethod
+from fedlab.methods.coplms.dpm import build_dpm
+from fedlab.objectives.modules import ServerModule
+from fedlab.objectives.training import make_trainer, optimizer_args
+from fedlab.runtime.resident import get_resident
+from fedlab.seeding import derive_seed, seed_everything
+from fedlab.transforms.lora import flatten_state, get_state, set_state, unflatten_like
+
+
+class CoPLMs(FedMethod):
+    table_columns = (("final", "llm/", "LLM final (round {round})"), ("final", "dpm/", "DPM (server) final"))
+    per_client_metrics = ("loss/task", "time/fit", "saml/kt_dpm", "saml/kt_slm")
+    progress_metrics = {"rougeL": "rougeL/mean", "acc": "acc/mean", "llm-rougeL": "llm/rougeL/mean",
+                        "task-loss": "loss/task"}
+    headline = "rougeL/mean"
+
+    def setup(self) -> None:
+        self.dpm_name, self.dpm_info = build_dpm(self.cfg, list(self.data.public))
+        self.global_state = {k: v.clone() for k, v in self.server_dpm.init_state.items()}   # the DPM's LoRA
+        self.llm_state = {k: v.clone() for k, v in self.llm.init_state.items()}
+        self._server_eval: dict | None = None
+        self._server_items = None
+
+    @property
+    def llm(self):
+        return get_resident(self.cfg, self.cfg.model.name)
+
+    @property
+    def server_dpm(self):
+        return get_resident(self.cfg, self.dpm_name)
+
+    def begin(self, ctx) -> None:
+        ctx.log({f"dpm_{k}": v for k, v in self.dpm_info.items() if isinstance(v, (int, float))}, prefix="server/")
+        ctx.log({"dpm_parameters": sum(p.numel() for p in self.server_dpm.model.parameters() if not
+                                       p.requires_grad) / 1e6}, prefix="server/")
+
+    # ------------------------------------------------------------------ the round
+    def run_round(self, rnd, ctx):
+        ups = ctx.fit({cid: FitIns(rnd, self.global_state, {"dpm": self.dpm_name}) for cid in ctx.sample()})
+        if not ups:
+            return
+        cids = sorted(ups)
+        keys = list(self.global_state)
+        stacked = torch.stack([flatten_state(ups[c].state, keys) for c in cids])
+        self.global_state = unflatten_like(fedavg(stacked), self.global_state)   # uniform, element-wise
+        ctx.log(self.server_learning(rnd), prefix="server/")
+        self._server_eval = None
+
+    def server_learning(self, rnd: int) -> dict:
+        """Server SAML between the DPM (a) and the LLM (b) on the server's data; w/o SAML the LLM alone
+        gets CE LoRA tuning there and the averaged DPM LoRA is broadcast as it is."""
+        m = self.cfg.method
+        t0 = time.perf_counter()
+        dpm, llm = self.server_dpm, self.llm
+        set_state(dpm.model, self.global_state)
+        set_state(llm.model, self.llm_state)
+        lr = m.server_lr or self.cfg.federation.lr
+        seed = derive_seed(self.cfg.seed, "coplms-server", rnd)
+        examples = list(self.data.public)
+        if m.server_saml:
+            if self._server_items is None:
+                self._server_items = paired_items(examples, dpm.tokenizer, llm.tokenizer, self.cfg.model.max_length,
+                                                  same_tokenizer=True)
+            opt = optimizer_args(self.cfg, lr)
+            module = MutualModule(dpm.model, dpm.spec.trainable, llm.model, llm.spec.trainable, w_a=m.alpha,
+                                  w_b=m.beta, k=m.topk, pool_index=m.pool_index, lr_a=lr, lr_b=lr,
+                                  weight_decay=opt["weight_decay"], betas=opt["betas"])
+            out = train_mutual(self.cfg, module, self._server_items,
+                               (dpm.tokenizer.pad_token_id, llm.tokenizer.pad_token_id), m.server_epochs, seed)
+            self.global_state = get_state(dpm.model, dpm.spec.communicated)
+            names = {"a": "dpm", "b": "llm", "kt_a": "kt_dpm", "kt_b": "kt_llm", "ce_a": "ce_dpm", "ce_b": "ce_llm"}
+            stats = {f"saml_{names.get(k.split('/', 1)[1], k.split('/', 1)[1])}": v for k, v in out.items()}
+        else:
+            from torch.utils.data import DataLoader
+
+            from fedlab.data.collate import PadCollator, TokenizedExamples
+
+            seed_everything(seed)
+            loader = DataLoader(TokenizedExamples(llm.tokenizer, examples, self.cfg.model.max_length),
+                                batch_size=self.cfg.federation.batch_size, shuffle=True,
+                                generator=torch.Generator().manual_seed(seed),
+                                collate_fn=PadCollator(llm.tokenizer.pad_token_id))
+            module = ServerModule(llm.model, llm.spec.trainable, **optimizer_args(self.cfg, lr))
+            llm.model.train()
+            make_trainer(self.cfg, max_epochs=m.server_epochs).fit(module, loader)
+            llm.model.eval()
+            stats = {"llm_ce": float(module.trainer.callback_metrics.get("loss/task", float("nan")))}
+        self.llm_state = get_state(llm.model, llm.spec.communicated)
+        stats["time_server"] = time.perf_counter() - t0
+        return stats
+
+    def check_upload(self, res) -> str | None:
+        ref = self.global_state
+        if res.state is None:
+            return "no DPM LoRA in the upload"
+        if set(res.state) != set(ref):
+            extra = sorted(set(res.state) - set(ref))
+            return f"the upload is not the DPM's LoRA (unexpected {extra[:2]}, {len(set(ref) - set(res.state))} missing)"
+        for k, v in res.state.items():
+            if tuple(v.shape) != tuple(ref[k].shape):
+                return f"wrong shape for {k}: {tuple(v.shape)}, expected {tuple(ref[k].shape)}"
+        return None
+
+    # ------------------------------------------------------------------ evaluation
+    def configure_evaluate(self, rnd, cids):
+        return {cid: EvalIns(rnd, None, {}) for cid in cids}   # each device's SLM with its own LoRA
+
+    def evaluate(self, rnd, ctx) -> dict:
+        out = summarize_eval(ctx.evaluate(self.configure_evaluate(rnd, ctx.clients)))
+        if self._server_eval is None:
+            self._server_eval = {}
+            for prefix, res, state in (("llm/", self.llm, self.llm_state), ("dpm/", self.server_dpm, self.global_state)):
+                set_state(res.model, state)
+                summary = server_summary(evaluate_on_clients(res.model, res.tokenizer, self.data, self.cfg))
+                self._server_eval.update({prefix + k: v for k, v in summary.items()})
+        return {**out, **self._server_eval}
+
+    def state_dict(self):
+        return {"global_state": self.global_state, "llm_state": self.llm_state}
+
+    def load_state_dict(self, state):
+        self.global_state, self.llm_state = state["global_state"], state["llm_state"]
+        self._server_eval = None
+
+    def final_adapters(self):
+        return self.llm_state

@@ -1,0 +1,33 @@
+"""Config of `fedcollm` (light: imported by config validation)."""
+from dataclasses import dataclass
+from typing import ClassVar, Optional
+
+from fedlab.validation import MethodConfig, check, choose
+
+
+@dataclass(frozen=True)
+class FedCoLLMConfig(MethodConfig):
+    """model.name is the server's LLM, model.clients the devices' SLMs (any architectures)."""
+    name: str = "fedcollm"
+    heterogeneous_clients: ClassVar[bool] = True
+
+    topk: int = 16                   # K of the pooled KL between the LLM and an SLM
+    alpha: float = 0.5               # the SLM's loss: α·KL(LLM → SLM) + (1 − α)·CE on the server's data
+    beta: float = 0.5                # the LLM's loss: β·KL(SLM → LLM) + (1 − β)·CE
+    server_epochs: int = 1           # mutual-distillation epochs per SLM per round
+    server_lr: Optional[float] = None    # null: federation.lr
+    pool_index: str = "teacher"
+
+    def validate(self, p):
+        check(self.topk >= 1, f"{p}.topk", self.topk, "an integer >= 1")
+        check(0.0 <= self.alpha <= 1.0, f"{p}.alpha", self.alpha, "a number in [0, 1]")
+        check(0.0 <= self.beta <= 1.0, f"{p}.beta", self.beta, "a number in [0, 1]")
+        check(self.server_epochs >= 1, f"{p}.server_epochs", self.server_epochs, "an integer >= 1")
+        check(self.server_lr is None or self.server_lr > 0, f"{p}.server_lr", self.server_lr, "null or a number > 0")
+        choose(self.pool_index, ["teacher", "own"], f"{p}.pool_index")
+
+    def check_experiment(self, cfg):
+        public = (cfg.data.public_size if cfg.data.public_source == "instructions"
+                  else round(cfg.data.public_fraction * cfg.data.train_per_task))
+        check(public >= 1, "data.public_size", cfg.data.public_size,
+              "a server data set of at least one sample (FedCoLLM distils on it)")

@@ -1,0 +1,297 @@
+"""Co-PLMs (SPEC.md §5): pooled KL across vocabularies against hand computations, next-token pairing between
+two zoo tokenizers, SAML's loss by hand, the DPM cache, DST never uploading (bytes counted by hand), the
+ablations, both backends, and bad input in one line."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from conftest import PICO
+from fedlab.config import ConfigError, load_config
+from fedlab.objectives import pooled_kl
+from fedlab.objectives.pooling import mapped_pooled_kl
+
+SLMS = ["pico-gpt2", "pico-opt", "pico-bloom"]
+BASE = PICO + [f"model.clients=[{','.join(SLMS)}]", "data.num_clients=3", "data.partition=dirichlet_domain",
+               "data.alpha=1.0", "data.public_source=holdout", "data.tasks=[recall,sentiment,friend]",
+               "data.train_per_task=30", "data.test_per_task=8", "data.client_test_fraction=0.2",
+               "tracking.enabled=false"]
+HETERO = BASE + ["method.name=coplms", "method.topk=4", "method.dpm_epochs=1"]
+
+
+# ------------------------------------------------------------------ kernels
+def test_mapped_pooled_kl_with_the_identity_is_pooled_kl_per_position():
+    torch.manual_seed(0)
+    t, s = torch.randn(6, 20), torch.randn(6, 20)
+    per_position = mapped_pooled_kl(t, s, 5)
+    assert torch.allclose(per_position, torch.stack([pooled_kl(t[i], s[i], 5) for i in range(6)]), atol=1e-6)
+    assert torch.allclose(per_position.sum() / 2, pooled_kl(t.reshape(2, 3, 20), s.reshape(2, 3, 20), 5), atol=1e-5)
+
+
+def test_mapped_pooled_kl_merges_duplicate_ids_by_sum_by_hand():
+    # teacher over 4 ids, student over 3; teacher ids 0 and 1 both map to student id 2
+    pt = torch.tensor([0.4, 0.3, 0.2, 0.1])
+    ps = torch.tensor([0.5, 0.2, 0.3])
+    vmap = torch.tensor([2, 2, 0, 1])
+    got = mapped_pooled_kl(pt.log()[None], ps.log()[None], 2, vmap)[0]
+    # top-2 teacher ids {0, 1} -> student id 2: one bin of mass 0.7 against p_s[2] = 0.3, tails 0.3 vs 0.7
+    want = 0.7 * math.log(0.7 / 0.3) + 0.3 * math.log(0.3 / 0.7)
+    assert got.item() == pytest.approx(want, abs=1e-6)
+    # k = 3 adds teacher id 2 -> student id 0: bins (0.7 | 0.3), (0.2 | 0.5), tails 0.1 vs 0.2
+    got3 = mapped_pooled_kl(pt.log()[None], ps.log()[None], 3, vmap)[0]
+    want3 = 0.7 * math.log(0.7 / 0.3) + 0.2 * math.log(0.2 / 0.5) + 0.1 * math.log(0.1 / 0.2)
+    assert got3.item() == pytest.approx(want3, abs=1e-6)
+
+
+def test_mapped_pooled_kl_tail_in_log_space_survives_a_peaked_teacher():
+    t = torch.tensor([[60.0, 0.0, 0.0, 0.0]])
+    s = torch.tensor([[0.0, 0.0, 0.0, 0.0]])
+    got = mapped_pooled_kl(t, s, 1)[0]
+    # p_t = [1 - 3e^-60, ...]: KL ≈ log(1 / 0.25) + tail·(log tail_t − log 0.75), finite
+    assert torch.isfinite(got) and got.item() == pytest.approx(math.log(4.0), abs=1e-6)
+
+
+def test_own_pooling_compares_each_sides_top_k_in_order():
+    pt, ps = torch.tensor([0.6, 0.3, 0.1]), torch.tensor([0.2, 0.1, 0.7])
+    got = mapped_pooled_kl(pt.log()[None], ps.log()[None], 1, pool_index="own")[0]
+    want = 0.6 * math.log(0.6 / 0.7) + 0.4 * math.log(0.4 / 0.3)
+    assert got.item() == pytest.approx(want, abs=1e-6)
+
+
+def test_next_token_pairs_pair_the_positions_before_matched_tokens():
+    from fedlab.align import next_token_pairs
+
+    # tokens 1 and 2 of a match tokens 2 and 3 of b; both end with their EOS at positions 4 and 5
+    assert next_token_pairs([(0, 0), (1, 2), (2, 3)]) == [(0, 1), (1, 2)]
+    assert next_token_pairs([(0, 0), (1, 2), (2, 3)], (5, 6)) == [(0, 1), (1, 2), (3, 4)]
+
+
+@pytest.fixture(scope="module")
+def hetero_zoo(pico_zoo):
+    from fedlab.models import zoo
+
+    for name in SLMS:
+        zoo.build(name, progress=False)
+    return pico_zoo
+
+
+def test_answer_positions_pair_across_two_zoo_tokenizers(hetero_zoo):
+    """Paired logit positions predict tokens that spell the same characters, on the answer only."""
+    from fedlab.align.normalize import canonical_tokens, surface
+    from fedlab.data.tasks import Example
+    from fedlab.knowledge.mutual import paired_items
+    from fedlab.models.zoo import load_tokenizer
+
+    a, b = load_tokenizer("pico-llama"), load_tokenizer("pico-gpt2")
+    ex = Example("instruction: who is the friend of anna? response:", "bob miller", "friend", "d")
+    item = paired_items([ex], a, b, 64)[0]
+    assert item["pairs"], "no answer position paired"
+    ta = canonical_tokens(a.convert_ids_to_tokens(item["a"]["input_ids"]))
+    tb = canonical_tokens(b.convert_ids_to_tokens(item["b"]["input_ids"]))
+    for i, j in item["pairs"]:
+        assert item["a"]["labels"][i + 1] != -100 and item["b"]["labels"][j + 1] != -100
+        if i + 2 < len(ta) or j + 2 < len(tb):   # all but the end-of-answer pair: the same characters next
+            assert surface(ta[i + 1]) == surface(tb[j + 1])
+    # the end of the answer pairs too (both tokenizations end with their EOS)
+    assert (len(ta) - 2, len(tb) - 2) in item["pairs"]
+
+
+def test_saml_losses_equal_a_hand_computation(hetero_zoo):
+    from fedlab.data.tasks import Example
+    from fedlab.knowledge.mutual import MutualModule, PairCollator, paired_items
+    from fedlab.models.zoo import load_model
+
+    ma, ta = load_model("pico-llama")
+    mb, tb = load_model("pico-gpt2")
+    for t in (ta, tb):
+        t.pad_token = t.pad_token or t.eos_token
+    exs = [Example("question: where does anna live? answer:", "paris", "recall", "d"),
+           Example("instruction: who is the friend of bob? response:", "carl stone", "friend", "d")]
+    items = paired_items(exs, ta, tb, 64)
+    batch = PairCollator(ta.pad_token_id, tb.pad_token_id)(items)
+    vab = torch.randint(0, mb.config.vocab_size, (ma.config.vocab_size,))
+    vba = torch.randint(0, ma.config.vocab_size, (mb.config.vocab_size,))
+    mod = MutualModule(ma, [], mb, [], w_a=0.3, w_b=0.8, k=4, vmap_ba=vba, vmap_ab=vab)
+    with torch.no_grad():
+        got = mod.losses(batch)
+        la = ma(input_ids=batch["a"]["input_ids"], attention_mask=batch["a"]["attention_mask"]).logits
+        lb = mb(input_ids=batch["b"]["input_ids"], attention_mask=batch["b"]["attention_mask"]).logits
+    kt_a = kt_b = 0.0
+    for r, it in enumerate(items):
+        for i, j in it["pairs"]:
+            kt_a += mapped_pooled_kl(lb[r, j][None], la[r, i][None], 4, vba)[0].item()
+            kt_b += mapped_pooled_kl(la[r, i][None], lb[r, j][None], 4, vab)[0].item()
+    kt_a, kt_b = kt_a / 2, kt_b / 2
+
+    def ce(logits, labels):
+        sl, lab = logits[:, :-1], labels[:, 1:]
+        m = lab != -100
+        return F.cross_entropy(sl[m], lab[m]).item()
+
+    ce_a, ce_b = ce(la, batch["a"]["labels"]), ce(lb, batch["b"]["labels"])
+    assert got["kt_a"].item() == pytest.approx(kt_a, rel=1e-5)
+    assert got["a"].item() == pytest.approx(0.3 * kt_a + 0.7 * ce_a, rel=1e-5)
+    assert got["b"].item() == pytest.approx(0.8 * kt_b + 0.2 * ce_b, rel=1e-5)
+
+
+# ------------------------------------------------------------------ end to end
+def _run(tmp_path, *extra, base=HETERO):
+    from fedlab.experiment import run_experiment
+
+    return run_experiment(load_config(None, base + [f"output_dir={tmp_path}/runs", *extra]), progress=False)
+
+
+def test_coplms_end_to_end_uploads_only_the_dpm_lora(hetero_zoo, tmp_path):
+    from fedlab.comm.messages import FitRes
+    from fedlab.runtime.resident import get_resident
+
+    h = _run(tmp_path)
+    r0, r1, r2 = h.rounds
+    for r in (r0, r1, r2):   # every device's SLM, the LLM and the server's DPM are evaluated
+        assert all(f"acc/client_{c}" in r for c in range(3)) and "llm/acc/mean" in r and "dpm/acc/mean" in r
+    assert 0 < r1["saml/paired"] and r1["server/saml_paired"] >= r1["saml/paired"]   # identity pairs every position
+    # bytes by hand: down = the DPM LoRA (+ its name) to each device; up = the DPM LoRA (+ metrics) from each
+    cfg = load_config(None, HETERO)
+    from fedlab.methods.coplms.dpm import build_dpm
+    from fedlab.data.federated import build_federated_data
+
+    name, _ = build_dpm(cfg, list(build_federated_data(cfg.data, cfg.seed).public), progress=False)
+    lora = get_resident(cfg, name).init_state
+    lora_bytes = sum(v.numel() * v.element_size() for v in lora.values())
+    # down, exactly: per device the LoRA and the config {"dpm": name} (3 key bytes, the name as JSON text)
+    assert r1["bytes/down"] == 3 * (lora_bytes + 3 + len(json.dumps(name)))
+    # up: per device the LoRA, its example count (8 bytes) and its metrics, no adapter tensor
+    assert FitRes(0, 1, lora, 1, {}).nbytes() == lora_bytes + 8
+    assert 3 * (lora_bytes + 8) < r1["bytes/up"] < 3 * (lora_bytes + 8) + 3 * 1500
+    # the SLMs learnt (their own LoRA), the LLM moved through server SAML
+    assert any(r2[f"acc/client_{c}"] != r0[f"acc/client_{c}"] for c in range(3)) or r2["loss/task"] < r1["loss/task"]
+    assert r1["server/saml_ce_llm"] > 0
+
+
+def test_dst_adapters_train_and_never_leave_the_device(hetero_zoo, tmp_path):
+    from fedlab.comm.messages import FitIns
+    from fedlab.config import load_config as lc
+    from fedlab.data.federated import build_federated_data
+    from fedlab.methods.coplms.dpm import build_dpm
+    from fedlab.runtime.host import ClientHost
+    from fedlab.runtime.resident import clear_residents, get_resident
+
+    clear_residents()
+    cfg = lc(None, HETERO + ["federation.rounds=1"])
+    name, _ = build_dpm(cfg, list(build_federated_data(cfg.data, cfg.seed).public), progress=False)
+    host = ClientHost(cfg, [0])
+    server_lora = get_resident(cfg, name).init_state
+    res = host.fit(0, FitIns(1, server_lora, {"dpm": name}))
+    adapters = [k for k in host.client_state(0) if k.startswith("adapters/")]
+    assert adapters and set(res.state) == set(server_lora)            # up: the DPM LoRA, nothing else
+    assert not any("adapter" in k for k in res.state)
+    ups = [v for k, v in host.client_state(0).items() if k.startswith("adapters/") and k.endswith("up.weight")]
+    assert any(float(u.abs().sum()) > 0 for u in ups)                  # DST moved the zero-initialised W2
+    assert any(not torch.equal(res.state[k], server_lora[k]) for k in res.state)   # SAML moved the DPM LoRA
+
+
+def test_coplms_same_numbers_on_both_backends(hetero_zoo, tmp_path):
+    a = _run(tmp_path / "a", "federation.rounds=1")
+    b = _run(tmp_path / "b", "federation.rounds=1", "backend.name=ray", "backend.num_cpus=2")
+    for key in ("acc/mean", "llm/acc/mean", "dpm/acc/mean", "saml/kt_dpm", "server/saml_llm", "bytes/up"):
+        assert a.rounds[-1][key] == pytest.approx(b.rounds[-1][key], rel=1e-6), key
+
+
+def test_ablations_drop_what_they_name(hetero_zoo, tmp_path):
+    no_dst = _run(tmp_path / "d", "method.name=coplms_no_dst", "federation.rounds=1")
+    assert "dst/task" not in no_dst.rounds[1] and "saml/kt_dpm" in no_dst.rounds[1]
+    no_saml = _run(tmp_path / "s", "method.name=coplms_no_saml", "federation.rounds=1")
+    assert "server/llm_ce" in no_saml.rounds[1] and "server/saml_kt_llm" not in no_saml.rounds[1]
+    with pytest.raises(ConfigError, match="method.name=coplms"):
+        load_config(None, HETERO + ["method.name=coplms_no_dst", "method.dst=true"])
+
+
+def test_the_dpm_is_cached_under_what_built_it(hetero_zoo):
+    from fedlab.data.federated import build_federated_data
+    from fedlab.methods.coplms.dpm import build_dpm
+    from fedlab.models.derived import read_derived_meta
+
+    cfg = load_config(None, HETERO)
+    public = list(build_federated_data(cfg.data, cfg.seed).public)
+    name, info = build_dpm(cfg, public, progress=False)
+    again, _ = build_dpm(cfg, public, progress=False)
+    assert again == name and read_derived_meta(name)["built"]["kept_layers"] == info["kept_layers"]
+    other, _ = build_dpm(load_config(None, HETERO + ["method.kappa=0.25"]), public, progress=False)
+    assert other != name and len(read_derived_meta(other)["built"]["kept_layers"]) == 3
+
+
+@pytest.mark.parametrize("override, needle", [
+    (["method.topk=0"], "method.topk"),
+    (["method.alpha=1.5"], "method.alpha"),
+    (["method.beta=-0.1"], "method.beta"),
+    (["method.kappa=0.9"], "method.kappa"),
+    (["method.pool_index=both"], "method.pool_index"),
+    (["method.dpm_distill=sideways"], "method.dpm_distill"),
+])
+def test_bad_coplms_configs_name_the_key(override, needle):
+    with pytest.raises(ConfigError, match=needle):
+        load_config(None, HETERO + override)
+
+
+def test_a_dpm_without_the_llms_tokenizer_is_one_line(hetero_zoo, tmp_path):
+    with pytest.raises(ConfigError, match="method.dpm_init.*tokenizer"):
+        _run(tmp_path, "method.dpm_init=pico-gpt2")
+
+
+# ------------------------------------------------------------------ baselines and data
+def test_fedap_trains_and_sends_only_bottleneck_adapters(hetero_zoo, tmp_path):
+    from fedlab.runtime.resident import get_resident
+    from fedlab.transforms import transform
+
+    over = ["method.name=fedap", "model.name=pico-gpt2", "model.clients=null", "federation.rounds=1"]
+    h = _run(tmp_path, *over, base=BASE)
+    cfg = load_config(None, BASE + over)
+    res = get_resident(cfg, chain=(transform("adapters", width=0.0625, where="attn_ffn"),
+                                   transform("train_groups", groups=("adapters",))))
+    assert res.spec.trainable and all("fedlab_adapter" in k for k in res.spec.trainable)
+    assert not any("lora" in k for k, _ in res.model.named_parameters())          # no LoRA in the chain
+    per_client = sum(v.numel() * 4 for v in res.init_state.values())
+    assert h.rounds[1]["bytes/down"] >= 3 * per_client and h.rounds[1]["bytes/up"] >= 3 * per_client
+    assert h.rounds[1]["bytes/up"] < 3 * per_client + 3 * 1500
+
+
+def test_fedcollm_returns_each_device_its_distilled_lora(hetero_zoo, tmp_path):
+    h = _run(tmp_path, "method.name=fedcollm", "method.topk=4", "federation.rounds=1", base=BASE)
+    r = h.rounds[1]
+    assert all(f"server/kd_kt_slm_client_{c}" in r for c in range(3))   # one distillation per SLM family
+    assert "llm/rougeL/mean" in r and "rougeL/mean" in r
+    homo = _run(tmp_path / "h", "method.name=fedcollm", "model.clients=[pico-gpt2,pico-gpt2,pico-gpt2]",
+                "federation.rounds=1", base=BASE)
+    assert "server/kd_kt_slm" in homo.rounds[1]                        # one architecture: FedAvg, then one KD
+
+
+def test_client_test_splits_are_held_out_of_each_partition():
+    from fedlab.data.federated import build_federated_data
+
+    cfg = load_config(None, HETERO)
+    data = build_federated_data(cfg.data, cfg.seed)
+    whole = build_federated_data(load_config(None, HETERO + ["data.client_test_fraction=0"]).data, cfg.seed)
+    for c in range(3):
+        train, test = set(map(id, data.train[c])), data.client_test[c]
+        assert len(test) == round(0.2 * len(whole.train[c])) and not train & set(map(id, test))
+        assert sorted(map(repr, data.train[c] + test)) == sorted(map(repr, whole.train[c]))
+        assert data.test_examples("friend", c) == [e for e in test if e.task == "friend"]
+    assert whole.client_test is None and whole.test_examples("friend", 0) == list(whole.test["friend"])
+
+
+def test_generative_means_per_client_and_overall():
+    from fedlab.comm.messages import EvalRes
+    from fedlab.eval.summary import server_summary, summarize_eval
+
+    out = summarize_eval({0: EvalRes(0, 1, {"rougeL/a": 0.5, "n/a": 10, "rougeL/b": 1.0, "n/b": 30, "em/a": 0.0,
+                                            "em/b": 1.0}),
+                          1: EvalRes(1, 1, {"rougeL/a": 0.2, "n/a": 5, "em/a": 0.2})})
+    assert out["rougeL/client_0"] == pytest.approx((0.5 * 10 + 1.0 * 30) / 40)
+    assert out["rougeL/mean"] == pytest.approx((0.875 + 0.2) / 2)
+    assert out["em/mean"] == pytest.approx((0.75 + 0.2) / 2)
+    assert out["rougeL/task_a"] == pytest.approx(0.35)
+    assert "rougeL/client_0" not in server_summary({0: EvalRes(0, 1, {"rougeL/a": 0.5})})
