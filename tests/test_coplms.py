@@ -154,6 +154,8 @@ def test_coplms_end_to_end_uploads_only_the_dpm_lora(hetero_zoo, tmp_path):
     for r in (r0, r1, r2):   # every device's SLM, the LLM and the server's DPM are evaluated
         assert all(f"acc/client_{c}" in r for c in range(3)) and "llm/acc/mean" in r and "dpm/acc/mean" in r
     assert 0 < r1["saml/paired"] and r1["server/saml_paired"] >= r1["saml/paired"]   # identity pairs every position
+    # the DPM's scores before distillation (round 0 has the distilled DPM's as dpm/…)
+    assert "dpm_before/acc/mean" in r0 and "dpm_before/rougeL/mean" in r0 and "dpm/rougeL/mean" in r0
     # bytes by hand: down = the DPM LoRA (+ its name) to each device; up = the DPM LoRA (+ metrics) from each
     cfg = load_config(None, HETERO)
     from fedlab.methods.coplms.dpm import build_dpm

@@ -53,9 +53,28 @@ class CoPLMs(FedMethod):
         return get_resident(self.cfg, self.dpm_name)
 
     def begin(self, ctx) -> None:
-        ctx.log({f"dpm_{k}": v for k, v in self.dpm_info.items() if isinstance(v, (int, float))}, prefix="server/")
-        ctx.log({"dpm_parameters": sum(p.numel() for p in self.server_dpm.model.parameters() if not
-                                       p.requires_grad) / 1e6}, prefix="server/")
+        """Logs what built the DPM and its scores before distillation (`dpm_before/…`); the distilled DPM's
+        own are round 0's `dpm/…`."""
+        stats = {f"dpm_{k}": v for k, v in self.dpm_info.items() if isinstance(v, (int, float))}
+        stats["dpm_parameters"] = sum(p.numel() for p in self.server_dpm.model.parameters() if not p.requires_grad) / 1e6
+        ctx.log(stats, prefix="server/")
+        before = self.undistilled_dpm()
+        if before is not None:
+            model, tok = before
+            summary = server_summary(evaluate_on_clients(model, tok, self.data, self.cfg))
+            ctx.log({k: v for k, v in summary.items() if k.endswith("/mean")}, prefix="dpm_before/")
+
+    def undistilled_dpm(self):
+        """The DPM as initialised, before distillation: the compressed LLM or the chosen zoo model."""
+        from fedlab.models.zoo import load_model
+        from fedlab.transforms.compress import make_proxy
+
+        m = self.cfg.method
+        if m.dpm_init == "compress":
+            llm, tok = load_model(self.cfg.model.name)
+            return make_proxy(llm, self.dpm_info["kept_layers"], copy=False).to(self.llm.device), tok
+        model, tok = load_model(m.dpm_init)
+        return model.to(self.llm.device), tok
 
     # ------------------------------------------------------------------ the round
     def run_round(self, rnd, ctx):
