@@ -297,3 +297,33 @@ def test_generative_means_per_client_and_overall():
     assert out["em/mean"] == pytest.approx((0.75 + 0.2) / 2)
     assert out["rougeL/task_a"] == pytest.approx(0.35)
     assert "rougeL/client_0" not in server_summary({0: EvalRes(0, 1, {"rougeL/a": 0.5})})
+
+
+def test_coplms_resumes_after_a_crash_with_the_devices_state(hetero_zoo, tmp_path, monkeypatch):
+    """A run that dies in round 2 resumes from round 1's checkpoint — the DPM LoRA, the LLM's LoRA and each
+    device's adapters and SLM LoRA — and ends where an uninterrupted run ends."""
+    from fedlab.methods.coplms.method import CoPLMs
+
+    over = ["federation.rounds=3", "tracking.enabled=false"]
+    clean = _run(tmp_path / "clean", *over)
+    original = CoPLMs.run_round
+
+    def dies_in_round_2(self, rnd, ctx):
+        if rnd == 2:
+            raise RuntimeError("killed")
+        return original(self, rnd, ctx)
+
+    monkeypatch.setattr(CoPLMs, "run_round", dies_in_round_2)
+    with pytest.raises(RuntimeError, match="killed"):
+        _run(tmp_path / "crash", *over)
+    played = []
+
+    def records(self, rnd, ctx):
+        played.append(rnd)
+        return original(self, rnd, ctx)
+
+    monkeypatch.setattr(CoPLMs, "run_round", records)
+    resumed = _run(tmp_path / "crash", *over, "resume=true")
+    assert played == [2, 3]                                  # round 1 came from the checkpoint
+    for key in ("rougeL/mean", "acc/mean", "llm/acc/mean", "dpm/acc/mean", "saml/kt_dpm"):
+        assert resumed.rounds[-1][key] == pytest.approx(clean.rounds[-1][key], rel=1e-6), key
