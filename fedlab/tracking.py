@@ -20,6 +20,15 @@ def _artifact_location(root: str, experiment: str) -> str:
     return (Path(root).resolve() / experiment).as_uri()
 
 
+def absolute_uri(uri: str) -> str:
+    """A relative SQLite store (`sqlite:///mlruns/mlflow.db`) as the absolute path it names from the current
+    folder: MLflow caches stores by URI string, so a process that runs in one folder and then another would
+    otherwise keep writing to the first folder's database."""
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        return "sqlite:///" + str(Path(uri[len("sqlite:///"):]).resolve())
+    return uri
+
+
 def setup_mlflow(uri: str, artifact_root: str, experiment: str):
     import logging
 
@@ -27,6 +36,7 @@ def setup_mlflow(uri: str, artifact_root: str, experiment: str):
 
     for name in ("mlflow", "alembic"):  # schema-migration chatter on a new store
         logging.getLogger(name).setLevel(logging.WARNING)
+    uri = absolute_uri(uri)
     if uri.startswith("sqlite:///"):
         db = Path(uri[len("sqlite:///"):])
         db.parent.mkdir(parents=True, exist_ok=True)
