@@ -92,6 +92,20 @@ class Results:
     def final(self, key: str, metric: str, digits: int = 3) -> str:
         return self.cell(key, lambda r: r["final"].get(metric), digits)
 
+    def stale(self, plan: list[Planned]) -> set[str]:
+        """Keys of rows with a record made by another config than the one the script would run now (older
+        code or YAML): a table marks them instead of presenting them as current."""
+        from fedlab.config import load_config
+        from fedlab.runtime.federation import run_key
+
+        out = set()
+        for p in plan:
+            for rec in self.runs(p.key):
+                cfg = load_config(p.config, [*p.overrides, f"seed={rec.get('seed', 0)}"])
+                if rec.get("config_hash") != run_key(cfg):
+                    out.add(p.key)
+        return out
+
     def label(self, key: str, default: str = "") -> str:
         runs = self.runs(key)
         return runs[0].get("label", default) if runs else default

@@ -37,14 +37,19 @@ def plan() -> list[Planned]:
 def render(r: Results) -> str:
     seeds = sorted({rec["seed"] for rec in r.records.values()})
     lines = ["# Baseline results", "",
-             f"Produced by `python experiments/baselines/make_table.py` (seeds {', '.join(map(str, seeds))}; "
-             "2 CPU cores); every cell is the mean over seeds ± the half-width of its 95 % t-interval. "
+             f"Produced by `python experiments/baselines/make_table.py` (seeds {', '.join(map(str, seeds))} where "
+             "a row has them; "
+             "2 CPU cores, two runs side by side: the wall times are per run); every cell is the mean over seeds ± "
+             "the half-width of its 95 % t-interval. "
              "`results.json` holds each run's command, resolved config, wall time and MLflow run id.", "",
              "| method | homo mean acc | hetero mean acc |", "|---|---|---|"]
+    stale = r.stale(plan())
     for m in METHODS:
-        lines.append(f"| {m} | {r.final(f'tiny/homo/{m}', 'acc/mean')} | {r.final(f'tiny/hetero/{m}', 'acc/mean')} |")
-    for prefix, title in (("tiny/hetero", "Heterogeneous setting, tiny-llama, accuracy per task (8 clients, one "
-                                          "task each):"),
+        cells = [r.final(f"tiny/{s}/{m}", "acc/mean") + (" †" if f"tiny/{s}/{m}" in stale else "")
+                 for s in ("homo", "hetero")]
+        lines.append(f"| {m} | {cells[0]} | {cells[1]} |")
+    for prefix, title in (("tiny/hetero", "Heterogeneous setting, tiny-llama, accuracy per task (16 clients, two "
+                                          "per task):"),
                           ("smollm2/hetero", "SmolLM2-135M-Instruct, heterogeneous setting (small CPU budget, see "
                                              "`fedavg_hetero_smollm2.yaml`):")):
         rows = [m for m in METHODS if r.runs(f"{prefix}/{m}")]
@@ -54,8 +59,15 @@ def render(r: Results) -> str:
         for m in rows:
             key = f"{prefix}/{m}"
             secs = r.values(key, lambda rec: rec["seconds"])
-            lines.append(f"| {m} | " + " | ".join(r.final(key, f"acc/task_{t}", 2) for t in TASKS)
+            mark = " †" if key in stale else ""
+            lines.append(f"| {m}{mark} | " + " | ".join(r.final(key, f"acc/task_{t}", 2) for t in TASKS)
                          + f" | {r.final(key, 'acc/mean')} | {sum(secs) / len(secs):.0f} |")
+        old = [m for m in rows if f"{prefix}/{m}" in stale]
+        if old:
+            seeds_old = sorted({x["seed"] for m in old for x in r.runs(f"{prefix}/{m}")})
+            lines += ["", "† made by an earlier config than the script's current one (an older benchmark or code; "
+                          f"seeds {', '.join(map(str, seeds_old))}), kept until re-run with "
+                          f"`python experiments/baselines/make_table.py --only {prefix.split('/')[0]}/`."]
     lines += headroom(r, "tiny/hetero") + differences(r, "tiny/hetero", "heterogeneous")
     lines += differences(r, "tiny/homo", "homogeneous")
     return "\n".join(lines) + "\n"
