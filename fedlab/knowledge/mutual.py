@@ -127,6 +127,13 @@ class MutualModule(L.LightningModule):
         return opts
 
 
+def named_losses(out: dict, a: str, b: str, prefix: str) -> dict:
+    """`train_mutual`'s logged losses under the two models' names: loss/a → <prefix>a, loss/kt_b →
+    <prefix>kt_<b>, loss/paired → <prefix>paired, …"""
+    names = {"a": a, "b": b, "kt_a": f"kt_{a}", "kt_b": f"kt_{b}", "ce_a": f"ce_{a}", "ce_b": f"ce_{b}"}
+    return {prefix + names.get(k.split("/", 1)[1], k.split("/", 1)[1]): v for k, v in out.items()}
+
+
 def train_mutual(cfg, module: MutualModule, items: list[dict], pad_ids: tuple[int, int], epochs: int,
                  seed: int) -> dict:
     """Fit a MutualModule on the paired items; returns the epoch means of its logged losses."""

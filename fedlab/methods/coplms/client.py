@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader
 from fedlab.align import cached_vocab_map
 from fedlab.comm.messages import FitRes
 from fedlab.data.collate import PadCollator, TokenizedExamples
-from fedlab.knowledge.mutual import MutualModule, paired_items, train_mutual
+from fedlab.knowledge.mutual import MutualModule, named_losses, paired_items, train_mutual
 from fedlab.methods.client import LoraClient
 from fedlab.objectives.modules import ClientModule
 from fedlab.objectives.training import make_trainer, optimizer_args
@@ -118,8 +118,7 @@ class CoPLMsClient(LoraClient):
         with requires_grad_only(dpm.model, dpm.spec.trainable):
             out = train_mutual(self.cfg, module, items, (dpm.tokenizer.pad_token_id, slm.tokenizer.pad_token_id),
                                m.saml_epochs, seed)
-        names = {"a": "dpm", "b": "slm", "kt_a": "kt_dpm", "kt_b": "kt_slm", "ce_a": "ce_dpm", "ce_b": "ce_slm"}
-        metrics = {f"saml/{names.get(k.split('/', 1)[1], k.split('/', 1)[1])}": v for k, v in out.items()}
+        metrics = named_losses(out, "dpm", "slm", "saml/")
         metrics["loss/task"] = out.get("loss/ce_b", float("nan"))   # the SLM's CE: the progress line's task loss
         return metrics
 

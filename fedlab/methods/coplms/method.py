@@ -20,7 +20,7 @@ from fedlab.aggregators import fedavg
 from fedlab.comm.messages import EvalIns, FitIns
 from fedlab.eval.summary import server_summary, summarize_eval
 from fedlab.eval.tasks import evaluate_on_clients
-from fedlab.knowledge.mutual import MutualModule, paired_items, train_mutual
+from fedlab.knowledge.mutual import MutualModule, named_losses, paired_items, train_mutual
 from fedlab.methods.base import FedMethod
 from fedlab.methods.coplms.dpm import build_dpm
 from fedlab.objectives.modules import ServerModule
@@ -110,8 +110,7 @@ class CoPLMs(FedMethod):
             out = train_mutual(self.cfg, module, self._server_items,
                                (dpm.tokenizer.pad_token_id, llm.tokenizer.pad_token_id), m.server_epochs, seed)
             self.global_state = get_state(dpm.model, dpm.spec.communicated)
-            names = {"a": "dpm", "b": "llm", "kt_a": "kt_dpm", "kt_b": "kt_llm", "ce_a": "ce_dpm", "ce_b": "ce_llm"}
-            stats = {f"saml_{names.get(k.split('/', 1)[1], k.split('/', 1)[1])}": v for k, v in out.items()}
+            stats = named_losses(out, "dpm", "llm", "saml_")
         else:
             from torch.utils.data import DataLoader
 

@@ -22,7 +22,7 @@ from fedlab.align import cached_vocab_map
 from fedlab.comm.messages import EvalIns, FitIns
 from fedlab.eval.summary import server_summary, summarize_eval
 from fedlab.eval.tasks import evaluate_on_clients
-from fedlab.knowledge.mutual import MutualModule, paired_items, train_mutual
+from fedlab.knowledge.mutual import MutualModule, named_losses, paired_items, train_mutual
 from fedlab.methods.base import FedMethod
 from fedlab.objectives.training import optimizer_args
 from fedlab.runtime.resident import get_resident
@@ -91,8 +91,7 @@ class FedCoLLM(FedMethod):
         out = train_mutual(self.cfg, module, self._items[name], (llm.tokenizer.pad_token_id, slm.tokenizer.pad_token_id),
                            m.server_epochs, derive_seed(self.cfg.seed, "fedcollm-server", rnd, which))
         self.llm_state = get_state(llm.model, llm.spec.communicated)
-        names = {"a": "llm", "b": "slm", "kt_a": "kt_llm", "kt_b": "kt_slm", "ce_a": "ce_llm", "ce_b": "ce_slm"}
-        stats = {f"kd_{names.get(k.split('/', 1)[1], k.split('/', 1)[1])}": v for k, v in out.items()}
+        stats = named_losses(out, "llm", "slm", "kd_")
         return {"slm_state": get_state(slm.model, slm.spec.communicated), "stats": stats}
 
     def check_upload(self, res) -> str | None:
