@@ -79,6 +79,13 @@ class DataConfig:
     # fraction of its own partition, held out before training (Co-PLMs: 80 % train / 20 % test per device)
     client_test_fraction: float = 0.0
 
+    def public_count(self) -> int:
+        """Size of the public (server) set: public_size instruction pairs, or with `holdout` the share of each
+        task's training data held out (per task)."""
+        if self.public_source == "instructions":
+            return self.public_size
+        return round(self.public_fraction * self.train_per_task)
+
     def validate(self, p: str) -> None:
         from fedlab.data import registry as dreg
         check(self.num_clients >= 1, f"{p}.num_clients", self.num_clients, "an integer >= 1")

@@ -52,9 +52,7 @@ class CoPLMsConfig(MethodConfig):
     def check_experiment(self, cfg):
         from fedlab.transforms.compress import n_dropped
 
-        public = (cfg.data.public_size if cfg.data.public_source == "instructions"
-                  else round(cfg.data.public_fraction * cfg.data.train_per_task))
-        check(public >= 1, "data.public_size", cfg.data.public_size,
+        check(cfg.data.public_count() >= 1, "data.public_size", cfg.data.public_size,
               "a server data set of at least one sample (Co-PLMs distils the DPM and runs server SAML on it)")
         if self.dpm_init == "compress":
             blocks = _num_blocks(cfg.model.name)

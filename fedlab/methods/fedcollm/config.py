@@ -27,7 +27,5 @@ class FedCoLLMConfig(MethodConfig):
         choose(self.pool_index, ["teacher", "own"], f"{p}.pool_index")
 
     def check_experiment(self, cfg):
-        public = (cfg.data.public_size if cfg.data.public_source == "instructions"
-                  else round(cfg.data.public_fraction * cfg.data.train_per_task))
-        check(public >= 1, "data.public_size", cfg.data.public_size,
+        check(cfg.data.public_count() >= 1, "data.public_size", cfg.data.public_size,
               "a server data set of at least one sample (FedCoLLM distils on it)")

@@ -43,9 +43,7 @@ class FedMKTConfig(MethodConfig):
         if self.client_lr is not None:
             check(len(self.client_lr) == n, "method.client_lr", self.client_lr,
                   f"one learning rate per client (data.num_clients={n})")
-        public = (cfg.data.public_size if cfg.data.public_source == "instructions"
-                  else round(cfg.data.public_fraction * cfg.data.train_per_task))
-        check(public >= 1, "data.public_size", cfg.data.public_size,
+        check(cfg.data.public_count() >= 1, "data.public_size", cfg.data.public_size,
               "a public set of at least one sample (FedMKT distils on it)")
 
 
