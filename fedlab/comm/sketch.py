@@ -1,0 +1,85 @@
+"""Count sketch of activations (ELSA Eq. 12–13, SPEC §3.3).
+
+A vector x ∈ R^D is hashed into Y rows × Z columns. Row y has a bucket hash h_y: [D] → [Z] and a sign hash
+s_y: [D] → {−1, +1}, both drawn from a seeded generator so that the two parties of a link (client and
+edge) build the same sketch from the same seed:
+
+    compress:    S[y, z] = Σ_{i : h_y(i) = z} s_y(i) · x_i                      (Eq. 12)
+    decompress:  x̂_i   = median_y  s_y(i) · S[y, h_y(i)]                        (Eq. 13)
+
+The compression ratio is ρ = D / (Y·Z). Both maps are linear in their input, vectorised over any leading
+dimensions (no Python loop over D) and differentiable; callers that want the paper's straight-through
+backward wrap them (fedlab.methods.elsa)."""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+class CountSketch:
+    """A seeded count sketch of vectors of size `dim` into `rows` × `cols` buckets.
+
+    Y (rows) should be odd: the median of an even number of estimates is ambiguous; with an even count the
+    mean of the two middle estimates is returned."""
+
+    def __init__(self, dim: int, rows: int, cols: int, seed: int):
+        for key, value in (("dim", dim), ("rows", rows), ("cols", cols)):
+            if int(value) < 1:
+                raise ValueError(f"CountSketch: {key} must be ≥ 1, got {value}")
+        self.dim, self.rows, self.cols, self.seed = int(dim), int(rows), int(cols), int(seed)
+        g = torch.Generator().manual_seed(self.seed)
+        self.buckets = torch.randint(0, self.cols, (self.rows, self.dim), generator=g)            # h_y(i)
+        self.signs = torch.randint(0, 2, (self.rows, self.dim), generator=g).mul_(2).sub_(1)    # s_y(i)
+        # flat bucket index y·Z + h_y(i), for one index_add over all rows at once
+        self._flat = (torch.arange(self.rows)[:, None] * self.cols + self.buckets).reshape(-1)
+        self._on: dict[tuple[torch.device, torch.dtype], tuple[Tensor, Tensor, Tensor]] = {}
+
+    @property
+    def ratio(self) -> float:
+        """ρ = D / (Y·Z), the achieved compression ratio."""
+        return self.dim / (self.rows * self.cols)
+
+    def _tables(self, like: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        key = (like.device, like.dtype)
+        if key not in self._on:
+            self._on[key] = (self.buckets.to(like.device), self.signs.to(like.device, like.dtype),
+                             self._flat.to(like.device))
+        return self._on[key]
+
+    def compress(self, x: Tensor) -> Tensor:
+        """x[..., D] → S[..., Y, Z] (Eq. 12)."""
+        if x.shape[-1] != self.dim:
+            raise ValueError(f"CountSketch.compress: last dimension {x.shape[-1]} != dim {self.dim}")
+        _, signs, flat = self._tables(x)
+        lead = x.shape[:-1]
+        signed = (x.reshape(-1, 1, self.dim) * signs).reshape(-1, self.rows * self.dim)     # [N, Y·D]
+        out = x.new_zeros(signed.shape[0], self.rows * self.cols)
+        out = out.index_add(1, flat, signed)
+        return out.reshape(*lead, self.rows, self.cols)
+
+    def decompress(self, s: Tensor) -> Tensor:
+        """S[..., Y, Z] → x̂[..., D] (Eq. 13: the median over rows of the signed bucket values)."""
+        if tuple(s.shape[-2:]) != (self.rows, self.cols):
+            raise ValueError(f"CountSketch.decompress: trailing shape {tuple(s.shape[-2:])} != "
+                             f"(rows, cols) = ({self.rows}, {self.cols})")
+        buckets, signs, _ = self._tables(s)
+        lead = s.shape[:-2]
+        flat = s.reshape(-1, self.rows, self.cols)
+        picked = torch.gather(flat, 2, buckets.unsqueeze(0).expand(flat.shape[0], -1, -1)) * signs   # [N, Y, D]
+        if self.rows % 2 == 1:
+            est = picked.median(dim=1).values
+        else:
+            ordered = picked.sort(dim=1).values
+            est = 0.5 * (ordered[:, self.rows // 2 - 1] + ordered[:, self.rows // 2])
+        return est.reshape(*lead, self.dim)
+
+    def __repr__(self) -> str:
+        return f"CountSketch(dim={self.dim}, rows={self.rows}, cols={self.cols}, seed={self.seed}, ρ={self.ratio:.2f})"
+
+
+def sketch_for_ratio(dim: int, ratio: float, seed: int, rows: int = 3) -> CountSketch:
+    """SPEC §3.4's default shape for a target ρ: Y = 3 rows, Z = round(D / (Y·ρ)) columns (at least 1);
+    the achieved ratio is `.ratio`."""
+    if ratio <= 0:
+        raise ValueError(f"sketch_for_ratio: ratio must be > 0, got {ratio}")
+    return CountSketch(dim, rows, max(1, round(dim / (rows * ratio))), seed)
