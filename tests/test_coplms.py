@@ -158,8 +158,8 @@ def test_coplms_end_to_end_uploads_only_the_dpm_lora(hetero_zoo, tmp_path):
     assert "dpm_before/acc/mean" in r0 and "dpm_before/rougeL/mean" in r0 and "dpm/rougeL/mean" in r0
     # bytes by hand: down = the DPM LoRA (+ its name) to each device; up = the DPM LoRA (+ metrics) from each
     cfg = load_config(None, HETERO)
-    from fedlab.methods.coplms.dpm import build_dpm
     from fedlab.data.federated import build_federated_data
+    from fedlab.methods.coplms.dpm import build_dpm
 
     name, _ = build_dpm(cfg, list(build_federated_data(cfg.data, cfg.seed).public), progress=False)
     lora = get_resident(cfg, name).init_state

@@ -105,11 +105,11 @@ class MutualModule(L.LightningModule):
         opts = opts if isinstance(opts, list) else [opts]
         parts = self.losses(batch)
         sides = [s for s, on in (("a", self.train_a), ("b", self.train_b)) if on]
-        for opt, side in zip(opts, sides):
+        for opt in opts[: len(sides)]:
             opt.zero_grad()
         total = sum(parts[s] for s in sides)   # the two losses share no trainable parameter
         self.manual_backward(total)
-        for opt, side in zip(opts, sides):
+        for opt in opts[: len(sides)]:
             self.clip_gradients(opt, gradient_clip_val=1.0, gradient_clip_algorithm="norm")
             opt.step()
         bs = int(batch["size"])

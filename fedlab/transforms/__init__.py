@@ -4,7 +4,6 @@ them; plus the block-influence kernels of FedProxy's compression (SPEC.md §0)."
 from fedlab.transforms.adapters import Adapter
 from fedlab.transforms.compress import block_influence, make_proxy, select_blocks
 from fedlab.transforms.lora import AdapterSpec, apply_lora, get_state, set_state
-from fedlab.transforms.split import run_part
 from fedlab.transforms.registry import (
     Build,
     Transform,
@@ -14,6 +13,7 @@ from fedlab.transforms.registry import (
     transform,
     transform_names,
 )
+from fedlab.transforms.split import run_part
 
 __all__ = ["Adapter", "AdapterSpec", "Build", "Transform", "apply_lora", "block_influence", "chain_from_wire",
            "chain_to_wire", "get_state", "make_proxy", "register_transform", "select_blocks", "set_state",

@@ -93,3 +93,19 @@ def unflatten_like(vec: torch.Tensor, like: dict[str, torch.Tensor]) -> dict[str
     if i != vec.numel():
         raise ValueError(f"vector of {vec.numel()} entries does not fit a state of {i} entries")
     return out
+
+
+def lora_rank_axes(model: torch.nn.Module) -> dict[str, int]:
+    """{parameter name: its rank axis} for every LoRA factor of a peft model, found by module type (a peft
+    `LoraLayer`'s `lora_A` weights are [r, in]: axis 0; its `lora_B` weights are [out, r]: axis 1)."""
+    from peft.tuners.lora import LoraLayer
+
+    names = {id(p): n for n, p in model.named_parameters()}
+    axes = {}
+    for module in model.modules():
+        if isinstance(module, LoraLayer):
+            for a in module.lora_A.values():
+                axes[names[id(a.weight)]] = 0
+            for b in module.lora_B.values():
+                axes[names[id(b.weight)]] = 1
+    return axes

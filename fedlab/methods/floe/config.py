@@ -1,0 +1,76 @@
+"""Config of `floe` and its ablations (light: imported by config validation)."""
+from dataclasses import dataclass, field
+from typing import ClassVar, Optional
+
+from fedlab.validation import MethodConfig, check
+
+
+@dataclass(frozen=True)
+class DeviceClass:
+    """A simulated device class (SPEC §4.3; fedlab.hetero.devices says how memory and speed are used)."""
+    name: str = "orin-nano"
+    share: float = 1.0          # relative number of clients of this class
+    memory: float = 0.3         # budget on the profile's memory range: M(r_min) + memory·(M(r_max) − M(r_min))
+    speed: float = 0.4          # step-time divisor (1.0: the machine the profile was measured on)
+
+
+# the paper's Table I: Jetson Orin Nano 8 GB (speed 0.4) and Orin NX 16 GB (speed 1.0), 10 Nano : 5 NX
+ORIN_CLASSES = (DeviceClass("orin-nano", 2.0, 0.3, 0.4), DeviceClass("orin-nx", 1.0, 1.2, 1.0))
+
+
+@dataclass(frozen=True)
+class FloeConfig(MethodConfig):
+    """Floe's fine-tuning phase (paper 003, SPEC.md §4.1, §4.3): model.name is the devices' SLM."""
+    name: str = "floe"
+
+    # resource-aware ranks (Algorithm 1)
+    ranks: tuple[int, ...] = (4, 8, 16, 32, 64)     # R_set
+    lora_scale: float = 2.0          # α = lora_scale · r, so ΔW = s·BA means the same at every rank
+    rank_selection: bool = True      # False (Floe^-M): every client at r_max; those that do not fit sit out
+    devices: tuple[DeviceClass, ...] = field(default_factory=lambda: ORIN_CLASSES)
+    background_load: float = 0.3     # a round's load u ~ U(0, this) takes u of the memory range, speed·(1 − u/2)
+    deadline: Optional[float] = None     # simulated seconds per round; null: the midpoint rule (README)
+    profile: Optional[str] = None        # a profile JSON to use instead of measuring this machine
+    # clustered aggregation (Eq. 4)
+    cluster: bool = True             # False (Floe^-P): one cluster
+    max_clusters: int = 10
+    min_silhouette: float = 0.25     # below it: one cluster
+    probe_per_task: int = 8          # public samples per task for the behaviour embeddings
+
+    def validate(self, p):
+        check(len(self.ranks) >= 1 and all(isinstance(r, int) and r >= 1 for r in self.ranks), f"{p}.ranks",
+              self.ranks, "a non-empty list of integers >= 1")
+        check(self.lora_scale > 0, f"{p}.lora_scale", self.lora_scale, "a number > 0")
+        check(len(self.devices) >= 1, f"{p}.devices", self.devices, "at least one device class")
+        for i, d in enumerate(self.devices):
+            check(d.share > 0, f"{p}.devices[{i}].share", d.share, "a number > 0")
+            check(d.speed > 0, f"{p}.devices[{i}].speed", d.speed, "a number > 0")
+        check(0 <= self.background_load < 1, f"{p}.background_load", self.background_load, "a number in [0, 1)")
+        check(self.deadline is None or self.deadline > 0, f"{p}.deadline", self.deadline, "null or seconds > 0")
+        check(self.max_clusters >= 2, f"{p}.max_clusters", self.max_clusters, "an integer >= 2")
+        check(-1 <= self.min_silhouette <= 1, f"{p}.min_silhouette", self.min_silhouette, "a number in [-1, 1]")
+        check(self.probe_per_task >= 1, f"{p}.probe_per_task", self.probe_per_task, "an integer >= 1")
+
+    def check_experiment(self, cfg):
+        if self.cluster:
+            check(cfg.data.public_count() >= 1, "data.public_size", cfg.data.public_size,
+                  "a public set of at least one sample (Floe embeds each client's LoRA by its hidden-state "
+                  "shift on public probes); set data.public_fraction or data.public_size")
+
+
+@dataclass(frozen=True)
+class FloeNoRankConfig(FloeConfig):
+    """Ablation Floe^-M: no rank selection — every client trains at r_max; those that do not fit drop out."""
+    name: str = "floe_no_rank"
+    rank_selection: bool = False
+    fixed: ClassVar[tuple[str, ...]] = ("rank_selection",)
+    general: ClassVar[str] = "floe"
+
+
+@dataclass(frozen=True)
+class FloeNoClusterConfig(FloeConfig):
+    """Ablation Floe^-P: one cluster (uniform average of every update, ranks padded)."""
+    name: str = "floe_no_cluster"
+    cluster: bool = False
+    fixed: ClassVar[tuple[str, ...]] = ("cluster",)
+    general: ClassVar[str] = "floe"

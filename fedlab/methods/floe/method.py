@@ -1,0 +1,214 @@
+"""Floe's fine-tuning phase (paper 003, SPEC §4.1 and §4.3), a method that owns its round:
+
+  1. every sampled device draws this round's background load and picks its LoRA rank with Algorithm 1
+     (`fedlab.hetero.select_rank`) from the measured profile — or sits the round out (logged);
+  2. it receives its cluster centre's first r_i components and trains at rank r_i (α = s·r_i);
+  3. the server pads each update to r_max, embeds it by behaviour (hidden-state shift on public probes) and
+     parameters, clusters the updates (k-means, silhouette-chosen M) and averages within each cluster,
+     component j over the members that have it (Eq. 4): the cluster centres are the expert pool;
+  4. every device evaluates its cluster's expert.
+
+Logged per round: each client's rank (`rank_client_<id>`, 0 = sat out), its predicted memory and latency,
+the simulated round time, the clusters and their silhouette; the profile as an artifact."""
+from __future__ import annotations
+
+import json
+import math
+
+import torch
+
+from fedlab.clustering import choose_clusters
+from fedlab.comm.messages import EvalIns, FitIns
+from fedlab.hetero import aggregate_lora_states, pad_rank, select_rank, take_rank
+from fedlab.hetero.devices import assign_classes, round_conditions
+from fedlab.hetero.profile import load_profile, measured_profile
+from fedlab.methods.base import FedMethod
+from fedlab.methods.floe.behaviour import behaviour_embedding, mean_hidden, probe_sets
+from fedlab.runtime.context import log_line
+from fedlab.runtime.resident import get_resident
+from fedlab.transforms import chain_to_wire, set_state, transform
+from fedlab.transforms.lora import lora_rank_axes
+
+
+class Floe(FedMethod):
+    per_client_metrics = ("loss/task", "time/fit")
+    progress_metrics = {"acc": "acc/mean", "task-loss": "loss/task", "rank": "rank/mean", "clusters": "server/clusters/num"}
+
+    # ------------------------------------------------------------------ models
+    def chain(self, r: int) -> tuple:
+        return (transform("lora", r=int(r), alpha=self.cfg.method.lora_scale * int(r)),)
+
+    def resident_at(self, r: int):
+        return get_resident(self.cfg, chain=self.chain(r))
+
+    @property
+    def resident(self):
+        return self.resident_at(self.r_max)
+
+    def setup(self) -> None:
+        m = self.cfg.method
+        self.ranks = sorted({int(r) for r in m.ranks})
+        self.r_max = self.ranks[-1]
+        res = self.resident
+        self.axes = lora_rank_axes(res.model)
+        self.global_state = {k: v.clone() for k, v in res.init_state.items()}
+        self.centres = [{k: v.clone() for k, v in res.init_state.items()}]     # the expert pool
+        self.assignment = [0] * self.data.num_clients                          # each client's expert
+        self.classes = assign_classes(self.data.num_clients, m.devices, self.cfg.seed)
+        self._profile = None
+        self._base_hidden = None
+        self.probes = probe_sets(self.data.public, m.probe_per_task) if m.cluster else {}
+
+    # ------------------------------------------------------------------ the profile and the predictors
+    def profile(self):
+        if self._profile is None:
+            m = self.cfg.method
+            self._profile = (load_profile(m.profile) if m.profile else
+                             measured_profile(self.cfg, self.cfg.model.name, self.ranks, m.lora_scale, log=log_line))
+            missing = [r for r in self.ranks if r not in self._profile.memory_mb]
+            if missing:
+                raise ValueError(f"method.profile: the profile has no entry for ranks {missing} of method.ranks")
+        return self._profile
+
+    def steps(self, cid: int) -> int:
+        fed = self.cfg.federation
+        return math.ceil(len(self.data.train[cid]) / fed.batch_size) * fed.local_epochs
+
+    def deadline(self) -> float:
+        """T: method.deadline, or the midpoint rule — the slowest class at the median client's step count
+        fits halfway between the smallest and the largest rank's latency, so (unloaded) it fits r_min and
+        not r_max."""
+        if self.cfg.method.deadline is not None:
+            return float(self.cfg.method.deadline)
+        prof = self.profile()
+        steps = sorted(self.steps(c) for c in range(self.data.num_clients))[self.data.num_clients // 2]
+        slowest = min(c.speed for c in self.cfg.method.devices)
+        return steps * 0.5 * (prof.step(self.ranks[0]) + prof.step(self.r_max)) / slowest
+
+    def begin(self, ctx) -> None:
+        prof = self.profile()
+        path = ctx.out_dir / "floe_profile.json"
+        path.write_text(prof.to_json())
+        ctx.log_artifact(path, "floe")
+        classes = {c: cls.name for c, cls in enumerate(self.classes)}
+        (ctx.out_dir / "floe_devices.json").write_text(json.dumps(classes, indent=1))
+        ctx.log_artifact(ctx.out_dir / "floe_devices.json", "floe")
+        ctx.log({"deadline_s": self.deadline()}, prefix="floe/")
+
+    # ------------------------------------------------------------------ the round
+    def choose_ranks(self, rnd: int, cids: list[int], ctx) -> dict[int, int]:
+        m, prof, T = self.cfg.method, self.profile(), self.deadline()
+        lo, hi = prof.memory(self.ranks[0]), prof.memory(self.r_max)
+        chosen, stats, latencies = {}, {}, []
+        for cid in cids:
+            cond = round_conditions(self.classes[cid], lo, hi, m.background_load, self.cfg.seed, rnd, cid)
+            steps = self.steps(cid)
+
+            def latency(r, steps=steps, cond=cond):
+                return steps * prof.step(r) / cond.speed
+
+            ranks = self.ranks if m.rank_selection else [self.r_max]
+            r = select_rank(ranks, cond.free_memory, prof.memory, latency, T)
+            stats[f"rank_client_{cid}"] = r or 0
+            stats[f"free_memory_mb_client_{cid}"] = cond.free_memory
+            if r is None:
+                log_line(f"[fedlab] round {rnd}: client {cid} ({self.classes[cid].name}) sits out: no rank of "
+                         f"{ranks} fits {cond.free_memory:.1f} MB and the {T:.2f} s deadline")
+                continue
+            chosen[cid] = r
+            latencies.append(latency(r))
+            stats[f"latency_s_client_{cid}"] = latency(r)
+        stats["clients/sat_out"] = len(cids) - len(chosen)
+        stats["clients/trained"] = len(chosen)
+        stats["rank/mean"] = sum(chosen.values()) / len(chosen) if chosen else 0.0
+        stats["time/simulated_round"] = max(latencies) if latencies else 0.0
+        ctx.log(stats)
+        return chosen
+
+    def run_round(self, rnd: int, ctx) -> None:
+        chosen = self.choose_ranks(rnd, ctx.sample(), ctx)
+        if not chosen:
+            log_line(f"[fedlab] round {rnd}: every sampled client sat out; the experts stay as they were")
+            return
+        starts = {cid: self.centres[self.assignment[cid]] for cid in chosen}
+        results = ctx.fit({cid: FitIns(rnd, take_rank(starts[cid], self.axes, r),
+                                       {"transform": chain_to_wire(self.chain(r))}) for cid, r in chosen.items()})
+        if not results:
+            return
+        cids = sorted(results)
+        padded = {c: {k: pad_rank(v, self.axes[k], self.r_max) if k in self.axes else v
+                      for k, v in results[c].state.items()} for c in cids}
+        labels, info = self.cluster(cids, padded, starts)
+        groups: dict[int, list[int]] = {}
+        for c, g in zip(cids, labels):
+            groups.setdefault(g, []).append(c)
+        old = self.centres
+        self.centres = [aggregate_lora_states([padded[c] for c in groups[g]], self.axes) for g in sorted(groups)]
+        for c, g in zip(cids, labels):
+            self.assignment[c] = g
+        for c in range(self.data.num_clients):           # those that sat out: the closest new expert
+            if c not in results:
+                self.assignment[c] = self._closest(old[self.assignment[c]] if self.assignment[c] < len(old) else old[0])
+        self.global_state = aggregate_lora_states([padded[c] for c in cids], self.axes)
+        info.update({f"cluster_client_{c}": self.assignment[c] for c in range(self.data.num_clients)})
+        ctx.log(info, prefix="server/")
+
+    def cluster(self, cids: list[int], padded: dict, starts: dict) -> tuple[list[int], dict]:
+        m = self.cfg.method
+        if not m.cluster or len(cids) < 3:
+            return [0] * len(cids), {"clusters/num": 1}
+        res = self.resident
+        if self._base_hidden is None:
+            set_state(res.model, res.init_state)       # B = 0: the base model's function
+            self._base_hidden = mean_hidden(res.model, res.tokenizer, self.probes, self.cfg.model.max_length)
+        start_full = {c: {k: pad_rank(v, self.axes[k], self.r_max) if k in self.axes else v
+                          for k, v in starts[c].items()} for c in cids}
+        emb = torch.stack([behaviour_embedding(res.model, res.tokenizer, self.probes, self.cfg.model.max_length,
+                                               padded[c], start_full[c], self._base_hidden) for c in cids])
+        out = choose_clusters(emb.numpy(), m.max_clusters, m.min_silhouette, seed=self.cfg.seed)
+        info = {"clusters/num": out.num_clusters}
+        if out.silhouette is not None:
+            info["clusters/silhouette"] = out.silhouette
+        return list(out.labels), info
+
+    def _closest(self, state: dict) -> int:
+        ref = torch.cat([v.float().reshape(-1) for v in state.values()])
+        sims = [float(torch.nn.functional.cosine_similarity(
+            ref, torch.cat([c[k].float().reshape(-1) for k in state]), dim=0)) for c in self.centres]
+        return max(range(len(sims)), key=sims.__getitem__)
+
+    def check_upload(self, res) -> str | None:
+        """An upload's keys are the global state's; each LoRA factor has a rank ≤ r_max on its rank axis."""
+        ref = self.global_state
+        if res.state is None:
+            return None
+        if set(res.state) != set(ref):
+            return "wrong keys"
+        for k, v in res.state.items():
+            want = list(ref[k].shape)
+            got = list(v.shape)
+            if k in self.axes:
+                ax = self.axes[k]
+                if got[ax] > want[ax]:
+                    return f"rank {got[ax]} of {k} exceeds r_max {want[ax]}"
+                got[ax] = want[ax]
+            if got != want:
+                return f"wrong shape for {k}: {tuple(v.shape)}"
+        return None
+
+    # ------------------------------------------------------------------ evaluation: each client its expert
+    def configure_evaluate(self, rnd, cids):
+        cfg = {"transform": chain_to_wire(self.chain(self.r_max))}
+        return {cid: EvalIns(rnd, self.centres[self.assignment[cid]],
+                             {"tag": f"floe/{rnd}/expert{self.assignment[cid]}", **cfg}) for cid in cids}
+
+    def state_dict(self) -> dict:
+        return {"global_state": self.global_state, "centres": self.centres, "assignment": self.assignment}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.global_state = state["global_state"]
+        self.centres = state["centres"]
+        self.assignment = list(state["assignment"])
+
+    def final_adapters(self) -> dict | None:
+        return self.global_state

@@ -1,0 +1,127 @@
+"""Floe's fine-tuning phase (SPEC.md §4.1, §4.3): ranks chosen by Algorithm 1 from a pinned profile and
+checked by hand, uploads of different ranks counted in bytes, the Floe^-M ablation, clustering, both
+backends, and bad input in one line."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import PICO
+from fedlab.config import ConfigError, load_config
+
+PROFILE = {"ranks": [2, 4, 8], "memory_mb": {"2": 10.0, "4": 20.0, "8": 40.0},
+           "step_s": {"2": 0.01, "4": 0.02, "8": 0.04}, "meta": {"note": "pinned by the test"}}
+# big: budget 10 + 1.2·30 = 46 MB (every rank fits), speed 1; small: 10 + 0.3·30 = 19 MB (only r = 2), speed 0.4
+DEVICES = "method.devices=[{name: big, share: 1, memory: 1.2, speed: 1.0}, {name: small, share: 1, memory: 0.3, speed: 0.4}]"
+BASE = PICO + ["data.num_clients=4", "data.partition=by_task", "data.tasks=[recall,sentiment]",
+               "data.public_source=holdout", "data.public_fraction=0.25", "tracking.enabled=false",
+               "method.ranks=[2,4,8]", "method.background_load=0", "method.deadline=0.1", DEVICES,
+               "federation.rounds=1"]
+
+
+@pytest.fixture()
+def profile_file(tmp_path):
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(PROFILE))
+    return path
+
+
+def _cfg(tmp_path, profile_file, *extra, method="floe"):
+    return load_config(None, BASE + [f"method.name={method}", f"method.profile={profile_file}",
+                                     f"output_dir={tmp_path}/runs", *extra])
+
+
+def _lora_bytes(cfg, r: int) -> int:
+    from fedlab.runtime.resident import get_resident
+    from fedlab.transforms import transform
+
+    res = get_resident(cfg, chain=(transform("lora", r=r, alpha=2.0 * r),))
+    return sum(v.numel() * v.element_size() for v in res.init_state.values())
+
+
+def _classes(cfg):
+    from fedlab.hetero.devices import assign_classes
+
+    return [c.name for c in assign_classes(4, cfg.method.devices, cfg.seed)]
+
+
+def test_floe_ranks_follow_algorithm_1_on_a_pinned_profile(pico_zoo, tmp_path, profile_file):
+    from fedlab.experiment import run_experiment
+
+    cfg = _cfg(tmp_path, profile_file)
+    h = run_experiment(cfg, progress=False)
+    r1 = h.rounds[1]
+    classes = _classes(cfg)
+    assert sorted(classes) == ["big", "big", "small", "small"]
+    # steps = ceil(9 / 8) = 2: big at r = 8 takes 2·0.04 = 0.08 s ≤ 0.1; small fits only r = 2 in 19 MB,
+    # 2·0.01 / 0.4 = 0.05 s ≤ 0.1
+    want = {c: 8 if classes[c] == "big" else 2 for c in range(4)}
+    assert {c: r1[f"rank_client_{c}"] for c in range(4)} == want
+    assert r1["clients/sat_out"] == 0 and r1["rank/mean"] == pytest.approx(5.0)
+    assert r1["time/simulated_round"] == pytest.approx(0.08)
+    up = sum(_lora_bytes(cfg, r) for r in want.values())
+    assert up <= r1["bytes/up"] < up + 4 * 1500          # the four LoRA states at their own ranks (+ metrics)
+    assert r1["server/clusters/num"] >= 1 and "acc/mean" in r1
+
+
+def test_floe_without_rank_selection_drops_the_devices_that_cannot_fit_r_max(pico_zoo, tmp_path, profile_file):
+    from fedlab.experiment import run_experiment
+
+    cfg = _cfg(tmp_path, profile_file, method="floe_no_rank")
+    r1 = run_experiment(cfg, progress=False).rounds[1]
+    classes = _classes(cfg)
+    assert {c: r1[f"rank_client_{c}"] for c in range(4)} == {c: 8 if classes[c] == "big" else 0 for c in range(4)}
+    assert r1["clients/sat_out"] == 2
+    with pytest.raises(ConfigError, match="method.rank_selection"):
+        _cfg(tmp_path, profile_file, "method.rank_selection=true", method="floe_no_rank")
+
+
+def test_floe_same_numbers_on_both_backends(pico_zoo, tmp_path, profile_file):
+    from fedlab.experiment import run_experiment
+
+    a = run_experiment(_cfg(tmp_path / "a", profile_file), progress=False).rounds[-1]
+    b = run_experiment(_cfg(tmp_path / "b", profile_file, "backend.name=ray", "backend.num_cpus=2"),
+                       progress=False).rounds[-1]
+    for key in ("acc/mean", "loss/task", "bytes/up", "rank/mean", "server/clusters/num"):
+        assert a[key] == pytest.approx(b[key], rel=1e-5), key
+
+
+def test_floe_bad_config_names_the_key(tmp_path, profile_file):
+    with pytest.raises(ConfigError, match=r"method.ranks"):
+        _cfg(tmp_path, profile_file, "method.ranks=[0,4]")
+    with pytest.raises(ConfigError, match=r"method.devices\[0\].speed"):
+        _cfg(tmp_path, profile_file, "method.devices=[{name: x, share: 1, memory: 1, speed: 0}]")
+    with pytest.raises(ConfigError, match=r"method.background_load"):
+        _cfg(tmp_path, profile_file, "method.background_load=1.5")
+
+
+def test_choose_clusters_finds_two_groups_and_falls_back_to_one():
+    from fedlab.clustering import choose_clusters
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(4, 6)) * 0.05 + np.eye(6)[0]
+    b = rng.normal(size=(4, 6)) * 0.05 + np.eye(6)[1]
+    out = choose_clusters(np.vstack([a, b]), seed=0)
+    assert out.num_clusters == 2 and out.labels == (0, 0, 0, 0, 1, 1, 1, 1)
+    assert out.silhouette > 0.9
+    assert choose_clusters(np.vstack([a, b])[:2]).num_clusters == 1            # N < 3
+    assert choose_clusters(np.vstack([a, b]), min_silhouette=0.999).num_clusters == 1
+
+
+def test_device_classes_by_largest_remainder_and_seeded_load():
+    from fedlab.hetero.devices import assign_classes, round_conditions
+    from fedlab.methods.floe.config import ORIN_CLASSES
+
+    got = assign_classes(15, ORIN_CLASSES, seed=0)
+    assert sum(c.name == "orin-nano" for c in got) == 10 and sum(c.name == "orin-nx" for c in got) == 5
+    assert [c.name for c in got] == [c.name for c in assign_classes(15, ORIN_CLASSES, seed=0)]
+    nano = ORIN_CLASSES[0]
+    idle = round_conditions(nano, 10.0, 40.0, 0.0, 0, 1, 0)
+    assert idle.free_memory == pytest.approx(19.0) and idle.speed == pytest.approx(0.4)
+    busy = round_conditions(nano, 10.0, 40.0, 0.3, 0, 1, 0)
+    assert 0 <= busy.load <= 0.3
+    assert busy.free_memory == pytest.approx(10.0 + (0.3 - busy.load) * 30.0)
+    assert busy.speed == pytest.approx(0.4 * (1 - busy.load / 2))
+    assert busy == round_conditions(nano, 10.0, 40.0, 0.3, 0, 1, 0)
