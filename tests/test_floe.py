@@ -125,3 +125,69 @@ def test_device_classes_by_largest_remainder_and_seeded_load():
     assert busy.free_memory == pytest.approx(10.0 + (0.3 - busy.load) * 30.0)
     assert busy.speed == pytest.approx(0.4 * (1 - busy.load / 2))
     assert busy == round_conditions(nano, 10.0, 40.0, 0.3, 0, 1, 0)
+
+
+# ---- local DP ------------------------------------------------------------------------------------------
+
+def test_clip_and_noise_by_hand():
+    import torch
+
+    from fedlab.privacy import clip_and_noise
+
+    # two examples, one parameter of two entries: norms 5 and 0.5; C = 1 scales the first by 1/5
+    g = torch.tensor([[3.0, 4.0], [0.3, 0.4]])
+    out, norms = clip_and_noise([g], clip=1.0, noise=0.0)
+    assert torch.allclose(norms, torch.tensor([5.0, 0.5]))
+    assert torch.allclose(out[0], (torch.tensor([0.6, 0.8]) + torch.tensor([0.3, 0.4])) / 2, atol=1e-5)
+    noisy, _ = clip_and_noise([g], clip=1.0, noise=2.0, generator=torch.Generator().manual_seed(0))
+    z = torch.randn(2, generator=torch.Generator().manual_seed(0))
+    assert torch.allclose(noisy[0], (torch.tensor([0.9, 1.2]) + 2.0 * z) / 2, atol=1e-5)
+
+
+def test_opacus_per_example_gradients_average_to_the_batch_gradient(pico_zoo):
+    import torch
+
+    from fedlab.models.zoo import load_model
+    from fedlab.privacy import DPSGDModule
+    from fedlab.transforms.lora import apply_lora
+
+    model, _ = load_model("pico-llama")
+    pm, spec = apply_lora(model, 4, 8, 0.0, None)
+    with torch.no_grad():                 # B ≠ 0 so that A has a gradient too
+        for n, p in pm.named_parameters():
+            if p.requires_grad:
+                p.normal_(0, 0.1)
+    module = DPSGDModule(pm, spec.trainable, [], clip=1.0, noise=0.0)
+    module.attach()
+    try:
+        ids = torch.randint(3, 60, (3, 9), generator=torch.Generator().manual_seed(0))
+        labels = ids.clone()
+        labels[0, :4] = -100                 # examples with different numbers of target tokens
+        batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels}
+        loss, _ = module.compute_loss(batch)
+        loss.backward()
+        for k in spec.trainable:
+            p = module.param_index[k]
+            assert p.grad_sample.shape == (3, *p.shape)
+            assert torch.allclose(p.grad_sample.mean(0), p.grad, atol=1e-6)
+    finally:
+        module.detach()
+    assert not any(hasattr(p, "grad_sample") for p in pm.parameters())
+
+
+def test_floe_with_dpsgd_reports_epsilon_like_the_accountant(pico_zoo, tmp_path, profile_file):
+    from opacus.accountants import RDPAccountant
+
+    from fedlab.experiment import run_experiment
+
+    cfg = _cfg(tmp_path, profile_file, "method.dp=dpsgd", "method.dp_noise=1.1", "method.dp_clip=0.5")
+    h = run_experiment(cfg, progress=False)
+    r1 = h.rounds[1]
+    n0 = len(__import__("fedlab.data.federated", fromlist=["x"]).build_federated_data(cfg.data, cfg.seed).train[0])
+    acc = RDPAccountant()
+    acc.history = [(1.1, 8 / n0, -(-n0 // 8))]
+    assert r1["dp/epsilon_client_0"] == pytest.approx(acc.get_epsilon(1e-5), rel=1e-9)
+    assert r1["dp/epsilon_max"] >= r1["dp/epsilon_client_0"] > 0
+    assert 0 <= r1["dp/clipped"] <= 1 and r1["dp/grad_norm"] > 0
+    plain = run_experiment(_cfg(tmp_path / "plain", profile_file), progress=False).rounds[1]
+    assert plain["loss/task"] != pytest.approx(r1["loss/task"], rel=1e-6)    # the noise changed training

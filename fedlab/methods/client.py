@@ -74,17 +74,24 @@ class LoraClient:
         loader = DataLoader(ds, batch_size=self.cfg.federation.batch_size, shuffle=True,
                             generator=torch.Generator().manual_seed(seed),
                             collate_fn=PadCollator(res.tokenizer.pad_token_id))
-        module = ClientModule(res.model, res.spec.trainable, self.terms(ins, start),
-                              **optimizer_args(self.cfg, self.learning_rate()))
+        module = self.module(res, ins, start)
         t0 = time.perf_counter()
         res.model.train()
-        make_trainer(self.cfg).fit(module, loader)
+        self.train_module(module, loader)
         res.model.eval()
         metrics = {k: float(v) for k, v in module.trainer.callback_metrics.items()}
         metrics["time/fit"] = time.perf_counter() - t0
         new = get_state(res.model, res.spec.communicated)
         self.own_state = new
         return FitRes(self.cid, ins.round, new, len(ds), metrics)
+
+    def module(self, res, ins: FitIns, start: dict) -> ClientModule:
+        """The LightningModule of this fit: the task loss plus the method's `terms`."""
+        return ClientModule(res.model, res.spec.trainable, self.terms(ins, start),
+                            **optimizer_args(self.cfg, self.learning_rate()))
+
+    def train_module(self, module, loader) -> None:
+        make_trainer(self.cfg).fit(module, loader)
 
     def evaluate(self, ins: EvalIns) -> EvalRes:
         self.use_model(ins)

@@ -21,9 +21,10 @@ class ResidentStrategy(SingleDeviceStrategy):
 
 
 def make_trainer(cfg, max_epochs: int | None = None, max_steps: int | None = None,
-                 manual_optimization: bool = False) -> L.Trainer:
+                 manual_optimization: bool = False, clip_gradients: bool = True) -> L.Trainer:
     """The Trainer of one fit: on the config's device, gradients clipped at norm 1 (a module with manual
-    optimisation clips its own: Lightning's automatic clipping is not available to it)."""
+    optimisation clips its own: Lightning's automatic clipping is not available to it; DP-SGD clips per
+    example and asks for no clipping of the noisy gradient: `clip_gradients=False`)."""
     device = resolve_device(cfg.backend.device)
     steps = max_steps if max_steps is not None else cfg.federation.local_steps
     epochs = max_epochs if max_epochs is not None else cfg.federation.local_epochs
@@ -35,7 +36,7 @@ def make_trainer(cfg, max_epochs: int | None = None, max_steps: int | None = Non
         accelerator="gpu" if where.type == "cuda" else "cpu", strategy=ResidentStrategy(where),
         max_epochs=-1 if steps else epochs, max_steps=steps or -1,
         logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-        num_sanity_val_steps=0, gradient_clip_val=None if manual_optimization else 1.0, deterministic=False)
+        num_sanity_val_steps=0, gradient_clip_val=None if manual_optimization or not clip_gradients else 1.0, deterministic=False)
 
 
 def optimizer_args(cfg, lr: float | None = None) -> dict:

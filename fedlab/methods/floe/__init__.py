@@ -4,4 +4,4 @@ from fedlab.methods.floe.config import FloeConfig, FloeNoClusterConfig, FloeNoRa
 from fedlab.registry import register_method
 
 for _cfg in (FloeConfig, FloeNoRankConfig, FloeNoClusterConfig):
-    register_method(_cfg.name, _cfg, "fedlab.methods.floe.method:Floe")
+    register_method(_cfg.name, _cfg, "fedlab.methods.floe.method:Floe", "fedlab.methods.floe.client:FloeClient")

@@ -2,7 +2,7 @@
 from dataclasses import dataclass, field
 from typing import ClassVar, Optional
 
-from fedlab.validation import MethodConfig, check
+from fedlab.validation import MethodConfig, check, choose
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,12 @@ class FloeConfig(MethodConfig):
     max_clusters: int = 10
     min_silhouette: float = 0.25     # below it: one cluster
     probe_per_task: int = 8          # public samples per task for the behaviour embeddings
+    # local DP (off by default): dpsgd — per-example clipping to C and N(0, σ²C²) on each batch's sum;
+    # update — the round's update clipped to C plus N(0, σ²C²) once (a labelled variant)
+    dp: str = "none"
+    dp_clip: float = 1.0             # C
+    dp_noise: float = 1.0            # σ, the noise multiplier
+    dp_delta: float = 1e-5           # δ of the reported ε
 
     def validate(self, p):
         check(len(self.ranks) >= 1 and all(isinstance(r, int) and r >= 1 for r in self.ranks), f"{p}.ranks",
@@ -50,6 +56,10 @@ class FloeConfig(MethodConfig):
         check(self.max_clusters >= 2, f"{p}.max_clusters", self.max_clusters, "an integer >= 2")
         check(-1 <= self.min_silhouette <= 1, f"{p}.min_silhouette", self.min_silhouette, "a number in [-1, 1]")
         check(self.probe_per_task >= 1, f"{p}.probe_per_task", self.probe_per_task, "an integer >= 1")
+        choose(self.dp, ["none", "dpsgd", "update"], f"{p}.dp")
+        check(self.dp_clip > 0, f"{p}.dp_clip", self.dp_clip, "a norm > 0")
+        check(self.dp_noise >= 0, f"{p}.dp_noise", self.dp_noise, "a noise multiplier >= 0")
+        check(0 < self.dp_delta < 1, f"{p}.dp_delta", self.dp_delta, "a number in (0, 1)")
 
     def check_experiment(self, cfg):
         if self.cluster:

@@ -24,6 +24,7 @@ from fedlab.hetero.devices import assign_classes, round_conditions
 from fedlab.hetero.profile import load_profile, measured_profile
 from fedlab.methods.base import FedMethod
 from fedlab.methods.floe.behaviour import behaviour_embedding, mean_hidden, probe_sets
+from fedlab.privacy import PrivacyLedger
 from fedlab.runtime.context import log_line
 from fedlab.runtime.resident import get_resident
 from fedlab.transforms import chain_to_wire, set_state, transform
@@ -58,6 +59,7 @@ class Floe(FedMethod):
         self._profile = None
         self._base_hidden = None
         self.probes = probe_sets(self.data.public, m.probe_per_task) if m.cluster else {}
+        self.ledger = PrivacyLedger()
 
     # ------------------------------------------------------------------ the profile and the predictors
     def profile(self):
@@ -136,6 +138,8 @@ class Floe(FedMethod):
         if not results:
             return
         cids = sorted(results)
+        if self.cfg.method.dp != "none":
+            ctx.log(self.account(cids))
         padded = {c: {k: pad_rank(v, self.axes[k], self.r_max) if k in self.axes else v
                       for k, v in results[c].state.items()} for c in cids}
         labels, info = self.cluster(cids, padded, starts)
@@ -152,6 +156,17 @@ class Floe(FedMethod):
         self.global_state = aggregate_lora_states([padded[c] for c in cids], self.axes)
         info.update({f"cluster_client_{c}": self.assignment[c] for c in range(self.data.num_clients)})
         ctx.log(info, prefix="server/")
+
+    def account(self, cids: list[int]) -> dict:
+        """Record this round's releases of each client and report ε at δ (fedlab.privacy.accountant)."""
+        m, fed = self.cfg.method, self.cfg.federation
+        for c in cids:
+            if m.dp == "dpsgd":
+                self.ledger.record(c, m.dp_noise, min(1.0, fed.batch_size / len(self.data.train[c])), self.steps(c))
+            else:
+                self.ledger.record(c, m.dp_noise, fed.client_fraction, 1)
+        eps = {c: self.ledger.epsilon(c, m.dp_delta) for c in range(self.data.num_clients)}
+        return {**{f"dp/epsilon_client_{c}": e for c, e in eps.items()}, "dp/epsilon_max": max(eps.values())}
 
     def cluster(self, cids: list[int], padded: dict, starts: dict) -> tuple[list[int], dict]:
         m = self.cfg.method
@@ -203,12 +218,14 @@ class Floe(FedMethod):
                              {"tag": f"floe/{rnd}/expert{self.assignment[cid]}", **cfg}) for cid in cids}
 
     def state_dict(self) -> dict:
-        return {"global_state": self.global_state, "centres": self.centres, "assignment": self.assignment}
+        return {"global_state": self.global_state, "centres": self.centres, "assignment": self.assignment,
+                "ledger": self.ledger.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
         self.global_state = state["global_state"]
         self.centres = state["centres"]
         self.assignment = list(state["assignment"])
+        self.ledger.load_state_dict(state.get("ledger", {}))
 
     def final_adapters(self) -> dict | None:
         return self.global_state
