@@ -154,7 +154,7 @@ def test_opacus_per_example_gradients_average_to_the_batch_gradient(pico_zoo):
     model, _ = load_model("pico-llama")
     pm, spec = apply_lora(model, 4, 8, 0.0, None)
     with torch.no_grad():                 # B ≠ 0 so that A has a gradient too
-        for n, p in pm.named_parameters():
+        for p in pm.parameters():
             if p.requires_grad:
                 p.normal_(0, 0.1)
     module = DPSGDModule(pm, spec.trainable, [], clip=1.0, noise=0.0)
@@ -191,3 +191,61 @@ def test_floe_with_dpsgd_reports_epsilon_like_the_accountant(pico_zoo, tmp_path,
     assert 0 <= r1["dp/clipped"] <= 1 and r1["dp/grad_norm"] > 0
     plain = run_experiment(_cfg(tmp_path / "plain", profile_file), progress=False).rounds[1]
     assert plain["loss/task"] != pytest.approx(r1["loss/task"], rel=1e-6)    # the noise changed training
+
+
+# ---- router (Eq. 9–11) -----------------------------------------------------------------------------------
+
+def test_gate_is_a_softmax_of_cosines_by_hand():
+    import math
+
+    import torch
+
+    from fedlab.methods.floe.router import gate
+
+    experts = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
+    prompt = torch.tensor([[3.0, 3.0], [1.0, 0.0]])
+    w = gate(prompt, experts)
+    assert torch.allclose(w[0], torch.tensor([0.5, 0.5]))
+    e = math.exp(1.0)
+    assert torch.allclose(w[1], torch.tensor([e / (e + 1), 1 / (e + 1)]))
+    sharp = gate(prompt, experts, temperature=0.1)
+    assert sharp[1, 0] > w[1, 0]
+
+
+def test_mixture_state_is_the_gated_sum_of_expert_products():
+    import torch
+
+    from fedlab.methods.floe.router import mixture_state
+
+    torch.manual_seed(0)
+    centres = [{"A": torch.randn(4, 6), "B": torch.randn(5, 4)} for _ in range(3)]
+    w = torch.tensor([0.2, 0.5, 0.3])
+    mix = mixture_state(centres, w, {"A": 0, "B": 1})
+    assert mix["A"].shape == (12, 6) and mix["B"].shape == (5, 12)
+    want = sum(wj * c["B"] @ c["A"] for wj, c in zip(w, centres))
+    assert torch.allclose(mix["B"] @ mix["A"], want, atol=1e-5)
+    with pytest.raises(ValueError, match="3 experts, 2 weights"):
+        mixture_state(centres, [0.5, 0.5], {"A": 0, "B": 1})
+
+
+def test_floe_routes_each_test_prompt_over_the_expert_pool(pico_zoo, tmp_path, profile_file):
+    from fedlab.experiment import run_experiment
+
+    cfg = _cfg(tmp_path, profile_file, "data.num_clients=6", "data.tasks=[recall,sentiment,friend]")
+    h = run_experiment(cfg, progress=False)
+    f = h.final
+    m = f["server/clusters/num"]
+    domains = [f[f"routed/expert_domain_{j}"] for j in range(m)]
+    assert set(domains) <= {"recall", "sentiment", "friend"}
+    for task in ("recall", "sentiment"):
+        assert 0 <= f[f"routed/acc/{task}"] <= 1 and 0 <= f[f"routed/top1_share/{task}"] <= 1
+    assert "routed/rougeL/friend" in f and "routed/acc/mean" in f
+    # routed weights: the mixture of M experts at rank M·r_max reproduces each expert alone for a one-hot gate
+    import torch
+
+    from fedlab.methods.floe.router import mixture_state
+
+    centres = [{"A": torch.randn(2, 3), "B": torch.randn(4, 2)} for _ in range(m)]
+    one_hot = torch.eye(m)[0]
+    mix = mixture_state(centres, one_hot, {"A": 0, "B": 1})
+    assert torch.allclose(mix["B"] @ mix["A"], centres[0]["B"] @ centres[0]["A"], atol=1e-6)

@@ -176,7 +176,14 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
         log_round(m)
         if progress:
             log_line(_progress(method, m, rounds, m["time/round"]))
-    history.final = {**history.rounds[-1], **method.finalize(context(rounds))}
+    end = method.finalize(context(rounds))
+    numbers = {k: v for k, v in end.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    if numbers:      # the end-of-run metrics (fused or routed models) reach the tracker at the last round
+        tracker.log_metrics(numbers, step=rounds)
+    words = {f"fedlab.final.{k}": str(v) for k, v in end.items() if k not in numbers}
+    if words:
+        tracker.set_tags(words)
+    history.final = {**history.rounds[-1], **end}
     history.final["time/total"] = time.perf_counter() - t_run
     backend.shutdown()
     return history

@@ -55,3 +55,18 @@ def behaviour_embedding(model, tokenizer, probes, max_length: int, state: dict, 
     shift = mean_hidden(model, tokenizer, probes, max_length) - base_hidden
     update = torch.cat([(state[k].float() - start[k].float()).reshape(-1) for k in state])
     return torch.cat([_unit(shift.reshape(-1)), _unit(update)])
+
+
+@torch.no_grad()
+def text_hidden(model, tokenizer, texts: list[str], max_length: int, batch_size: int = 32) -> torch.Tensor:
+    """[N, D]: per text, the mean final hidden state over its tokens."""
+    device = next(model.parameters()).device
+    rows = []
+    for s in range(0, len(texts), batch_size):
+        enc = tokenizer(list(texts[s:s + batch_size]), padding=True, truncation=True, max_length=max_length,
+                        return_tensors="pt")
+        mask = enc["attention_mask"].to(device)
+        out = model(input_ids=enc["input_ids"].to(device), attention_mask=mask, output_hidden_states=True)
+        h = out.hidden_states[-1].float() * mask.unsqueeze(-1)
+        rows.append((h.sum(1) / mask.sum(1, keepdim=True).clamp(min=1)).cpu())
+    return torch.cat(rows)

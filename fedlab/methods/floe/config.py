@@ -36,6 +36,11 @@ class FloeConfig(MethodConfig):
     max_clusters: int = 10
     min_silhouette: float = 0.25     # below it: one cluster
     probe_per_task: int = 8          # public samples per task for the behaviour embeddings
+    # inference: the parameter-free router over the expert pool (Eq. 9–11), scored at the end of the run
+    router: bool = True
+    router_encoder: str = "slm"      # slm: the base SLM's mean hidden state | a sentence encoder (minilm-l6)
+    router_k: int = 32               # public samples per expert embedding
+    router_temperature: float = 1.0  # 1: no temperature (SPEC §4.3)
     # local DP (off by default): dpsgd — per-example clipping to C and N(0, σ²C²) on each batch's sum;
     # update — the round's update clipped to C plus N(0, σ²C²) once (a labelled variant)
     dp: str = "none"
@@ -56,13 +61,15 @@ class FloeConfig(MethodConfig):
         check(self.max_clusters >= 2, f"{p}.max_clusters", self.max_clusters, "an integer >= 2")
         check(-1 <= self.min_silhouette <= 1, f"{p}.min_silhouette", self.min_silhouette, "a number in [-1, 1]")
         check(self.probe_per_task >= 1, f"{p}.probe_per_task", self.probe_per_task, "an integer >= 1")
+        check(self.router_k >= 1, f"{p}.router_k", self.router_k, "an integer >= 1")
+        check(self.router_temperature > 0, f"{p}.router_temperature", self.router_temperature, "a number > 0")
         choose(self.dp, ["none", "dpsgd", "update"], f"{p}.dp")
         check(self.dp_clip > 0, f"{p}.dp_clip", self.dp_clip, "a norm > 0")
         check(self.dp_noise >= 0, f"{p}.dp_noise", self.dp_noise, "a noise multiplier >= 0")
         check(0 < self.dp_delta < 1, f"{p}.dp_delta", self.dp_delta, "a number in (0, 1)")
 
     def check_experiment(self, cfg):
-        if self.cluster:
+        if self.cluster or self.router:
             check(cfg.data.public_count() >= 1, "data.public_size", cfg.data.public_size,
                   "a public set of at least one sample (Floe embeds each client's LoRA by its hidden-state "
                   "shift on public probes); set data.public_fraction or data.public_size")

@@ -217,6 +217,22 @@ class Floe(FedMethod):
         return {cid: EvalIns(rnd, self.centres[self.assignment[cid]],
                              {"tag": f"floe/{rnd}/expert{self.assignment[cid]}", **cfg}) for cid in cids}
 
+    def finalize(self, ctx) -> dict:
+        """The inference phase's routed SLM on the shared test sets (`fedlab.methods.floe.inference`)."""
+        m = self.cfg.method
+        if not m.router or not self.data.public:
+            return {}
+        from fedlab.methods.floe.inference import Router, evaluate_routed, make_embedder
+
+        res = self.resident
+        embed = make_embedder(m.router_encoder, res, self.cfg.model.max_length)
+        router = Router(self.centres, self.axes, embed, self.data.public, res.init_state, res,
+                        self.cfg.model.max_length, m.router_k, m.router_temperature)
+        mixed = self.resident_at(self.r_max * len(self.centres))
+        out = evaluate_routed(router, mixed, self.data, self.cfg)
+        out.update({f"routed/expert_domain_{j}": d for j, d in enumerate(router.domains)})
+        return out
+
     def state_dict(self) -> dict:
         return {"global_state": self.global_state, "centres": self.centres, "assignment": self.assignment,
                 "ledger": self.ledger.state_dict()}

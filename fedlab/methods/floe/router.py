@@ -1,0 +1,78 @@
+"""Floe's parameter-free router over the LoRA experts (Eq. 9–11, SPEC §4.2 and §4.3).
+
+  Γ_j   = the normalised mean sentence embedding of k public samples of expert j's domain — the task on
+          which expert j lowers the base SLM's NLL most (`expert_domains`)
+  ω(x)  = softmax_j( cos(e(x), Γ_j) / T )     one gate per prompt for all layers and tokens (T = 1: none)
+  W'    = W + Σ_j ω_j · s · B_j A_j
+
+Σ_j ω_j B_j A_j is itself a LoRA product of rank M·r: B_cat = [B_1 … B_M] (columns), A_cat = [ω_1 A_1; …;
+ω_M A_M] (rows), so the routed model is an ordinary LoRA model at rank M·r_max with the same scale s
+(`mixture_state`)."""
+from __future__ import annotations
+
+import torch
+
+
+def expert_embeddings(embed, texts_per_expert: list[list[str]]) -> torch.Tensor:
+    """[M, D] Γ_j: `embed(texts) -> [N, D]` normalised rows, averaged per expert and normalised."""
+    rows = [torch.nn.functional.normalize(embed(list(t)).mean(0), dim=0) for t in texts_per_expert]
+    return torch.stack(rows)
+
+
+def gate(prompt_embeddings: torch.Tensor, experts: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """[N, M] ω: softmax over experts of the cosine similarity divided by the temperature."""
+    p = torch.nn.functional.normalize(prompt_embeddings.float(), dim=-1)
+    e = torch.nn.functional.normalize(experts.float(), dim=-1)
+    return torch.softmax(p @ e.T / temperature, dim=-1)
+
+
+def mixture_state(centres: list[dict], weights, rank_axes: dict[str, int]) -> dict:
+    """The rank-M·r LoRA state with B_cat A_cat = Σ_j ω_j B_j A_j (module docstring); keys that are not LoRA
+    factors are averaged with the weights."""
+    w = torch.as_tensor(weights, dtype=torch.float32)
+    if w.numel() != len(centres):
+        raise ValueError(f"mixture_state: {len(centres)} experts, {w.numel()} weights")
+    out = {}
+    for k in centres[0]:
+        if k not in rank_axes:
+            out[k] = sum(float(wj) * c[k].float() for wj, c in zip(w, centres)).to(centres[0][k].dtype)
+        elif rank_axes[k] == 0:      # A: [r, in] rows, scaled by ω_j
+            out[k] = torch.cat([float(wj) * c[k] for wj, c in zip(w, centres)], dim=0)
+        else:                        # B: [out, r] columns
+            out[k] = torch.cat([c[k] for c in centres], dim=1)
+    return out
+
+
+@torch.no_grad()
+def task_nll(model, tokenizer, examples, max_length: int, batch_size: int = 32) -> float:
+    """Mean target-token NLL of `examples` under `model`."""
+    from fedlab.data.collate import PadCollator, TokenizedExamples
+    from fedlab.objectives.terms import target_cross_entropy
+
+    ds = TokenizedExamples(tokenizer, list(examples), max_length)
+    collate = PadCollator(tokenizer.pad_token_id)
+    device = next(model.parameters()).device
+    total, n = 0.0, 0
+    for s in range(0, len(ds), batch_size):
+        batch = collate([ds[i] for i in range(s, min(len(ds), s + batch_size))])
+        logits = model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device)).logits
+        total += float(target_cross_entropy(logits, batch["labels"].to(device))) * len(batch["input_ids"])
+        n += len(batch["input_ids"])
+    return total / max(n, 1)
+
+
+def expert_domains(model, tokenizer, centres: list[dict], base_state: dict, public_by_task: dict[str, list],
+                   max_length: int) -> tuple[list[str], dict]:
+    """For each expert, the task whose public samples its LoRA improves most over the base model
+    (NLL_base − NLL_expert), and the table of those gains."""
+    from fedlab.transforms import set_state
+
+    set_state(model, base_state)
+    base = {t: task_nll(model, tokenizer, ex, max_length) for t, ex in public_by_task.items()}
+    gains, domains = {}, []
+    for j, c in enumerate(centres):
+        set_state(model, c)
+        g = {t: base[t] - task_nll(model, tokenizer, ex, max_length) for t, ex in public_by_task.items()}
+        gains[j] = g
+        domains.append(max(g, key=g.get))
+    return domains, gains
