@@ -249,3 +249,51 @@ def test_floe_routes_each_test_prompt_over_the_expert_pool(pico_zoo, tmp_path, p
     one_hot = torch.eye(m)[0]
     mix = mixture_state(centres, one_hot, {"A": 0, "B": 1})
     assert torch.allclose(mix["B"] @ mix["A"], centres[0]["B"] @ centres[0]["A"], atol=1e-6)
+
+
+# ---- asynchronous mode (Eq. 5) ---------------------------------------------------------------------------
+
+ASYNC = ["method.mode=async", "method.deadline=0.06", "method.cluster=false", "federation.rounds=2"]
+
+
+def test_async_windows_and_staleness_weights_by_hand(pico_zoo, tmp_path, profile_file):
+    from fedlab.experiment import run_experiment
+
+    cfg = _cfg(tmp_path, profile_file, *ASYNC)
+    h = run_experiment(cfg, progress=False)
+    r1, r2 = h.rounds[1], h.rounds[2]
+    classes = _classes(cfg)
+    small = [c for c in range(4) if classes[c] == "small"]
+    big = [c for c in range(4) if classes[c] == "big"]
+    # window 1 = [0, 0.06): small at r = 2 takes 2·0.01/0.4 = 0.05 s and arrives; big at r = 8 (0.08 s, within
+    # the 3T bound) arrives in window 2, where the small ones, restarted at 0.06, arrive at 0.11
+    assert (r1["async/arrived"], r1["async/pending"]) == (2, 2)
+    assert (r2["async/arrived"], r2["async/pending"]) == (4, 0)
+    assert r2["time/simulated_clock"] == pytest.approx(0.12)
+    assert {c: r1[f"rank_client_{c}"] for c in range(4)} == {c: 8 if c in big else 2 for c in range(4)}
+    # one cluster in window 2: lags 0.05 (small) and 0.08 (big); β = ln 2 / 0.06 ⇒ big weighs 2^(−0.5)
+    for c in small:
+        assert r2[f"server/async_weight_client_{c}"] == pytest.approx(1.0)
+    for c in big:
+        assert r2[f"server/async_weight_client_{c}"] == pytest.approx(2 ** -0.5)
+
+
+def test_async_resumes_with_its_pending_updates(pico_zoo, tmp_path, profile_file, monkeypatch):
+    from fedlab.experiment import run_experiment
+    from fedlab.methods.floe.method import Floe
+
+    clean = run_experiment(_cfg(tmp_path / "clean", profile_file, *ASYNC), progress=False)
+    original = Floe.run_round
+
+    def dies_in_round_2(self, rnd, ctx):
+        if rnd == 2:
+            raise RuntimeError("killed")
+        return original(self, rnd, ctx)
+
+    monkeypatch.setattr(Floe, "run_round", dies_in_round_2)
+    with pytest.raises(RuntimeError, match="killed"):
+        run_experiment(_cfg(tmp_path / "crash", profile_file, *ASYNC), progress=False)
+    monkeypatch.setattr(Floe, "run_round", original)
+    resumed = run_experiment(_cfg(tmp_path / "crash", profile_file, *ASYNC, "resume=true"), progress=False)
+    for key in ("acc/mean", "async/arrived", "time/simulated_clock", "loss/task"):
+        assert resumed.rounds[-1][key] == pytest.approx(clean.rounds[-1][key], rel=1e-6), key

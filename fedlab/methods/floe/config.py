@@ -31,6 +31,10 @@ class FloeConfig(MethodConfig):
     background_load: float = 0.3     # a round's load u ~ U(0, this) takes u of the memory range, speed·(1 − u/2)
     deadline: Optional[float] = None     # simulated seconds per round; null: the midpoint rule (README)
     profile: Optional[str] = None        # a profile JSON to use instead of measuring this machine
+    # synchronous (deadline-based, the paper's protocol) or asynchronous (Eq. 5, our extra mode)
+    mode: str = "sync"
+    async_beta: Optional[float] = None   # β of exp(−β·τ̃); null: ln 2 / T (one deadline late weighs ½)
+    async_max_lag: float = 3.0       # async: a device trains only at a rank whose latency is ≤ this many deadlines
     # clustered aggregation (Eq. 4)
     cluster: bool = True             # False (Floe^-P): one cluster
     max_clusters: int = 10
@@ -58,6 +62,9 @@ class FloeConfig(MethodConfig):
             check(d.speed > 0, f"{p}.devices[{i}].speed", d.speed, "a number > 0")
         check(0 <= self.background_load < 1, f"{p}.background_load", self.background_load, "a number in [0, 1)")
         check(self.deadline is None or self.deadline > 0, f"{p}.deadline", self.deadline, "null or seconds > 0")
+        choose(self.mode, ["sync", "async"], f"{p}.mode")
+        check(self.async_beta is None or self.async_beta >= 0, f"{p}.async_beta", self.async_beta, "null or >= 0")
+        check(self.async_max_lag >= 1, f"{p}.async_max_lag", self.async_max_lag, "a number of deadlines >= 1")
         check(self.max_clusters >= 2, f"{p}.max_clusters", self.max_clusters, "an integer >= 2")
         check(-1 <= self.min_silhouette <= 1, f"{p}.min_silhouette", self.min_silhouette, "a number in [-1, 1]")
         check(self.probe_per_task >= 1, f"{p}.probe_per_task", self.probe_per_task, "an integer >= 1")

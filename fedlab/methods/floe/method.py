@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 
 import torch
 
@@ -29,6 +30,16 @@ from fedlab.runtime.context import log_line
 from fedlab.runtime.resident import get_resident
 from fedlab.transforms import chain_to_wire, set_state, transform
 from fedlab.transforms.lora import lora_rank_axes
+
+
+@dataclass
+class Update:
+    """One device's update, its factors padded to r_max, with the simulated times it started and arrives."""
+    cid: int
+    state: dict
+    start_state: dict
+    start: float
+    arrival: float
 
 
 class Floe(FedMethod):
@@ -60,6 +71,8 @@ class Floe(FedMethod):
         self._base_hidden = None
         self.probes = probe_sets(self.data.public, m.probe_per_task) if m.cluster else {}
         self.ledger = PrivacyLedger()
+        self.pending: list[Update] = []        # async: updates computed, not yet arrived (simulated time)
+        self.clock = 0.0                       # simulated seconds since round 1 started
 
     # ------------------------------------------------------------------ the profile and the predictors
     def profile(self):
@@ -98,10 +111,13 @@ class Floe(FedMethod):
         ctx.log({"deadline_s": self.deadline()}, prefix="floe/")
 
     # ------------------------------------------------------------------ the round
-    def choose_ranks(self, rnd: int, cids: list[int], ctx) -> dict[int, int]:
-        m, prof, T = self.cfg.method, self.profile(), self.deadline()
+    def choose_ranks(self, rnd: int, cids: list[int], ctx, limit: float | None = None) -> dict[int, tuple[int, float]]:
+        """{client: (rank, predicted latency)} of the devices that train this round (Algorithm 1 with the latency
+        bound `limit`, default the deadline); the others sit out (logged)."""
+        m, prof = self.cfg.method, self.profile()
+        T = self.deadline() if limit is None else limit
         lo, hi = prof.memory(self.ranks[0]), prof.memory(self.r_max)
-        chosen, stats, latencies = {}, {}, []
+        chosen, stats = {}, {}
         for cid in cids:
             cond = round_conditions(self.classes[cid], lo, hi, m.background_load, self.cfg.seed, rnd, cid)
             steps = self.steps(cid)
@@ -115,45 +131,86 @@ class Floe(FedMethod):
             stats[f"free_memory_mb_client_{cid}"] = cond.free_memory
             if r is None:
                 log_line(f"[fedlab] round {rnd}: client {cid} ({self.classes[cid].name}) sits out: no rank of "
-                         f"{ranks} fits {cond.free_memory:.1f} MB and the {T:.2f} s deadline")
+                         f"{ranks} fits {cond.free_memory:.1f} MB and the {T:.2f} s latency bound")
                 continue
-            chosen[cid] = r
-            latencies.append(latency(r))
+            chosen[cid] = (r, latency(r))
             stats[f"latency_s_client_{cid}"] = latency(r)
         stats["clients/sat_out"] = len(cids) - len(chosen)
         stats["clients/trained"] = len(chosen)
-        stats["rank/mean"] = sum(chosen.values()) / len(chosen) if chosen else 0.0
-        stats["time/simulated_round"] = max(latencies) if latencies else 0.0
+        stats["rank/mean"] = sum(r for r, _ in chosen.values()) / len(chosen) if chosen else 0.0
+        stats["time/simulated_round"] = max((t for _, t in chosen.values()), default=0.0)
         ctx.log(stats)
         return chosen
 
+    def dispatch(self, rnd: int, chosen: dict, ctx, start_time: float = 0.0) -> list[Update]:
+        """Train the chosen devices from their experts' first r_i components; their updates padded to r_max."""
+        starts = {cid: self.centres[self.assignment[cid]] for cid in chosen}
+        results = ctx.fit({cid: FitIns(rnd, take_rank(starts[cid], self.axes, r),
+                                       {"transform": chain_to_wire(self.chain(r))}) for cid, (r, _) in chosen.items()})
+        if results and self.cfg.method.dp != "none":
+            ctx.log(self.account(sorted(results)))
+        pad = lambda st: {k: pad_rank(v, self.axes[k], self.r_max) if k in self.axes else v for k, v in st.items()}
+        return [Update(c, pad(results[c].state), pad(starts[c]), start_time, start_time + chosen[c][1])
+                for c in sorted(results)]
+
     def run_round(self, rnd: int, ctx) -> None:
+        if self.cfg.method.mode == "async":
+            return self.run_window(rnd, ctx)
         chosen = self.choose_ranks(rnd, ctx.sample(), ctx)
+        self.clock += ctx.metrics["time/simulated_round"]
+        ctx.log({"time/simulated_clock": self.clock})
         if not chosen:
             log_line(f"[fedlab] round {rnd}: every sampled client sat out; the experts stay as they were")
             return
-        starts = {cid: self.centres[self.assignment[cid]] for cid in chosen}
-        results = ctx.fit({cid: FitIns(rnd, take_rank(starts[cid], self.axes, r),
-                                       {"transform": chain_to_wire(self.chain(r))}) for cid, r in chosen.items()})
-        if not results:
-            return
-        cids = sorted(results)
-        if self.cfg.method.dp != "none":
-            ctx.log(self.account(cids))
-        padded = {c: {k: pad_rank(v, self.axes[k], self.r_max) if k in self.axes else v
-                      for k, v in results[c].state.items()} for c in cids}
-        labels, info = self.cluster(cids, padded, starts)
+        self.aggregate(self.dispatch(rnd, chosen, ctx), ctx, weighted=False)
+
+    def run_window(self, rnd: int, ctx) -> None:
+        """Asynchronous mode: round t is the simulated window [(t−1)T, tT). Idle devices start a job at the
+        window's start (latency bound: async_max_lag·T); an update is aggregated in the window it arrives in,
+        weighted by exp(−β·τ̃) with τ̃ its lag behind the freshest update of its cluster (Eq. 5)."""
+        m, T = self.cfg.method, self.deadline()
+        t0, t1 = (rnd - 1) * T, rnd * T
+        busy = {u.cid for u in self.pending}
+        idle = [c for c in ctx.sample() if c not in busy]
+        chosen = self.choose_ranks(rnd, idle, ctx, limit=m.async_max_lag * T)
+        if chosen:
+            self.pending.extend(self.dispatch(rnd, chosen, ctx, start_time=t0))
+        arrived = sorted((u for u in self.pending if u.arrival < t1), key=lambda u: u.arrival)
+        self.pending = [u for u in self.pending if u.arrival >= t1]
+        self.clock = t1
+        ctx.log({"time/simulated_clock": self.clock, "async/arrived": len(arrived), "async/pending": len(self.pending),
+                 "async/mean_lag_s": sum(u.arrival - u.start for u in arrived) / len(arrived) if arrived else 0.0})
+        if arrived:
+            self.aggregate(arrived, ctx, weighted=True)
+
+    def beta(self) -> float:
+        m = self.cfg.method
+        return m.async_beta if m.async_beta is not None else math.log(2) / self.deadline()
+
+    def aggregate(self, updates: list[Update], ctx, weighted: bool) -> None:
+        """Cluster the updates and average within each cluster (Eq. 4; Eq. 5's weights when `weighted`)."""
+        cids = [u.cid for u in updates]
+        by = {u.cid: u for u in updates}
+        labels, info = self.cluster(cids, {c: by[c].state for c in cids}, {c: by[c].start_state for c in cids})
         groups: dict[int, list[int]] = {}
         for c, g in zip(cids, labels):
             groups.setdefault(g, []).append(c)
-        old = self.centres
-        self.centres = [aggregate_lora_states([padded[c] for c in groups[g]], self.axes) for g in sorted(groups)]
+        old, centres = self.centres, []
+        for g in sorted(groups):
+            members = groups[g]
+            weights = None
+            if weighted:
+                lag = [by[c].arrival - by[c].start for c in members]
+                weights = [math.exp(-self.beta() * (x - min(lag))) for x in lag]
+                info.update({f"async_weight_client_{c}": w for c, w in zip(members, weights)})
+            centres.append(aggregate_lora_states([by[c].state for c in members], self.axes, weights))
+        self.centres = centres
         for c, g in zip(cids, labels):
             self.assignment[c] = g
-        for c in range(self.data.num_clients):           # those that sat out: the closest new expert
-            if c not in results:
+        for c in range(self.data.num_clients):           # those without an update: the closest new expert
+            if c not in by:
                 self.assignment[c] = self._closest(old[self.assignment[c]] if self.assignment[c] < len(old) else old[0])
-        self.global_state = aggregate_lora_states([padded[c] for c in cids], self.axes)
+        self.global_state = aggregate_lora_states([by[c].state for c in cids], self.axes)
         info.update({f"cluster_client_{c}": self.assignment[c] for c in range(self.data.num_clients)})
         ctx.log(info, prefix="server/")
 
@@ -169,6 +226,7 @@ class Floe(FedMethod):
         return {**{f"dp/epsilon_client_{c}": e for c, e in eps.items()}, "dp/epsilon_max": max(eps.values())}
 
     def cluster(self, cids: list[int], padded: dict, starts: dict) -> tuple[list[int], dict]:
+        """Cluster labels of the updates (`padded`, started from `starts`, both at r_max) and what to log."""
         m = self.cfg.method
         if not m.cluster or len(cids) < 3:
             return [0] * len(cids), {"clusters/num": 1}
@@ -176,10 +234,8 @@ class Floe(FedMethod):
         if self._base_hidden is None:
             set_state(res.model, res.init_state)       # B = 0: the base model's function
             self._base_hidden = mean_hidden(res.model, res.tokenizer, self.probes, self.cfg.model.max_length)
-        start_full = {c: {k: pad_rank(v, self.axes[k], self.r_max) if k in self.axes else v
-                          for k, v in starts[c].items()} for c in cids}
         emb = torch.stack([behaviour_embedding(res.model, res.tokenizer, self.probes, self.cfg.model.max_length,
-                                               padded[c], start_full[c], self._base_hidden) for c in cids])
+                                               padded[c], starts[c], self._base_hidden) for c in cids])
         out = choose_clusters(emb.numpy(), m.max_clusters, m.min_silhouette, seed=self.cfg.seed)
         info = {"clusters/num": out.num_clusters}
         if out.silhouette is not None:
@@ -235,13 +291,16 @@ class Floe(FedMethod):
 
     def state_dict(self) -> dict:
         return {"global_state": self.global_state, "centres": self.centres, "assignment": self.assignment,
-                "ledger": self.ledger.state_dict()}
+                "ledger": self.ledger.state_dict(), "clock": self.clock,
+                "pending": [vars(u).copy() for u in self.pending]}
 
     def load_state_dict(self, state: dict) -> None:
         self.global_state = state["global_state"]
         self.centres = state["centres"]
         self.assignment = list(state["assignment"])
         self.ledger.load_state_dict(state.get("ledger", {}))
+        self.clock = float(state.get("clock", 0.0))
+        self.pending = [Update(**u) for u in state.get("pending", [])]
 
     def final_adapters(self) -> dict | None:
         return self.global_state
