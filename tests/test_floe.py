@@ -297,3 +297,79 @@ def test_async_resumes_with_its_pending_updates(pico_zoo, tmp_path, profile_file
     resumed = run_experiment(_cfg(tmp_path / "crash", profile_file, *ASYNC, "resume=true"), progress=False)
     for key in ("acc/mean", "async/arrived", "time/simulated_clock", "loss/task"):
         assert resumed.rounds[-1][key] == pytest.approx(clean.rounds[-1][key], rel=1e-6), key
+
+
+# ---- logit fusion (Eq. 12–15) -----------------------------------------------------------------------------
+
+def test_map_probs_sums_into_the_mapped_bins_by_hand():
+    import torch
+
+    from fedlab.methods.floe.fusion import map_probs
+
+    p = torch.tensor([[0.1, 0.2, 0.3, 0.4]])
+    out = map_probs(p, torch.tensor([2, 2, 0, 1]), 3)           # LLM ids 0, 1 → SLM bin 2
+    assert torch.allclose(out, torch.tensor([[0.3, 0.4, 0.3]]))
+
+
+def _fusion(pico_zoo, **kw):
+    import torch
+
+    from fedlab.align.vocab import cached_vocab_map
+    from fedlab.methods.floe.fusion import Fusion, FusionGate
+    from fedlab.models.zoo import load_model
+
+    slm, slm_tok = load_model("pico-llama")
+    llm, llm_tok = load_model("pico-gpt2")
+    calls = []
+    original = llm.forward
+
+    def counted(*a, **k):
+        calls.append(1)
+        return original(*a, **k)
+
+    llm.forward = counted
+    vmap = torch.as_tensor(cached_vocab_map(llm_tok, slm_tok))
+    gate = FusionGate(len(slm_tok), "compact")
+    flagged = kw.pop("flagged", lambda p: False)
+    return Fusion(lambda p: (slm, slm_tok), (llm, llm_tok), gate, vmap, flagged, 64, **kw), calls, (slm, slm_tok)
+
+
+def test_fused_step_mixes_by_the_gate_and_falls_back_when_late(pico_zoo):
+    import torch
+
+    from fedlab.methods.floe.fusion import map_probs, next_probs
+
+    fusion, calls, (slm, tok) = _fusion(pico_zoo)
+    text = "question: where does kumix live? answer:"
+    p_slm = next_probs(slm, tok, [text], 64)
+    p_llm = map_probs(next_probs(fusion.llm, fusion.llm_tok, [text], 64), fusion.vmap, p_slm.shape[-1])
+    w = fusion.gate(p_slm, p_llm).detach()
+    out = fusion.fused_step(text, text)
+    assert torch.allclose(out, (w[:, None] * p_slm + (1 - w[:, None]) * p_llm)[0], atol=1e-6)
+    assert abs(float(out.sum()) - 1) < 1e-5 and calls
+    late, _, _ = _fusion(pico_zoo, rtt=0.5, rtt_jitter=0.0, tau_wait=0.2)        # every answer misses τ_wait
+    assert torch.allclose(late.fused_step(text, text), p_slm[0], atol=1e-6)
+    assert late.stats["fallback"] == 1 and late.stats["w_sum"] == 1.0
+    assert late.stats["latency_sum"] == pytest.approx(0.2, abs=0.05)             # min(RTT + t_cloud, τ_wait)
+
+
+def test_a_flagged_prompt_makes_no_llm_call_in_fusion(pico_zoo):
+    from fedlab.privacy.detector import PrivacyDetector
+
+    det = PrivacyDetector()
+    fusion, calls, _ = _fusion(pico_zoo, flagged=lambda p: det.detect(p).flagged)
+    fusion.generate("call my wife at +44 207 946 0958 and say", max_new_tokens=3)
+    fusion.choice_score("my card 4111 1111 1111 1111 is", "blocked")
+    assert calls == [] and fusion.stats["llm_calls"] == 0 and fusion.stats["tokens"] > 0
+    fusion.generate("what is 3 plus 4?", max_new_tokens=2)
+    assert len(calls) == fusion.stats["llm_calls"] > 0
+
+
+def test_floe_end_to_end_with_fusion(pico_zoo, tmp_path, profile_file):
+    from fedlab.experiment import run_experiment
+
+    cfg = _cfg(tmp_path, profile_file, "method.llm=pico-gpt2", "method.fusion_eval_per_task=4",
+               "method.fusion_positions=32", "method.fusion_epochs=1")
+    f = run_experiment(cfg, progress=False).final
+    assert 0 <= f["fused/acc/mean"] <= 1 and 0 <= f["fused/w_mean"] <= 1
+    assert f["fused/llm_calls"] > 0 and f["fused/flagged_prompts"] == 0 and f["fused/gate_positions"] > 0

@@ -45,6 +45,17 @@ class FloeConfig(MethodConfig):
     router_encoder: str = "slm"      # slm: the base SLM's mean hidden state | a sentence encoder (minilm-l6)
     router_k: int = 32               # public samples per expert embedding
     router_temperature: float = 1.0  # 1: no temperature (SPEC §4.3)
+    # inference: LLM–SLM logit fusion (Eq. 12–15); null llm: no fusion
+    llm: Optional[str] = None        # the cloud LLM (zero-shot), e.g. tiny-llama
+    fusion_features: str = "full"    # full: [P_SLM; P_LLM] | compact: max, entropy and overlap (ablation)
+    fusion_positions: int = 512      # public answer tokens the gate trains on
+    fusion_epochs: int = 3
+    fusion_lr: float = 1e-3
+    fusion_rtt: float = 0.08         # simulated round-trip time to the cloud (s), ± fusion_rtt_jitter
+    fusion_rtt_jitter: float = 0.04
+    tau_wait: float = 0.2            # the LLM's token counts only when RTT + cloud time ≤ this (s)
+    fusion_eval_per_task: Optional[int] = 50    # test items per task scored with fusion (null: all)
+    detector_encoder: Optional[str] = None      # null: stage 1 only | a sentence encoder for stage 2 (minilm-l6)
     # local DP (off by default): dpsgd — per-example clipping to C and N(0, σ²C²) on each batch's sum;
     # update — the round's update clipped to C plus N(0, σ²C²) once (a labelled variant)
     dp: str = "none"
@@ -70,6 +81,12 @@ class FloeConfig(MethodConfig):
         check(self.probe_per_task >= 1, f"{p}.probe_per_task", self.probe_per_task, "an integer >= 1")
         check(self.router_k >= 1, f"{p}.router_k", self.router_k, "an integer >= 1")
         check(self.router_temperature > 0, f"{p}.router_temperature", self.router_temperature, "a number > 0")
+        choose(self.fusion_features, ["full", "compact"], f"{p}.fusion_features")
+        check(self.fusion_positions >= 1, f"{p}.fusion_positions", self.fusion_positions, "an integer >= 1")
+        check(self.fusion_epochs >= 1, f"{p}.fusion_epochs", self.fusion_epochs, "an integer >= 1")
+        check(self.tau_wait > 0, f"{p}.tau_wait", self.tau_wait, "seconds > 0")
+        check(self.fusion_rtt >= 0 and 0 <= self.fusion_rtt_jitter <= self.fusion_rtt, f"{p}.fusion_rtt_jitter",
+              self.fusion_rtt_jitter, "a jitter in [0, fusion_rtt]")
         choose(self.dp, ["none", "dpsgd", "update"], f"{p}.dp")
         check(self.dp_clip > 0, f"{p}.dp_clip", self.dp_clip, "a norm > 0")
         check(self.dp_noise >= 0, f"{p}.dp_noise", self.dp_noise, "a noise multiplier >= 0")

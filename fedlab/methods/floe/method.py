@@ -287,6 +287,55 @@ class Floe(FedMethod):
         mixed = self.resident_at(self.r_max * len(self.centres))
         out = evaluate_routed(router, mixed, self.data, self.cfg)
         out.update({f"routed/expert_domain_{j}": d for j, d in enumerate(router.domains)})
+        if m.llm:
+            out.update(self.fused(router, mixed))
+        return out
+
+    def fused(self, router, mixed) -> dict:
+        """Train the fusion gate on public answers and score P_out on the test sets (`fusion.py`)."""
+        import torch
+
+        from fedlab.align.vocab import cached_vocab_map
+        from fedlab.data.privacy_prompts import privacy_prompts
+        from fedlab.methods.floe.fusion import Fusion, FusionGate, evaluate_fused, gate_examples
+        from fedlab.models.zoo import load_encoder, load_model
+        from fedlab.objectives.training import make_trainer
+        from fedlab.privacy.detector import PrivacyDetector
+        from fedlab.seeding import seed_everything
+
+        m, cfg = self.cfg.method, self.cfg
+        llm, llm_tok = load_model(m.llm)
+        llm.eval()
+        vmap = torch.as_tensor(cached_vocab_map(llm_tok, mixed.tokenizer))
+        loaded = {}
+
+        def slm_for(prompt):
+            if loaded.get("prompt") != prompt:
+                set_state(mixed.model, router.state(router.gates([prompt])[0]))
+                loaded["prompt"] = prompt
+            return mixed.model, mixed.tokenizer
+
+        if m.detector_encoder:
+            enc, tok = load_encoder(m.detector_encoder)
+            detector = PrivacyDetector.fit(enc, tok, privacy_prompts("validation", seed=cfg.seed))
+        else:
+            detector = PrivacyDetector()
+        flags: dict[str, bool] = {}
+        flagged = lambda p: flags.setdefault(p, detector.detect(p).flagged)
+        ps, pl, ys = gate_examples(slm_for, (llm, llm_tok), vmap, self.data.public, cfg.model.max_length,
+                                   m.fusion_positions)
+        seed_everything(cfg.seed)
+        gate = FusionGate(ps.shape[-1], m.fusion_features, lr=m.fusion_lr)
+        loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(ps, pl, ys), batch_size=32, shuffle=True,
+                                             generator=torch.Generator().manual_seed(cfg.seed))
+        trainer = make_trainer(cfg, max_epochs=m.fusion_epochs, max_steps=0)
+        trainer.fit(gate, loader)
+        gate.eval()
+        fusion = Fusion(slm_for, (llm, llm_tok), gate, vmap, flagged, cfg.model.max_length, m.fusion_rtt,
+                        m.fusion_rtt_jitter, m.tau_wait, seed=cfg.seed)
+        out = evaluate_fused(fusion, self.data, m.fusion_eval_per_task)
+        out["fused/gate_train_nll"] = float(trainer.callback_metrics.get("fusion/nll", float("nan")))
+        out["fused/gate_positions"] = len(ys)
         return out
 
     def state_dict(self) -> dict:

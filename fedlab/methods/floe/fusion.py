@@ -1,0 +1,199 @@
+"""Floe's LLM–SLM logit fusion (Eq. 12–15, SPEC §4.2 and §4.3).
+
+    w     = sigmoid(MLP([P_SLM; P_LLM]))          per token (compact features as an ablation)
+    P_out = w · P_SLM + (1 − w) · P_LLM
+
+Both models are frozen; the MLP (`FusionGate`, a LightningModule) is trained on public data, teacher-forced,
+to minimise −log P_out(next token). The LLM stays zero-shot and sees only the prompt and the tokens so far —
+never a prompt the privacy detector flags (then w = 1 and no LLM call). When the two vocabularies differ,
+the LLM's probability of each of its tokens is summed into the SLM bin its token maps to (§2.2's vocabulary
+map) and renormalised; decoding is in the SLM's vocabulary, and a position pairs with the LLM's position
+that predicts the same characters (§2.2's next-token pairing); an unpaired position has w = 1.
+
+Fallback: the LLM's answer for a token arrives after RTT + t_cloud (simulated RTT, measured cloud time); when
+that exceeds τ_wait the token uses w = 1. Latency per token = max(t_edge, min(RTT + t_cloud, τ_wait))."""
+from __future__ import annotations
+
+import random
+import time
+
+import lightning as L
+import torch
+from torch import nn
+
+
+def map_probs(p_src: torch.Tensor, vmap: torch.Tensor, v_tgt: int) -> torch.Tensor:
+    """[..., V_src] → [..., V_tgt]: each source token's probability summed into the bin `vmap` sends it to,
+    renormalised."""
+    out = torch.zeros(*p_src.shape[:-1], v_tgt, dtype=p_src.dtype, device=p_src.device)
+    out.index_add_(-1, vmap.to(p_src.device), p_src)
+    return out / out.sum(-1, keepdim=True).clamp_min(1e-12)
+
+
+def compact_features(p_slm: torch.Tensor, p_llm: torch.Tensor) -> torch.Tensor:
+    """[N, 5]: each side's max probability and entropy, and their overlap Σ min(P_SLM, P_LLM)."""
+    ent = lambda p: -(p * p.clamp_min(1e-12).log()).sum(-1)
+    return torch.stack([p_slm.max(-1).values, ent(p_slm), p_llm.max(-1).values, ent(p_llm),
+                        torch.minimum(p_slm, p_llm).sum(-1)], dim=-1)
+
+
+class FusionGate(L.LightningModule):
+    """w = sigmoid(MLP(features)), trained on (P_SLM, P_LLM, next token) triples."""
+
+    def __init__(self, vocab: int, features: str = "full", hidden: int = 64, lr: float = 1e-3):
+        super().__init__()
+        self.features, self.lr = features, lr
+        width = 2 * vocab if features == "full" else 5
+        self.mlp = nn.Sequential(nn.Linear(width, hidden), nn.GELU(), nn.Linear(hidden, 1))
+
+    def forward(self, p_slm: torch.Tensor, p_llm: torch.Tensor) -> torch.Tensor:
+        x = torch.cat([p_slm, p_llm], dim=-1) if self.features == "full" else compact_features(p_slm, p_llm)
+        return torch.sigmoid(self.mlp(x)).squeeze(-1)
+
+    def training_step(self, batch, batch_idx):
+        p_slm, p_llm, target = batch
+        w = self(p_slm, p_llm)
+        p_out = w[:, None] * p_slm + (1 - w[:, None]) * p_llm
+        loss = -p_out.gather(-1, target[:, None]).clamp_min(1e-12).log().mean()
+        self.log("fusion/nll", loss, on_step=False, on_epoch=True, batch_size=len(target))
+        self.log("fusion/w", w.mean(), on_step=False, on_epoch=True, batch_size=len(target))
+        return loss
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.parameters(), lr=self.lr)
+
+
+@torch.no_grad()
+def next_probs(model, tokenizer, texts: list[str], max_length: int) -> torch.Tensor:
+    """[N, V] the model's next-token distribution after each text (right after its last token)."""
+    device = next(model.parameters()).device
+    rows = []
+    for t in texts:
+        ids = tokenizer(t, add_special_tokens=False)["input_ids"][-max_length:] or [tokenizer.eos_token_id]
+        logits = model(input_ids=torch.tensor([ids], device=device)).logits[0, -1].float()
+        rows.append(torch.softmax(logits, -1).cpu())
+    return torch.stack(rows)
+
+
+class Fusion:
+    """Scores and decodes with P_out (module docstring). `slm_for(prompt)` loads the routed SLM for a prompt and
+    returns (model, tokenizer); `llm` = (model, tokenizer) of the zero-shot cloud LLM; `flagged(prompt)` is the
+    privacy detector's verdict."""
+
+    def __init__(self, slm_for, llm, gate: FusionGate | None, vmap: torch.Tensor, flagged, max_length: int,
+                 rtt: float = 0.08, rtt_jitter: float = 0.04, tau_wait: float = 0.2, seed: int = 0):
+        self.slm_for, (self.llm, self.llm_tok) = slm_for, llm
+        self.gate, self.vmap, self.flagged, self.max_length = gate, vmap, flagged, max_length
+        self.rtt, self.rtt_jitter, self.tau_wait = rtt, rtt_jitter, tau_wait
+        self.rng = random.Random(seed)
+        self.stats = {"tokens": 0, "fallback": 0, "flagged_prompts": 0, "llm_calls": 0, "w_sum": 0.0,
+                      "latency_sum": 0.0}
+
+    def _w(self, p_slm: torch.Tensor, p_llm: torch.Tensor) -> torch.Tensor:
+        if self.gate is None:
+            return torch.full((p_slm.shape[0],), 0.5)
+        with torch.no_grad():
+            return self.gate(p_slm, p_llm).cpu()
+
+    def _cloud_latency(self, t_cloud: float) -> float:
+        """Simulated RTT (seeded jitter) plus the measured cloud time of one token."""
+        return max(0.0, self.rtt + self.rng.uniform(-self.rtt_jitter, self.rtt_jitter)) + t_cloud
+
+    def fused_step(self, prompt: str, text: str) -> torch.Tensor:
+        """P_out of the next token after `text` (which starts with `prompt`), in the SLM's vocabulary."""
+        model, tok = self.slm_for(prompt)
+        t0 = time.perf_counter()
+        p_slm = next_probs(model, tok, [text], self.max_length)
+        t_edge = time.perf_counter() - t0
+        self.stats["tokens"] += 1
+        if self.flagged(prompt):           # no LLM call at all
+            self.stats["w_sum"] += 1.0
+            self.stats["latency_sum"] += t_edge
+            return p_slm[0]
+        t0 = time.perf_counter()
+        p_llm = map_probs(next_probs(self.llm, self.llm_tok, [text], self.max_length), self.vmap, p_slm.shape[-1])
+        self.stats["llm_calls"] += 1
+        cloud = self._cloud_latency(time.perf_counter() - t0)
+        self.stats["latency_sum"] += max(t_edge, min(cloud, self.tau_wait))
+        if cloud > self.tau_wait:
+            self.stats["fallback"] += 1
+            self.stats["w_sum"] += 1.0
+            return p_slm[0]
+        w = self._w(p_slm, p_llm)
+        self.stats["w_sum"] += float(w[0])
+        return (w[:, None] * p_slm + (1 - w[:, None]) * p_llm)[0]
+
+    def generate(self, prompt: str, max_new_tokens: int = 24) -> str:
+        """Greedy decoding with P_out, in the SLM's vocabulary, stopping at the SLM's EOS."""
+        _, tok = self.slm_for(prompt)
+        ids: list[int] = []
+        for _ in range(max_new_tokens):
+            nxt = int(self.fused_step(prompt, prompt + tok.decode(ids)).argmax())
+            if nxt == tok.eos_token_id:
+                break
+            ids.append(nxt)
+        return tok.decode(ids).strip()
+
+    def choice_score(self, prompt: str, choice: str) -> float:
+        """Σ log P_out over the choice's tokens (teacher-forced, one fused step per token)."""
+        _, tok = self.slm_for(prompt)
+        ids = tok(" " + choice, add_special_tokens=False)["input_ids"]
+        total = 0.0
+        for k, t in enumerate(ids):
+            p = self.fused_step(prompt, prompt + tok.decode(ids[:k]) if k else prompt)
+            total += float(p[t].clamp_min(1e-12).log())
+        return total
+
+
+def gate_examples(slm_for, llm, vmap: torch.Tensor, examples, max_length: int, limit: int = 512):
+    """(P_SLM [N, V], P_LLM mapped [N, V], next token [N]) at the answer tokens of public `examples`, teacher-forced
+    (each answer prefix re-read by both models), at most `limit` positions."""
+    llm_model, llm_tok = llm
+    ps, pl, ys = [], [], []
+    for e in examples:
+        model, tok = slm_for(e.prompt)
+        ids = tok(" " + e.target, add_special_tokens=False)["input_ids"]
+        for k, t in enumerate(ids):
+            text = e.prompt + tok.decode(ids[:k]) if k else e.prompt
+            p_s = next_probs(model, tok, [text], max_length)
+            ps.append(p_s[0])
+            pl.append(map_probs(next_probs(llm_model, llm_tok, [text], max_length), vmap, p_s.shape[-1])[0])
+            ys.append(t)
+            if len(ys) >= limit:
+                return torch.stack(ps), torch.stack(pl), torch.tensor(ys)
+    return torch.stack(ps), torch.stack(pl), torch.tensor(ys)
+
+
+def evaluate_fused(fusion: Fusion, data, per_task: int | None = None) -> dict:
+    """{"fused/acc/<task>" | "fused/rougeL/<task>", means, "fused/w_mean", "fused/fallback_share",
+    "fused/latency_ms_per_token", "fused/llm_calls", "fused/flagged_prompts"} on the shared test sets."""
+    from fedlab.eval.generation import rouge_l_and_em
+
+    out, accs, rouges = {}, [], []
+    for task in data.test:
+        examples = data.test_examples(task)[:per_task] if per_task else data.test_examples(task)
+        if not examples:
+            continue
+        fusion.stats["flagged_prompts"] += sum(bool(fusion.flagged(e.prompt)) for e in examples)
+        if examples[0].is_choice:
+            right = 0
+            for e in examples:
+                scores = [fusion.choice_score(e.prompt, c) for c in e.choices]
+                right += int(max(range(len(scores)), key=scores.__getitem__) == e.label)
+            out[f"fused/acc/{task}"] = right / len(examples)
+            accs.append(out[f"fused/acc/{task}"])
+        else:
+            preds = [fusion.generate(e.prompt) for e in examples]
+            rl, em = rouge_l_and_em(preds, [e.target for e in examples])
+            out[f"fused/rougeL/{task}"], out[f"fused/em/{task}"] = rl, em
+            rouges.append(rl)
+    if accs:
+        out["fused/acc/mean"] = sum(accs) / len(accs)
+    if rouges:
+        out["fused/rougeL/mean"] = sum(rouges) / len(rouges)
+    st = fusion.stats
+    n = max(st["tokens"], 1)
+    out.update({"fused/w_mean": st["w_sum"] / n, "fused/fallback_share": st["fallback"] / max(st["llm_calls"], 1),
+                "fused/latency_ms_per_token": 1000 * st["latency_sum"] / n, "fused/llm_calls": st["llm_calls"],
+                "fused/flagged_prompts": st["flagged_prompts"]})
+    return out
