@@ -183,6 +183,24 @@ def cmd_sweep(args) -> int:
     return 0
 
 
+def cmd_profile(args) -> int:
+    """Floe's profile table for a config: memory and step latency per LoRA rank on this machine (cached)."""
+    from fedlab.config import load_config
+    from fedlab.hetero.profile import measured_profile
+
+    cfg = load_config(args.config, args.overrides)
+    ranks = getattr(cfg.method, "ranks", None) or [cfg.model.lora.r]
+    scale = getattr(cfg.method, "lora_scale", cfg.model.lora.alpha / cfg.model.lora.r)
+    prof = measured_profile(cfg, cfg.model.name, ranks, scale, refresh=args.force,
+                            log=lambda m: print(m, file=sys.stderr))
+    print(f"profile of {cfg.model.name} (batch {cfg.federation.batch_size} × {cfg.model.max_length} tokens, "
+          f"{cfg.backend.threads} thread(s)):")
+    print("| rank | memory MB | ms / step |\n|---|---|---|")
+    for r in prof.ranks:
+        print(f"| {r} | {prof.memory(r):.2f} | {1000 * prof.step(r):.2f} |")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="fedlab", description="federated co-tuning of LLMs and SLMs")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -220,6 +238,11 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--heatmap", default=None)
     sw.add_argument("--storage", default="sweeps/results")
     sw.set_defaults(fn=cmd_sweep)
+    pf = sub.add_parser("profile", help="Floe: measure (or show the cached) memory and step latency per LoRA rank")
+    pf.add_argument("config")
+    pf.add_argument("overrides", nargs="*")
+    pf.add_argument("--force", action="store_true", help="measure again and replace the cached profile")
+    pf.set_defaults(fn=cmd_profile)
     ui = sub.add_parser("ui", help="the MLflow UI on fedlab's store (prints the runs-table address)")
     ui.add_argument("--uri", default="sqlite:///mlruns/mlflow.db")
     ui.add_argument("--artifact-root", default="mlruns/artifacts")

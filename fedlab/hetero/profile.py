@@ -8,6 +8,9 @@ sequence length, LoRA targets and scale, torch threads, device kind, torch versi
                    autograd saves for backward (summed by a saved-tensors hook, each storage once).
     latency  the median wall time of `steps` forward + backward + Adam steps after `warmup` ones.
 
+Both are then made non-decreasing in the rank (isotonic regression); the raw measurements are kept in the
+profile's `meta`.
+
 A run records the profile it used (MLflow artifact `floe/profile.json`); a pinned file can be passed
 instead of measuring (`method.profile`)."""
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-PROFILE_VERSION = 1
+PROFILE_VERSION = 2
 
 
 @dataclass
@@ -107,13 +110,25 @@ def measure_rank(model: torch.nn.Module, trainable: list[str], batch: dict, step
     return (weights + extra + activations) / 2 ** 20, statistics.median(times)
 
 
+def _monotone(ranks: list[int], values: dict[int, float]) -> dict[int, float]:
+    """The measurements made non-decreasing in the rank (isotonic regression, scikit-learn): a larger rank
+    never costs less, but timing noise on a busy machine can invert neighbours. The raw values stay in `meta`."""
+    from sklearn.isotonic import IsotonicRegression
+
+    if len(ranks) < 2:
+        return dict(values)
+    fit = IsotonicRegression(increasing=True).fit_transform(ranks, [values[r] for r in ranks])
+    return {r: float(v) for r, v in zip(ranks, fit)}
+
+
 def profile_key(parts: dict) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
-def measured_profile(cfg, model_name: str, ranks, scale: float, steps: int = 5, warmup: int = 2,
-                     cache: bool = True, log=None) -> Profile:
-    """The profile of `model_name` at `ranks` for this config's batch shape, from the cache or measured now."""
+def measured_profile(cfg, model_name: str, ranks, scale: float, steps: int = 9, warmup: int = 2,
+                     cache: bool = True, refresh: bool = False, log=None) -> Profile:
+    """The profile of `model_name` at `ranks` for this config's batch shape: from the cache, or measured now
+    (and cached) when there is none or `refresh` asks for a new measurement."""
     from fedlab.device import resolve_device
     from fedlab.home import fedlab_home
     from fedlab.models.zoo import provenance
@@ -128,7 +143,7 @@ def measured_profile(cfg, model_name: str, ranks, scale: float, steps: int = 5, 
              "targets": cfg.model.lora.target_modules, "threads": cfg.backend.threads,
              "device": str(device).split(":")[0], "torch": torch.__version__, "steps": steps, "warmup": warmup}
     path = fedlab_home() / "profiles" / f"{profile_key(parts)}.json"
-    if cache and path.exists():
+    if cache and path.exists() and not refresh:
         return Profile.from_json(path.read_text())
     threads = torch.get_num_threads()
     torch.set_num_threads(cfg.backend.threads)
@@ -144,7 +159,10 @@ def measured_profile(cfg, model_name: str, ranks, scale: float, steps: int = 5, 
                 log(f"[fedlab] floe profile: {model_name} rank {r}: {memory[r]:.1f} MB, {step[r] * 1000:.1f} ms/step")
     finally:
         torch.set_num_threads(threads)
-    prof = Profile(ranks, memory, step, {**parts, "measured": time.strftime("%Y-%m-%d %H:%M:%S")})
+    raw = {"memory_mb": dict(memory), "step_s": dict(step)}
+    memory, step = _monotone(ranks, memory), _monotone(ranks, step)
+    prof = Profile(ranks, memory, step, {**parts, "measured": time.strftime("%Y-%m-%d %H:%M:%S"),
+                                         "raw": {k: {str(r): v for r, v in d.items()} for k, d in raw.items()}})
     if cache:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")

@@ -1,0 +1,118 @@
+"""Floe's tables at embedded scale (paper 003): Table III (methods), the ablations (Fig. 12), participation
+with and without rank selection (Fig. 11), the mean fusion weight (Fig. 13), latency (Fig. 16) and the
+synchronous/asynchronous comparison — each cell the mean over seeds ± its 95 % interval.
+
+    python experiments/floe/make_tables.py                  # every row, seeds 0,1,2 (resumable)
+    python experiments/floe/make_tables.py --render-only    # RESULTS.md from results.json
+
+Scores are on the same 50 shared test items per task for every row: multiple-choice accuracy (recall,
+sentiment) and Rouge-L (describe, food, friend). Baselines score each device's model on its own task; Floe
+rows give the fused model (router + fusion, every prompt routed over the expert pool), the routed SLM alone,
+and each device's own expert (Floe^-R)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from fedlab.runner import Planned, Results, run_table
+from fedlab.stats import paired_difference
+
+HERE = Path(__file__).resolve().parent
+CFG = HERE / "base.yaml"
+LLM = "method.llm=tiny-llama"
+BASELINES = [("slm_base", "SLM-base", ("method.name=zeroshot",)),
+             ("slm_local", "SLM-Local", ("method.name=standalone",)),
+             ("slm_fedavg", "SLM-FedAvg", ("method.name=fedavg",)),
+             ("llm_base", "LLM-base", ("method.name=zeroshot", "model.name=tiny-llama"))]
+FLOE = [("floe", "Floe", ("method.name=floe", LLM)),
+        ("floe_no_rank", "Floe^-M (no rank selection)", ("method.name=floe_no_rank", LLM)),
+        ("floe_no_cluster", "Floe^-P (one cluster)", ("method.name=floe_no_cluster", LLM)),
+        ("floe_compact", "Floe, compact fusion features", ("method.name=floe", LLM, "method.fusion_features=compact")),
+        ("floe_async", "Floe, asynchronous (Eq. 5)", ("method.name=floe", LLM, "method.mode=async"))]
+
+
+def plan() -> list[Planned]:
+    return [Planned(f"floe/{key}", CFG, over, label=label, setting="embedded")
+            for key, label, over in BASELINES + FLOE]
+
+
+def _mean_over_rounds(rec: dict, metric: str) -> float | None:
+    vals = [r[metric] for r in rec.get("rounds", []) if r.get("round", 0) >= 1 and metric in r]
+    return sum(vals) / len(vals) if vals else None
+
+
+def render(r: Results) -> str:
+    seeds = sorted({rec["seed"] for rec in r.records.values() if isinstance(rec, dict) and "seed" in rec})
+    stale = r.stale(plan())
+    lines = ["# Floe results (embedded scale)", "",
+             f"Produced by `python experiments/floe/make_tables.py` (seeds {', '.join(map(str, seeds)) or 'none yet'}; "
+             "2 CPU cores). Mean over seeds ± the half-width of the 95 % t-interval; accuracy on recall and "
+             "sentiment, Rouge-L on describe, food and friend, 50 shared test items per task. † marks a row "
+             "made by another config than the script now runs.", "",
+             "## Table III analogue", "",
+             "| method | accuracy (MC) | Rouge-L | routed SLM acc | routed SLM Rouge-L | own expert acc | own expert Rouge-L | wall s |",
+             "|---|---|---|---|---|---|---|---|"]
+    for key, label, _ in BASELINES + FLOE:
+        k = f"floe/{key}"
+        if not r.runs(k):
+            continue
+        mark = " †" if k in stale else ""
+        if key.startswith("floe"):
+            cells = [r.final(k, "fused/acc/mean"), r.final(k, "fused/rougeL/mean"), r.final(k, "routed/acc/mean"),
+                     r.final(k, "routed/rougeL/mean"), r.final(k, "acc/mean"), r.final(k, "rougeL/mean")]
+        else:
+            cells = [r.final(k, "acc/mean"), r.final(k, "rougeL/mean"), "n/a", "n/a", "n/a", "n/a"]
+        cells.append(r.cell(k, lambda rec: rec.get("seconds"), 0))
+        lines.append(f"| {label}{mark} | " + " | ".join(cells) + " |")
+    lines += ["", "## Devices, fusion and time", "",
+              "| method | devices trained per round (of 15) | mean rank | clusters (last round) | mean w | "
+              "LLM fallback share | latency ms/token | flagged test prompts | simulated s |", "|---" * 9 + "|"]
+    for key, label, _ in FLOE:
+        k = f"floe/{key}"
+        if not r.runs(k):
+            continue
+        lines.append(f"| {label} | " + " | ".join([
+            r.cell(k, lambda rec: _mean_over_rounds(rec, "clients/trained"), 1),
+            r.cell(k, lambda rec: _mean_over_rounds(rec, "rank/mean"), 1),
+            r.final(k, "server/clusters/num", 1), r.final(k, "fused/w_mean"), r.final(k, "fused/fallback_share"),
+            r.final(k, "fused/latency_ms_per_token", 1), r.final(k, "fused/flagged_prompts", 0),
+            r.final(k, "time/simulated_clock", 2)]) + " |")
+    lines += differences(r)
+    return "\n".join(lines) + "\n"
+
+
+def _by_seed(r: Results, key: str, metric: str) -> dict[int, float]:
+    return {rec["seed"]: rec["final"][metric] for rec in r.runs(key) if metric in rec["final"]}
+
+
+CLAIMS = [("Floe − LLM-base (acc)", "floe/floe", "fused/acc/mean", "floe/llm_base", "acc/mean"),
+          ("Floe − SLM-FedAvg (acc)", "floe/floe", "fused/acc/mean", "floe/slm_fedavg", "acc/mean"),
+          ("Floe − SLM-base (acc)", "floe/floe", "fused/acc/mean", "floe/slm_base", "acc/mean"),
+          ("Floe − SLM-FedAvg (Rouge-L)", "floe/floe", "fused/rougeL/mean", "floe/slm_fedavg", "rougeL/mean"),
+          ("Floe fused − routed SLM (acc)", "floe/floe", "fused/acc/mean", "floe/floe", "routed/acc/mean"),
+          ("Floe fused − routed SLM (Rouge-L)", "floe/floe", "fused/rougeL/mean", "floe/floe", "routed/rougeL/mean"),
+          ("Floe routed − own expert, Floe^-R (acc)", "floe/floe", "routed/acc/mean", "floe/floe", "acc/mean"),
+          ("Floe − Floe^-M (acc)", "floe/floe", "fused/acc/mean", "floe/floe_no_rank", "fused/acc/mean"),
+          ("Floe − Floe^-P (acc)", "floe/floe", "fused/acc/mean", "floe/floe_no_cluster", "fused/acc/mean"),
+          ("Floe full − compact fusion features (acc)", "floe/floe", "fused/acc/mean", "floe/floe_compact", "fused/acc/mean"),
+          ("Floe async − sync (acc)", "floe/floe_async", "fused/acc/mean", "floe/floe", "fused/acc/mean")]
+
+
+def differences(r: Results) -> list[str]:
+    out = []
+    for name, a, ma, b, mb in CLAIMS:
+        x, y = _by_seed(r, a, ma), _by_seed(r, b, mb)
+        seeds = sorted(set(x) & set(y))
+        if len(seeds) < 2:
+            continue
+        d = paired_difference([x[s] for s in seeds], [y[s] for s in seeds])
+        out.append(f"| {name} | {d['mean']:+.3f} ± {d['half']:.3f} | {len(seeds)} | {d['p']:.3g} | "
+                   f"{'yes' if d['significant'] else 'no'} |")
+    if not out:
+        return []
+    return ["", "## The paper's claims, paired over seeds", "",
+            "| difference | mean ± 95 % | seeds | p (paired t) | significant |", "|---|---|---|---|---|", *out]
+
+
+if __name__ == "__main__":
+    sys.exit(run_table(HERE, plan, render, title="Floe tables", argv=sys.argv[1:]))
