@@ -373,3 +373,51 @@ def test_floe_end_to_end_with_fusion(pico_zoo, tmp_path, profile_file):
     f = run_experiment(cfg, progress=False).final
     assert 0 <= f["fused/acc/mean"] <= 1 and 0 <= f["fused/w_mean"] <= 1
     assert f["fused/llm_calls"] > 0 and f["fused/flagged_prompts"] == 0 and f["fused/gate_positions"] > 0
+
+
+# ---- baselines -------------------------------------------------------------------------------------------
+
+def test_same_tokenizer_zoo_models_share_their_vocabulary(pico_zoo):
+    from fedlab.models import zoo
+    from fedlab.models.zoo import load_tokenizer
+
+    zoo.build("pico-llama-s", progress=False)
+    assert load_tokenizer("pico-llama-s").get_vocab() == load_tokenizer("pico-llama").get_vocab()
+    assert load_tokenizer("pico-gpt2").get_vocab() != load_tokenizer("pico-llama").get_vocab()
+
+
+def test_llm_fedavg_proxy_tunes_the_llm_with_the_averaged_slm(pico_zoo, tmp_path):
+    import torch
+
+    from fedlab.experiment import run_experiment
+    from fedlab.methods.llm_fedavg.method import WithoutAdapter
+    from fedlab.models import zoo
+    from fedlab.models.zoo import load_model
+    from fedlab.runtime.resident import get_resident
+    from fedlab.transforms import set_state
+    from fedlab.transforms.fusion import ProxyTuned
+
+    zoo.build("pico-llama-s", progress=False)
+    over = PICO + ["model.name=pico-llama-s", "method.name=llm_fedavg", "method.llm=pico-llama", "federation.rounds=1",
+                   "data.num_clients=2", "data.partition=by_task", "data.tasks=[recall,sentiment]",
+                   "tracking.enabled=false", f"output_dir={tmp_path}/runs"]
+    cfg = load_config(None, over)
+    h = run_experiment(cfg, progress=False)
+    f = h.final
+    assert 0 <= f["llm/acc/mean"] <= 1 and 0 <= f["llm_zeroshot/acc/mean"] <= 1
+    # the proxy-tuned logits are LLM + tuned − untuned, position by position
+    res = get_resident(cfg)
+    set_state(res.model, {k: v + 0.05 for k, v in res.init_state.items()})
+    llm, _ = load_model("pico-llama")
+    res.model.eval()
+    llm.eval()
+    ids = torch.randint(3, 50, (2, 7))
+    got = ProxyTuned(llm, res.model, WithoutAdapter(res.model))(input_ids=ids).logits
+    with res.model.disable_adapter():
+        base = res.model(input_ids=ids).logits
+    want = llm(input_ids=ids).logits + res.model(input_ids=ids).logits - base
+    assert torch.allclose(got, want, atol=1e-5)
+    assert not torch.allclose(res.model(input_ids=ids).logits, base)       # the adapter does change the SLM
+    with pytest.raises(ValueError, match="method.llm"):
+        run_experiment(load_config(None, [*over[:-1], f"output_dir={tmp_path}/bad", "method.llm=pico-gpt2"]),
+                       progress=False)

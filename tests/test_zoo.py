@@ -53,5 +53,5 @@ def test_zoo_list_command(pico_zoo, capsys):
 
     assert main(["zoo", "list"]) == 0
     out = capsys.readouterr().out
-    for name in ("tiny-llama", "tiny-gpt2", "tiny-opt", "tiny-bloom", "tiny-qwen2"):
+    for name in ("tiny-llama", "tiny-llama-s", "tiny-gpt2", "tiny-opt", "tiny-bloom", "tiny-qwen2"):
         assert name in out

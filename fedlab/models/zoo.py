@@ -87,6 +87,8 @@ def _qwen2(d, layers, heads, ffn, kv):
 ZOO: dict[str, ZooSpec] = {s.name: s for s in [
     ZooSpec("tiny-llama", "llama", "sentencepiece", 1000, _llama(192, 6, 6, 512), steps=1100, lr=3e-3, role="llm",
             about="the embedded 'LLM': LLaMA, 6 blocks, d=192, SentencePiece-style BPE"),
+    ZooSpec("tiny-llama-s", "llama", "sentencepiece", 1000, _llama(96, 4, 4, 256), steps=500,
+            about="a small LLaMA (4 blocks, d=96) with tiny-llama's tokenizer: the same-tokenizer SLM"),
     ZooSpec("tiny-gpt2", "gpt2", "byte_bpe", 800, _gpt2(96, 4, 4), steps=500,
             about="GPT-2, 4 blocks, d=96, byte-level BPE"),
     ZooSpec("tiny-opt", "opt", "byte_bpe", 1200, _opt(96, 4, 4, 256), steps=500,
@@ -98,6 +100,8 @@ ZOO: dict[str, ZooSpec] = {s.name: s for s in [
     # pico models: the same families at test scale (seconds to build)
     ZooSpec("pico-llama", "llama", "sentencepiece", 600, _llama(32, 4, 2, 64), steps=40, role="llm",
             batch_size=16, about="test-scale LLaMA"),
+    ZooSpec("pico-llama-s", "llama", "sentencepiece", 600, _llama(16, 2, 2, 32), steps=30, batch_size=16,
+            about="test-scale LLaMA sharing pico-llama's tokenizer"),
     ZooSpec("pico-gpt2", "gpt2", "byte_bpe", 500, _gpt2(32, 2, 2), steps=30, batch_size=16,
             about="test-scale GPT-2"),
     ZooSpec("pico-opt", "opt", "byte_bpe", 700, _opt(32, 2, 2, 64), steps=30, batch_size=16,

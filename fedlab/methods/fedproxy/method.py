@@ -140,7 +140,6 @@ class FedProxy(FedMethod):
         out = {f"llm_zeroshot/{k}": v for k, v in llm0.items()}
         out.update({f"llm/{k}": v for k, v in llm.items()})
         out["proxy/kept_layers"] = len(self.kept_layers)
-        ctx.tracker.log_metrics(out, step=self.cfg.federation.rounds)
         ctx.tracker.set_tags({"fedproxy.kept_layers": ",".join(map(str, self.kept_layers)),
                               "fedproxy.block_influence": ",".join(f"{x:.4f}" for x in self.block_influence.tolist())})
         return out

@@ -1,0 +1,49 @@
+"""LLM-FedAvg (Floe's baseline, paper 003 §V): FedAvg of the SLM's LoRA (equal weights), and at the end the
+cloud LLM proxy-tuned by it — logits = LLM(x) + SLM_LoRA(x) − SLM(x) (Mitchell et al.'s proxy tuning), no LLM
+weight changes. The devices are scored every round as in FedAvg; the proxy-tuned LLM once, at the end, on
+every client's tasks (`llm/*`), beside the zero-shot LLM (`llm_zeroshot/*`)."""
+from __future__ import annotations
+
+from torch import nn
+
+from fedlab.eval.summary import server_summary
+from fedlab.eval.tasks import evaluate_on_clients
+from fedlab.methods.fedavg.method import FedAvg
+from fedlab.transforms import set_state
+from fedlab.transforms.fusion import ProxyTuned
+
+
+class WithoutAdapter(nn.Module):
+    """A peft model with its adapters disabled: the base SLM (shares the weights, costs no copy)."""
+
+    def __init__(self, peft_model):
+        super().__init__()
+        self.peft_model = peft_model
+
+    def forward(self, **kwargs):
+        with self.peft_model.disable_adapter():
+            return self.peft_model(**kwargs)
+
+
+def same_vocabulary(tok_a, tok_b) -> bool:
+    return tok_a.get_vocab() == tok_b.get_vocab()
+
+
+class LLMFedAvg(FedAvg):
+    def finalize(self, ctx) -> dict:
+        from fedlab.models.zoo import load_model
+
+        llm, llm_tok = load_model(self.cfg.method.llm)
+        llm.eval()
+        res = self.resident
+        if not same_vocabulary(llm_tok, res.tokenizer):
+            raise ValueError(f"method.llm: {self.cfg.method.llm!r} does not share the tokenizer of model.name "
+                             f"{self.cfg.model.name!r}; proxy tuning adds logits token by token")
+        set_state(res.model, self.global_state)
+        res.model.eval()
+        out = {f"llm_zeroshot/{k}": v for k, v in
+               server_summary(evaluate_on_clients(llm, llm_tok, self.data, self.cfg)).items()}
+        proxy = ProxyTuned(llm, res.model, WithoutAdapter(res.model))
+        out.update({f"llm/{k}": v for k, v in
+                    server_summary(evaluate_on_clients(proxy, llm_tok, self.data, self.cfg)).items()})
+        return out
