@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from fedlab.config import ConfigError
 from fedlab.tables import final_table, format_table
@@ -193,6 +194,9 @@ def cmd_profile(args) -> int:
     scale = getattr(cfg.method, "lora_scale", cfg.model.lora.alpha / cfg.model.lora.r)
     prof = measured_profile(cfg, cfg.model.name, ranks, scale, refresh=args.force,
                             log=lambda m: print(m, file=sys.stderr))
+    if args.out:
+        Path(args.out).write_text(prof.to_json())
+        print(f"wrote {args.out} (pin it with method.profile={args.out})", file=sys.stderr)
     print(f"profile of {cfg.model.name} (batch {cfg.federation.batch_size} × {cfg.model.max_length} tokens, "
           f"{cfg.backend.threads} thread(s)):")
     print("| rank | memory MB | ms / step |\n|---|---|---|")
@@ -242,6 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
     pf.add_argument("config")
     pf.add_argument("overrides", nargs="*")
     pf.add_argument("--force", action="store_true", help="measure again and replace the cached profile")
+    pf.add_argument("--out", default=None, help="also write the profile to this JSON file (for method.profile)")
     pf.set_defaults(fn=cmd_profile)
     ui = sub.add_parser("ui", help="the MLflow UI on fedlab's store (prints the runs-table address)")
     ui.add_argument("--uri", default="sqlite:///mlruns/mlflow.db")

@@ -272,7 +272,8 @@ def _coerce(value: Any, tp, key: str):
         (inner,) = typing.get_args(tp)[:1] or (Any,)
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"{key}: {value!r} is not allowed; expected a list")
-        return [_coerce(v, inner, f"{key}[{i}]") for i, v in enumerate(value)]
+        items = [_coerce(v, inner, f"{key}[{i}]") for i, v in enumerate(value)]
+        return tuple(items) if origin is tuple else items
     if origin is dict or tp is dict:
         if not isinstance(value, dict):
             raise ConfigError(f"{key}: {value!r} is not allowed; expected a mapping")

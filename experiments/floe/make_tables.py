@@ -20,15 +20,18 @@ from fedlab.stats import paired_difference
 HERE = Path(__file__).resolve().parent
 CFG = HERE / "base.yaml"
 LLM = "method.llm=tiny-llama"
+PROFILE = "method.profile=experiments/floe/profile_tiny-llama-s.json"
 BASELINES = [("slm_base", "SLM-base", ("method.name=zeroshot",)),
              ("slm_local", "SLM-Local", ("method.name=standalone",)),
              ("slm_fedavg", "SLM-FedAvg", ("method.name=fedavg",)),
-             ("llm_base", "LLM-base", ("method.name=zeroshot", "model.name=tiny-llama"))]
-FLOE = [("floe", "Floe", ("method.name=floe", LLM)),
-        ("floe_no_rank", "Floe^-M (no rank selection)", ("method.name=floe_no_rank", LLM)),
-        ("floe_no_cluster", "Floe^-P (one cluster)", ("method.name=floe_no_cluster", LLM)),
-        ("floe_compact", "Floe, compact fusion features", ("method.name=floe", LLM, "method.fusion_features=compact")),
-        ("floe_async", "Floe, asynchronous (Eq. 5)", ("method.name=floe", LLM, "method.mode=async"))]
+             ("llm_base", "LLM-base", ("method.name=zeroshot", "model.name=tiny-llama")),
+             ("llm_fedavg", "LLM-FedAvg (proxy tuning)", ("method.name=llm_fedavg", LLM))]
+FLOE = [("floe", "Floe", ("method.name=floe", LLM, PROFILE)),
+        ("floe_no_rank", "Floe^-M (no rank selection)", ("method.name=floe_no_rank", LLM, PROFILE)),
+        ("floe_no_cluster", "Floe^-P (one cluster)", ("method.name=floe_no_cluster", LLM, PROFILE)),
+        ("floe_compact", "Floe, compact fusion features",
+         ("method.name=floe", LLM, PROFILE, "method.fusion_features=compact")),
+        ("floe_async", "Floe, asynchronous (Eq. 5)", ("method.name=floe", LLM, PROFILE, "method.mode=async"))]
 
 
 def plan() -> list[Planned]:
@@ -60,6 +63,8 @@ def render(r: Results) -> str:
         if key.startswith("floe"):
             cells = [r.final(k, "fused/acc/mean"), r.final(k, "fused/rougeL/mean"), r.final(k, "routed/acc/mean"),
                      r.final(k, "routed/rougeL/mean"), r.final(k, "acc/mean"), r.final(k, "rougeL/mean")]
+        elif key == "llm_fedavg":
+            cells = [r.final(k, "llm/acc/mean"), r.final(k, "llm/rougeL/mean"), "n/a", "n/a", "n/a", "n/a"]
         else:
             cells = [r.final(k, "acc/mean"), r.final(k, "rougeL/mean"), "n/a", "n/a", "n/a", "n/a"]
         cells.append(r.cell(k, lambda rec: rec.get("seconds"), 0))
@@ -86,6 +91,8 @@ def _by_seed(r: Results, key: str, metric: str) -> dict[int, float]:
 
 
 CLAIMS = [("Floe − LLM-base (acc)", "floe/floe", "fused/acc/mean", "floe/llm_base", "acc/mean"),
+          ("Floe − LLM-FedAvg (acc)", "floe/floe", "fused/acc/mean", "floe/llm_fedavg", "llm/acc/mean"),
+          ("LLM-FedAvg − LLM-base (acc)", "floe/llm_fedavg", "llm/acc/mean", "floe/llm_base", "acc/mean"),
           ("Floe − SLM-FedAvg (acc)", "floe/floe", "fused/acc/mean", "floe/slm_fedavg", "acc/mean"),
           ("Floe − SLM-base (acc)", "floe/floe", "fused/acc/mean", "floe/slm_base", "acc/mean"),
           ("Floe − SLM-FedAvg (Rouge-L)", "floe/floe", "fused/rougeL/mean", "floe/slm_fedavg", "rougeL/mean"),
