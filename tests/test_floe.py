@@ -271,11 +271,12 @@ def test_async_windows_and_staleness_weights_by_hand(pico_zoo, tmp_path, profile
     assert (r2["async/arrived"], r2["async/pending"]) == (4, 0)
     assert r2["time/simulated_clock"] == pytest.approx(0.12)
     assert {c: r1[f"rank_client_{c}"] for c in range(4)} == {c: 8 if c in big else 2 for c in range(4)}
-    # one cluster in window 2: lags 0.05 (small) and 0.08 (big); β = ln 2 / 0.06 ⇒ big weighs 2^(−0.5)
+    # one cluster in window 2 (now = 0.12): τ = 0.06 for the small ones (started at 0.06), 0.12 for the big
+    # ones (started at 0); β = ln 2 / 0.06 ⇒ raw weights ½ and ¼, normalised over the four: 1/3 and 1/6
     for c in small:
-        assert r2[f"server/async_weight_client_{c}"] == pytest.approx(1.0)
+        assert r2[f"server/async_weight_client_{c}"] == pytest.approx(1 / 3)
     for c in big:
-        assert r2[f"server/async_weight_client_{c}"] == pytest.approx(2 ** -0.5)
+        assert r2[f"server/async_weight_client_{c}"] == pytest.approx(1 / 6)
 
 
 def test_async_resumes_with_its_pending_updates(pico_zoo, tmp_path, profile_file, monkeypatch):
@@ -295,7 +296,7 @@ def test_async_resumes_with_its_pending_updates(pico_zoo, tmp_path, profile_file
         run_experiment(_cfg(tmp_path / "crash", profile_file, *ASYNC), progress=False)
     monkeypatch.setattr(Floe, "run_round", original)
     resumed = run_experiment(_cfg(tmp_path / "crash", profile_file, *ASYNC, "resume=true"), progress=False)
-    for key in ("acc/mean", "async/arrived", "time/simulated_clock", "loss/task"):
+    for key in ("acc/mean", "async/arrived", "time/simulated_clock", "loss/task", "async/mean_staleness_s"):
         assert resumed.rounds[-1][key] == pytest.approx(clean.rounds[-1][key], rel=1e-6), key
 
 
@@ -421,3 +422,20 @@ def test_llm_fedavg_proxy_tunes_the_llm_with_the_averaged_slm(pico_zoo, tmp_path
     with pytest.raises(ValueError, match="method.llm"):
         run_experiment(load_config(None, [*over[:-1], f"output_dir={tmp_path}/bad", "method.llm=pico-gpt2"]),
                        progress=False)
+
+
+def test_cluster_average_uses_true_ranks_and_keeps_components_no_member_has():
+    import torch
+
+    from fedlab.hetero import aggregate_lora_states, pad_rank
+
+    # ranks 2 and 4: component j < 2 averages both, j ∈ {2, 3} comes from the rank-4 client alone
+    a2, a4 = torch.ones(2, 3), 3 * torch.ones(4, 3)
+    out = aggregate_lora_states([{"A": a2}, {"A": a4}], {"A": 0})
+    assert torch.allclose(out["A"][:, 0], torch.tensor([2.0, 2.0, 3.0, 3.0]))
+    padded = aggregate_lora_states([{"A": pad_rank(a2, 0, 4)}, {"A": a4}], {"A": 0})     # what padding first gives
+    assert torch.allclose(padded["A"][:, 0], torch.tensor([2.0, 2.0, 1.5, 1.5]))
+    # two rank-2 members, an expert of rank 4: components 2 and 3 are kept from the expert, not zeroed
+    expert = {"A": torch.arange(12.0).reshape(4, 3)}
+    kept = aggregate_lora_states([{"A": a2}, {"A": 2 * a2}], {"A": 0}, fill=expert)
+    assert torch.allclose(kept["A"][:2], 1.5 * torch.ones(2, 3)) and torch.equal(kept["A"][2:], expert["A"][2:])

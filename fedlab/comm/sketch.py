@@ -7,8 +7,8 @@ edge) build the same sketch from the same seed:
     compress:    S[y, z] = Σ_{i : h_y(i) = z} s_y(i) · x_i                      (Eq. 12)
     decompress:  x̂_i   = median_y  s_y(i) · S[y, h_y(i)]                        (Eq. 13)
 
-The compression ratio is ρ = D / (Y·Z). Both maps are linear in their input, vectorised over any leading
-dimensions (no Python loop over D) and differentiable; callers that want the paper's straight-through
+The compression ratio is ρ = D / (Y·Z). `compress` is linear; `decompress` (a median) is only homogeneous
+(f(a·x) = a·f(x)). Both are vectorised over any leading dimensions (no Python loop over D) and differentiable; callers that want the paper's straight-through
 backward wrap them (fedlab.methods.elsa)."""
 from __future__ import annotations
 

@@ -6,9 +6,10 @@ otherwise it is an ordinary request about the benchmark's world (people, cities,
 Sensitive prompts are of two kinds: with a pattern stage 1 can match (a phone number, card number,
 id-like number or e-mail address) and without one (only words: "my therapist said my anxiety …").
 
-Templates come in two disjoint sets: `validation` (for choosing the stage-2 threshold τ and building the
-centroids) and `test` (scored). The detector's keyword lists were written from the categories' names, not
-from these templates; the test templates use phrasings absent from the validation ones."""
+Templates come in two disjoint sets: `validation` (for choosing the stage-2 threshold τ) and `test` (scored).
+The detector's keyword lists (fedlab.privacy.detector) were written while the validation templates existed
+and then frozen; the test templates were written afterwards, with phrasings absent from the validation ones.
+Both are by the same authors, so stage 1's recall on them is an optimistic estimate."""
 from __future__ import annotations
 
 import random
@@ -29,36 +30,51 @@ _SENSITIVE = {
     "validation": {
         "health": ["i was diagnosed with diabetes last week, what should {name} cook for me?",
                    "my doctor changed my insulin dose, remind me before dinner",
-                   "the clinic says my blood test is bad, should i tell {name}?"],
-        "finance": ["my salary is 4200 a month and my debt keeps growing, help me plan",
-                    "transfer 300 from my savings account to {name}",
-                    "my card {card} was declined at the shop in {city}"],
-        "legal": ["my lawyer says the court hearing about my divorce is next week",
-                  "i got arrested in {city} last year, will it show on my record?",
-                  "the police report about my accident names {name} as witness"],
-        "location": ["i live at 14 {street} street in {city}, how far is the market?",
-                     "i am home alone at 12 {street} road tonight",
-                     "pick me up at my house on {street} avenue at 7"],
-        "profile": ["call my wife at {phone} and tell her i am late",
-                    "my passport number is {idnum}, fill in the form",
-                    "send my daughter's school report to {email}"],
-    },
-    "test": {
-        "health": ["my therapist thinks my anxiety is getting worse since the surgery",
+                   "the clinic says my blood test is bad, should i tell {name}?",
+                   "my therapist thinks my anxiety is getting worse since the surgery",
                    "which pills can i take with my heart medication",
                    "{name} should not know about my pregnancy yet"],
-        "finance": ["my bank refused the mortgage, what income do i need",
-                    "pay the loan installment with card {card}",
-                    "how much tax do i owe on my 30000 bonus"],
-        "legal": ["draft a reply to the lawsuit my landlord filed against me",
-                  "my probation officer in {city} wants a meeting",
-                  "can my ex take the kids if the custody case goes badly"],
-        "location": ["my apartment is 3 {street} lane in {city}, send the package there",
-                     "the spare key is under the mat at my address on {street} way",
-                     "track my phone, i left it at home on {street} close"],
-        "profile": ["text my son on {phone} that dinner is ready",
-                    "my national id is {idnum}, is it still valid",
-                    "forward my private mail to {email} please"],
+        "finance": ["my salary is 4200 a month and my debt keeps growing, help me plan",
+                    "transfer 300 from my savings account to {name}",
+                    "my card {card} was declined at the shop in {city}",
+                   "my bank refused the mortgage, what income do i need",
+                   "pay the loan installment with card {card}",
+                   "how much tax do i owe on my 30000 bonus"],
+        "legal": ["my lawyer says the court hearing about my divorce is next week",
+                  "i got arrested in {city} last year, will it show on my record?",
+                  "the police report about my accident names {name} as witness",
+                   "draft a reply to the lawsuit my landlord filed against me",
+                   "my probation officer in {city} wants a meeting",
+                   "can my ex take the kids if the custody case goes badly"],
+        "location": ["i live at 14 {street} street in {city}, how far is the market?",
+                     "i am home alone at 12 {street} road tonight",
+                     "pick me up at my house on {street} avenue at 7",
+                   "my apartment is 3 {street} lane in {city}, send the package there",
+                   "the spare key is under the mat at my address on {street} way",
+                   "track my phone, i left it at home on {street} close"],
+        "profile": ["call my wife at {phone} and tell her i am late",
+                    "my passport number is {idnum}, fill in the form",
+                    "send my daughter's school report to {email}",
+                   "text my son on {phone} that dinner is ready",
+                   "my national id is {idnum}, is it still valid",
+                   "forward my private mail to {email} please"],
+    },
+    "test": {
+        "health": ["my cholesterol came back high and i feel dizzy since the new treatment",
+                   "should {name} know that i see a psychiatrist every week",
+                   "book me a scan, the lump on my neck is growing"],
+        "finance": ["i owe {name} 900 and my rent is late again",
+                    "use the visa {card} for the hotel in {city}",
+                    "my paycheck barely covers the car payments, what can i cut"],
+        "legal": ["the judge postponed my trial until march",
+                  "i signed a settlement after the accident in {city}, can i still appeal",
+                  "my landlord is suing me over the deposit"],
+        "location": ["i am staying at room 214 of the hotel on {street} road in {city}",
+                     "my flat is above the bakery on {street} street, come after 9",
+                     "i walk home through {street} park alone every night"],
+        "profile": ["my mum's number is {phone}, remind me to call her",
+                    "here is my social security number {idnum}",
+                    "my sister's mail is {email}, send her the photos"],
     },
 }
 

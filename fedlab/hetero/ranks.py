@@ -57,9 +57,12 @@ def hetero_rank_mean(factors: Sequence[Tensor], axis: int, weights: Sequence[flo
 
 
 def aggregate_lora_states(states: Sequence[Mapping[str, Tensor]], rank_axes: Mapping[str, int],
-                          weights: Sequence[float] | None = None) -> dict[str, Tensor]:
+                          weights: Sequence[float] | None = None,
+                          fill: Mapping[str, Tensor] | None = None) -> dict[str, Tensor]:
     """Key by key: `hetero_rank_mean` for the keys in `rank_axes` (a LoRA factor and its rank axis), the
-    plain weighted mean for every other key (all states must have the same keys)."""
+    plain weighted mean for every other key (all states must have the same keys). Pass each state at its
+    own rank (unpadded): the rank is read from the factor's size. With `fill` (a state at the full rank), the
+    components no state has are taken from it instead of being zero — a zero A and B would never train again."""
     keys = list(states[0])
     for s in states[1:]:
         if list(s) != keys:
@@ -69,6 +72,10 @@ def aggregate_lora_states(states: Sequence[Mapping[str, Tensor]], rank_axes: Map
     for k in keys:
         if k in rank_axes:
             out[k] = hetero_rank_mean([s[k] for s in states], rank_axes[k], w)
+            if fill is not None and out[k].shape[rank_axes[k]] < fill[k].shape[rank_axes[k]]:
+                r = out[k].shape[rank_axes[k]]
+                rest = fill[k].narrow(rank_axes[k], r, fill[k].shape[rank_axes[k]] - r).to(out[k].dtype)
+                out[k] = torch.cat([out[k], rest], dim=rank_axes[k])
         else:
             stack = torch.stack([s[k].to(torch.float64) for s in states])
             out[k] = ((stack * (w / w.sum()).reshape(-1, *[1] * (stack.dim() - 1))).sum(0)).to(states[0][k].dtype)

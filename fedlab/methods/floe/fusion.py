@@ -5,10 +5,12 @@
 
 Both models are frozen; the MLP (`FusionGate`, a LightningModule) is trained on public data, teacher-forced,
 to minimise −log P_out(next token). The LLM stays zero-shot and sees only the prompt and the tokens so far —
-never a prompt the privacy detector flags (then w = 1 and no LLM call). When the two vocabularies differ,
-the LLM's probability of each of its tokens is summed into the SLM bin its token maps to (§2.2's vocabulary
-map) and renormalised; decoding is in the SLM's vocabulary, and a position pairs with the LLM's position
-that predicts the same characters (§2.2's next-token pairing); an unpaired position has w = 1.
+never a prompt the privacy detector flags (then w = 1 and no LLM call). At every step both models read the
+same text (the prompt and the tokens decoded so far) and predict what follows it, so their distributions
+refer to the same position whatever their tokenizers; when the vocabularies differ, the LLM's probability
+of each of its tokens is summed into the SLM bin its token maps to (§2.2's vocabulary map) and
+renormalised, and decoding is in the SLM's vocabulary. With a shared tokenizer (the default experiment)
+the map is the identity.
 
 Fallback: the LLM's answer for a token arrives after RTT + t_cloud (simulated RTT, measured cloud time); when
 that exceeds τ_wait the token uses w = 1. Latency per token = max(t_edge, min(RTT + t_cloud, τ_wait))."""

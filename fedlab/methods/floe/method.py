@@ -34,10 +34,15 @@ from fedlab.transforms.lora import lora_rank_axes
 
 @dataclass
 class Update:
-    """One device's update, its factors padded to r_max, with the simulated times it started and arrives."""
+    """One device's update at its own rank (`state`) and padded to r_max (`padded`, for the embeddings), the
+    state it started from (padded: its expert's first `rank` components), the whole expert it came from, and its
+    simulated start and arrival."""
     cid: int
+    rank: int
     state: dict
+    padded: dict
     start_state: dict
+    expert: dict
     start: float
     arrival: float
 
@@ -86,7 +91,10 @@ class Floe(FedMethod):
         return self._profile
 
     def steps(self, cid: int) -> int:
+        """Optimiser steps of one local fit (federation.local_steps when set, else the epochs' batches)."""
         fed = self.cfg.federation
+        if fed.local_steps:
+            return int(fed.local_steps)
         return math.ceil(len(self.data.train[cid]) / fed.batch_size) * fed.local_epochs
 
     def deadline(self) -> float:
@@ -150,7 +158,9 @@ class Floe(FedMethod):
         if results and self.cfg.method.dp != "none":
             ctx.log(self.account(sorted(results)))
         pad = lambda st: {k: pad_rank(v, self.axes[k], self.r_max) if k in self.axes else v for k, v in st.items()}
-        return [Update(c, pad(results[c].state), pad(starts[c]), start_time, start_time + chosen[c][1])
+        return [Update(c, chosen[c][0], results[c].state, pad(results[c].state),
+                       pad(take_rank(starts[c], self.axes, chosen[c][0])), starts[c], start_time,
+                       start_time + chosen[c][1])
                 for c in sorted(results)]
 
     def run_round(self, rnd: int, ctx) -> None:
@@ -166,8 +176,9 @@ class Floe(FedMethod):
 
     def run_window(self, rnd: int, ctx) -> None:
         """Asynchronous mode: round t is the simulated window [(t−1)T, tT). Idle devices start a job at the
-        window's start (latency bound: async_max_lag·T); an update is aggregated in the window it arrives in,
-        weighted by exp(−β·τ̃) with τ̃ its lag behind the freshest update of its cluster (Eq. 5)."""
+        window's start (latency bound: async_max_lag·T); an update is aggregated at the end of the window it
+        arrives in, weighted by exp(−β·τ_m) with τ_m = t_now − t_m^start its time since it started (Eq. 5; the
+        weights are normalised within each cluster). Experts that no arrival came from are kept."""
         m, T = self.cfg.method, self.deadline()
         t0, t1 = (rnd - 1) * T, rnd * T
         busy = {u.cid for u in self.pending}
@@ -179,19 +190,20 @@ class Floe(FedMethod):
         self.pending = [u for u in self.pending if u.arrival >= t1]
         self.clock = t1
         ctx.log({"time/simulated_clock": self.clock, "async/arrived": len(arrived), "async/pending": len(self.pending),
-                 "async/mean_lag_s": sum(u.arrival - u.start for u in arrived) / len(arrived) if arrived else 0.0})
+                 "async/mean_staleness_s": sum(t1 - u.start for u in arrived) / len(arrived) if arrived else 0.0})
         if arrived:
-            self.aggregate(arrived, ctx, weighted=True)
+            self.aggregate(arrived, ctx, weighted=True, now=t1)
 
     def beta(self) -> float:
         m = self.cfg.method
         return m.async_beta if m.async_beta is not None else math.log(2) / self.deadline()
 
-    def aggregate(self, updates: list[Update], ctx, weighted: bool) -> None:
-        """Cluster the updates and average within each cluster (Eq. 4; Eq. 5's weights when `weighted`)."""
+    def aggregate(self, updates: list[Update], ctx, weighted: bool, now: float = 0.0) -> None:
+        """Cluster the updates and average within each cluster (Eq. 4; Eq. 5's weights when `weighted`), each
+        update at its own rank, components no member has kept from the members' start states."""
         cids = [u.cid for u in updates]
         by = {u.cid: u for u in updates}
-        labels, info = self.cluster(cids, {c: by[c].state for c in cids}, {c: by[c].start_state for c in cids})
+        labels, info = self.cluster(cids, {c: by[c].padded for c in cids}, {c: by[c].start_state for c in cids})
         groups: dict[int, list[int]] = {}
         for c, g in zip(cids, labels):
             groups.setdefault(g, []).append(c)
@@ -200,17 +212,29 @@ class Floe(FedMethod):
             members = groups[g]
             weights = None
             if weighted:
-                lag = [by[c].arrival - by[c].start for c in members]
-                weights = [math.exp(-self.beta() * (x - min(lag))) for x in lag]
+                stale = [now - by[c].start for c in members]
+                raw = [math.exp(-self.beta() * t) for t in stale]
+                weights = [x / sum(raw) for x in raw]
                 info.update({f"async_weight_client_{c}": w for c, w in zip(members, weights)})
-            centres.append(aggregate_lora_states([by[c].state for c in members], self.axes, weights))
+            fill = aggregate_lora_states([by[c].expert for c in members], self.axes)
+            centres.append(aggregate_lora_states([by[c].state for c in members], self.axes, weights, fill=fill))
+        if weighted:     # async: the experts whose devices are all still training (or idle) stay in the pool
+            kept = sorted({self.assignment[c] for c in range(self.data.num_clients) if c not in by}
+                          - {self.assignment[c] for c in cids})
+            index = {j: len(centres) + i for i, j in enumerate(kept)}
+            centres += [old[j] for j in kept]
         self.centres = centres
         for c, g in zip(cids, labels):
             self.assignment[c] = g
-        for c in range(self.data.num_clients):           # those without an update: the closest new expert
-            if c not in by:
+        for c in range(self.data.num_clients):           # those without an update
+            if c in by:
+                continue
+            if weighted and self.assignment[c] in index:
+                self.assignment[c] = index[self.assignment[c]]
+            else:                                          # the closest new expert
                 self.assignment[c] = self._closest(old[self.assignment[c]] if self.assignment[c] < len(old) else old[0])
-        self.global_state = aggregate_lora_states([by[c].state for c in cids], self.axes)
+        self.global_state = aggregate_lora_states([by[c].state for c in cids], self.axes,
+                                                  fill=aggregate_lora_states([by[c].expert for c in cids], self.axes))
         info.update({f"cluster_client_{c}": self.assignment[c] for c in range(self.data.num_clients)})
         ctx.log(info, prefix="server/")
 
@@ -220,8 +244,8 @@ class Floe(FedMethod):
         for c in cids:
             if m.dp == "dpsgd":
                 self.ledger.record(c, m.dp_noise, min(1.0, fed.batch_size / len(self.data.train[c])), self.steps(c))
-            else:
-                self.ledger.record(c, m.dp_noise, fed.client_fraction, 1)
+            else:        # each participation releases one noisy update; the server knows who took part
+                self.ledger.record(c, m.dp_noise, 1.0, 1)
         eps = {c: self.ledger.epsilon(c, m.dp_delta) for c in range(self.data.num_clients)}
         return {**{f"dp/epsilon_client_{c}": e for c, e in eps.items()}, "dp/epsilon_max": max(eps.values())}
 
