@@ -86,4 +86,4 @@ def test_minilm_detector_on_the_benchmark_beats_stage1_recall():
     test = privacy_prompts("test", per_template=2)
     both, alone = evaluate_detector(det, test), evaluate_detector(PrivacyDetector(), test)
     assert alone["precision"] == 1.0 and alone["recall/pattern"] == 1.0
-    assert both["recall"] > alone["recall"] + 0.2 and both["f1"] > 0.8       # stage 2 finds the words-only prompts
+    assert both["recall"] > alone["recall"] + 0.2 and both["f1"] > alone["f1"] + 0.2   # stage 2 finds words-only prompts
