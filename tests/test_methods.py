@@ -15,6 +15,8 @@ SMALL = PICO + ["data.partition=by_task", "data.num_clients=2", "data.tasks=[rec
 
 # per-method settings that fit the 4-block pico model (Offsite-Tuning needs a middle for its emulator)
 FIT_PICO = {m: ["method.adapter_front=1", "method.adapter_back=1"] for m in ("ot", "fedot", "fedbiot", "fedot_et")}
+# LLM-FedAvg proxy-tunes an LLM that shares the SLM's tokenizer
+FIT_PICO["llm_fedavg"] = ["model.name=pico-llama-s", "method.llm=pico-llama"]
 PROXY = ["data.public_size=16", "method.bi_samples=16"]
 
 

@@ -68,6 +68,7 @@ def test_htiess_grid_script_rejects_bad_heatmap_axes(capsys, monkeypatch):
     assert "--heatmap" in capsys.readouterr().err
 
 
+@pytest.mark.slow   # ~25 s; the default tier keeps the sweep failure/resume test
 def test_a_failing_trial_is_retried_within_the_sweep(pico_zoo, tmp_path):
     import ray
 

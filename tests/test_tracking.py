@@ -42,7 +42,7 @@ def finished_run(pico_zoo, tmp_path_factory):
     buf = io.StringIO()
     with contextlib.chdir(tmp), contextlib.redirect_stdout(buf):
         code = main(["run", str(ROOT / "experiments/baselines/fedavg_hetero.yaml"), *PICO, "data.num_clients=8",
-                     "tracking.experiment=fedlab-test"])
+                     "eval.every=1", "tracking.experiment=fedlab-test"])
     assert code == 0
     assert "| mean (over clients)" in buf.getvalue() and "zero-shot" in buf.getvalue()
     return tmp
