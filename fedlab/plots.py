@@ -62,3 +62,28 @@ def conflict_histogram(conflict, path: str | Path, title: str = "") -> Path:
     ax.set_ylabel("parameters")
     ax.set_title(title or "conflict scores")
     return _save(fig, path)
+
+
+def rank_heatmap(ranks: dict[int, dict[int, int]], num_clients: int, path: str | Path, labels: dict[int, str],
+                 title: str = "") -> Path:
+    """Clients × rounds: the LoRA rank each client trained at (blank: sat out), for Floe."""
+    import numpy as np
+
+    rounds = sorted(ranks)
+    grid = np.full((num_clients, len(rounds)), np.nan)
+    for j, r in enumerate(rounds):
+        for c, rank in ranks[r].items():
+            if rank:
+                grid[c, j] = rank
+    fig, ax = plt.subplots(figsize=(1.2 + 0.5 * len(rounds), 1.2 + 0.3 * num_clients))
+    im = ax.imshow(np.log2(grid), cmap="viridis", aspect="auto")
+    for c in range(num_clients):
+        for j in range(len(rounds)):
+            if not np.isnan(grid[c, j]):
+                ax.text(j, c, f"{int(grid[c, j])}", ha="center", va="center", fontsize=7, color="white")
+    ax.set_xticks(range(len(rounds)), [str(r) for r in rounds])
+    ax.set_yticks(range(num_clients), [f"{c} {labels.get(c, '')}" for c in range(num_clients)], fontsize=7)
+    ax.set_xlabel("round")
+    fig.colorbar(im, ax=ax, fraction=0.046, label="log2 rank")
+    ax.set_title(title or "LoRA rank per client (blank: sat out)")
+    return _save(fig, path)

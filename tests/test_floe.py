@@ -439,3 +439,11 @@ def test_cluster_average_uses_true_ranks_and_keeps_components_no_member_has():
     expert = {"A": torch.arange(12.0).reshape(4, 3)}
     kept = aggregate_lora_states([{"A": a2}, {"A": 2 * a2}], {"A": 0}, fill=expert)
     assert torch.allclose(kept["A"][:2], 1.5 * torch.ones(2, 3)) and torch.equal(kept["A"][2:], expert["A"][2:])
+
+
+def test_floe_plots_the_rank_of_every_client_per_round(pico_zoo, tmp_path, profile_file):
+    from fedlab.experiment import run_experiment
+
+    h = run_experiment(_cfg(tmp_path, profile_file, "method.router=false"), progress=False)
+    png = next((tmp_path / "runs").rglob("floe_ranks.png"))
+    assert png.stat().st_size > 1000 and h.rounds[1]["rank/mean"] > 0

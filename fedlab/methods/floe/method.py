@@ -78,6 +78,7 @@ class Floe(FedMethod):
         self.ledger = PrivacyLedger()
         self.pending: list[Update] = []        # async: updates computed, not yet arrived (simulated time)
         self.clock = 0.0                       # simulated seconds since round 1 started
+        self.rank_log: dict[int, dict[int, int]] = {}    # round -> client -> rank (0: sat out), for the plot
 
     # ------------------------------------------------------------------ the profile and the predictors
     def profile(self):
@@ -143,6 +144,7 @@ class Floe(FedMethod):
                 continue
             chosen[cid] = (r, latency(r))
             stats[f"latency_s_client_{cid}"] = latency(r)
+        self.rank_log[rnd] = {c: (chosen[c][0] if c in chosen else 0) for c in cids}
         stats["clients/sat_out"] = len(cids) - len(chosen)
         stats["clients/trained"] = len(chosen)
         stats["rank/mean"] = sum(r for r, _ in chosen.values()) / len(chosen) if chosen else 0.0
@@ -298,8 +300,16 @@ class Floe(FedMethod):
                              {"tag": f"floe/{rnd}/expert{self.assignment[cid]}", **cfg}) for cid in cids}
 
     def finalize(self, ctx) -> dict:
-        """The inference phase's routed SLM on the shared test sets (`fedlab.methods.floe.inference`)."""
+        """The rank plot, then the inference phase's routed SLM on the shared test sets
+        (`fedlab.methods.floe.inference`)."""
         m = self.cfg.method
+        if self.rank_log:
+            from fedlab.plots import rank_heatmap
+
+            (ctx.out_dir / "plots").mkdir(parents=True, exist_ok=True)
+            png = rank_heatmap(self.rank_log, self.data.num_clients, ctx.out_dir / "plots" / "floe_ranks.png",
+                               {c: cls.name for c, cls in enumerate(self.classes)})
+            ctx.log_artifact(png, "plots")
         if not m.router or not self.data.public:
             return {}
         from fedlab.methods.floe.inference import Router, evaluate_routed, make_embedder
@@ -364,7 +374,7 @@ class Floe(FedMethod):
 
     def state_dict(self) -> dict:
         return {"global_state": self.global_state, "centres": self.centres, "assignment": self.assignment,
-                "ledger": self.ledger.state_dict(), "clock": self.clock,
+                "ledger": self.ledger.state_dict(), "clock": self.clock, "rank_log": self.rank_log,
                 "pending": [vars(u).copy() for u in self.pending]}
 
     def load_state_dict(self, state: dict) -> None:
@@ -373,6 +383,7 @@ class Floe(FedMethod):
         self.assignment = list(state["assignment"])
         self.ledger.load_state_dict(state.get("ledger", {}))
         self.clock = float(state.get("clock", 0.0))
+        self.rank_log = dict(state.get("rank_log", {}))
         self.pending = [Update(**u) for u in state.get("pending", [])]
 
     def final_adapters(self) -> dict | None:
