@@ -35,16 +35,19 @@ def _run_one(tree: dict, tags: dict | None, progress: bool = False):
 
 
 def run_many(cfgs: list, tags: list[dict | None], jobs: int, progress: bool = False) -> Iterator[tuple[int, object]]:
-    """Run every config (with its MLflow tags); yield (index, history) as runs finish. jobs = 1 runs them in
-    this process, one after another (with per-round progress if asked); more starts that many worker
-    processes."""
+    """Run every config (with its MLflow tags); yield (index, history) as runs finish — (index, the exception)
+    for a run that failed, so that the others still finish and are recorded. jobs = 1 runs them in this
+    process, one after another (with per-round progress if asked); more starts that many worker processes."""
     from fedlab.experiment import model_provenance
 
     for c in cfgs:   # zoo models are built here, once, before workers would wait on each other's builds
         model_provenance(c)
     if jobs <= 1:
         for i, (c, t) in enumerate(zip(cfgs, tags)):
-            yield i, _run_one(c.to_dict(), t, progress)
+            try:
+                yield i, _run_one(c.to_dict(), t, progress)
+            except Exception as e:
+                yield i, e
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -52,4 +55,7 @@ def run_many(cfgs: list, tags: list[dict | None], jobs: int, progress: bool = Fa
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {pool.submit(_run_one, c.to_dict(), t): i for i, (c, t) in enumerate(zip(cfgs, tags))}
         for f in as_completed(futures):
-            yield futures[f], f.result()
+            try:
+                yield futures[f], f.result()
+            except Exception as e:   # one failed run must not lose the others: hand it back, keep going
+                yield futures[f], e

@@ -193,8 +193,14 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
     if progress:
         print(f"[fedlab] table: {len(todo)} runs to make, {jobs} at a time", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
+    failed = []
     for done, (i, h) in enumerate(run_many([c for *_, c in todo], [tags] * len(todo), jobs), 1):
         p, seed, cfg = todo[i]
+        if isinstance(h, BaseException):
+            failed.append(f"{p.key} seed {seed}: {type(h).__name__}: {h}")
+            print(f"[fedlab] table run {done}/{len(todo)}: {p.key} seed {seed} FAILED ({type(h).__name__}: {h}); "
+                  "the other runs go on", file=sys.stderr, flush=True)
+            continue
         seconds = h.final.get("time/total", float("nan"))
         results.records[record_key(p.key, seed)] = make_record(p, seed, cfg, h, seconds, extra,
                                                                summarize(cfg, h) if summarize else None)
@@ -205,6 +211,9 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
             print(f"[fedlab] table run {done}/{len(todo)}: {p.key} seed {seed}: {h.headline} "
                   f"{score if score is None else round(score, 4)} ({seconds:.0f}s)"
                   + (f", about {left / 60:.0f} min left" if done < len(todo) else ""), file=sys.stderr, flush=True)
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {len(todo)} table runs failed (the others are recorded): "
+                           + "; ".join(failed))
     return len(todo)
 
 

@@ -47,6 +47,8 @@ def run_seeds(cfg: ExperimentConfig, seeds: list[int], progress: bool = True, jo
         print(f"[fedlab] {len(runs)} seeds, {jobs} at a time", file=sys.stderr, flush=True)
     try:
         for i, h in run_many(runs, [tags] * len(runs), jobs, progress=progress and jobs == 1):
+            if isinstance(h, BaseException):
+                raise h
             histories[i] = h
             if progress:
                 print(f"[fedlab] seed {runs[i].seed} done: {h.headline} {h.final.get(h.headline, float('nan')):.4f}",

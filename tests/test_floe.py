@@ -400,12 +400,13 @@ def test_llm_fedavg_proxy_tunes_the_llm_with_the_averaged_slm(pico_zoo, tmp_path
 
     zoo.build("pico-llama-s", progress=False)
     over = PICO + ["model.name=pico-llama-s", "method.name=llm_fedavg", "method.llm=pico-llama", "federation.rounds=1",
-                   "data.num_clients=2", "data.partition=by_task", "data.tasks=[recall,sentiment]",
+                   "data.num_clients=2", "data.partition=by_task", "data.tasks=[recall,describe]", "data.test_per_task=4",
                    "tracking.enabled=false", f"output_dir={tmp_path}/runs"]
     cfg = load_config(None, over)
     h = run_experiment(cfg, progress=False)
     f = h.final
     assert 0 <= f["llm/acc/mean"] <= 1 and 0 <= f["llm_zeroshot/acc/mean"] <= 1
+    assert 0 <= f["llm/rougeL/mean"] <= 1          # generation through the logits-only proxy-tuned model
     # the proxy-tuned logits are LLM + tuned − untuned, position by position
     res = get_resident(cfg)
     set_state(res.model, {k: v + 0.05 for k, v in res.init_state.items()})

@@ -66,3 +66,28 @@ def test_run_table_renders_from_records(pico_zoo, tmp_path, capsys):
     assert run_table(tmp_path, lambda: _plan(tmp_path), render, ["--render-only"]) == 0
     assert run_table(tmp_path, lambda: _plan(tmp_path), render, ["--seeds", "0", "method.name=nope"]) == 2
     assert "method.name: 'nope' is not allowed" in capsys.readouterr().err
+
+
+def test_a_failed_run_is_handed_back_and_the_others_still_finish(monkeypatch):
+    from fedlab import parallel
+
+    calls = []
+
+    def fake_run(cfg_dict, tags, progress=False):
+        calls.append(cfg_dict["seed"])
+        if cfg_dict["seed"] == 1:
+            raise ValueError("boom")
+        return cfg_dict["seed"]
+
+    class Cfg:
+        def __init__(self, seed):
+            self.seed = seed
+
+        def to_dict(self):
+            return {"seed": self.seed}
+
+    monkeypatch.setattr(parallel, "_run_one", fake_run)
+    monkeypatch.setattr("fedlab.experiment.model_provenance", lambda c: {})
+    out = dict(parallel.run_many([Cfg(0), Cfg(1), Cfg(2)], [None] * 3, jobs=1))
+    assert calls == [0, 1, 2] and out[0] == 0 and out[2] == 2
+    assert isinstance(out[1], ValueError) and str(out[1]) == "boom"

@@ -21,6 +21,10 @@ def greedy_generate(model, tokenizer, prompts: list[str], max_new_tokens: int = 
     was_training = model.training
     model.eval()
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    if not hasattr(model, "generate"):      # a logits-only composite (proxy tuning): one prompt at a time
+        outs = [_greedy_logits_only(model, tokenizer, p, max_new_tokens, device) for p in prompts]
+        model.train(was_training)
+        return outs
     for start in range(0, len(prompts), batch_size):
         encoded = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts[start:start + batch_size]]
         width = max(len(e) for e in encoded)
@@ -37,6 +41,21 @@ def greedy_generate(model, tokenizer, prompts: list[str], max_new_tokens: int = 
             outs.append(tokenizer.decode(row, skip_special_tokens=True).strip())
     model.train(was_training)
     return outs
+
+
+@torch.no_grad()
+def _greedy_logits_only(model, tokenizer, prompt: str, max_new_tokens: int, device) -> str:
+    """Greedy decoding with a model that only maps input ids to logits (no `generate`, no key/value cache):
+    the whole sequence is read again at every step, without padding."""
+    ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    new: list[int] = []
+    for _ in range(max_new_tokens):
+        x = torch.tensor([ids + new], device=device)
+        nxt = int(model(input_ids=x, attention_mask=torch.ones_like(x)).logits[0, -1].argmax())
+        if nxt == tokenizer.eos_token_id:
+            break
+        new.append(nxt)
+    return tokenizer.decode(new, skip_special_tokens=True).strip()
 
 
 def rouge_l_and_em(predictions: list[str], references: list[str]) -> tuple[float, float]:
