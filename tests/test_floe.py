@@ -342,16 +342,37 @@ def test_fused_step_mixes_by_the_gate_and_falls_back_when_late(pico_zoo):
 
     fusion, calls, (slm, tok) = _fusion(pico_zoo)
     text = "question: where does kumix live? answer:"
+    ids = tok(text, add_special_tokens=False)["input_ids"]
     p_slm = next_probs(slm, tok, [text], 64)
     p_llm = map_probs(next_probs(fusion.llm, fusion.llm_tok, [text], 64), fusion.vmap, p_slm.shape[-1])
     w = fusion.gate(p_slm, p_llm).detach()
-    out = fusion.fused_step(text, text)
+    out = fusion.fused_step(text, ids)
     assert torch.allclose(out, (w[:, None] * p_slm + (1 - w[:, None]) * p_llm)[0], atol=1e-6)
     assert abs(float(out.sum()) - 1) < 1e-5 and calls
     late, _, _ = _fusion(pico_zoo, rtt=0.5, rtt_jitter=0.0, tau_wait=0.2)        # every answer misses τ_wait
-    assert torch.allclose(late.fused_step(text, text), p_slm[0], atol=1e-6)
+    assert torch.allclose(late.fused_step(text, ids), p_slm[0], atol=1e-6)
     assert late.stats["fallback"] == 1 and late.stats["w_sum"] == 1.0
     assert late.stats["latency_sum"] == pytest.approx(0.2, abs=0.05)             # min(RTT + t_cloud, τ_wait)
+
+
+def test_fused_decoding_keeps_the_slm_token_ids_with_a_shared_vocabulary(pico_zoo):
+    """With a shared tokenizer and w = 1 everywhere (every LLM answer late), fused greedy decoding is the
+    SLM's own greedy decoding — the ids are never re-tokenised (a SentencePiece decode drops word spaces)."""
+    import torch
+
+    from fedlab.eval.generation import greedy_generate
+    from fedlab.methods.floe.fusion import Fusion, FusionGate
+    from fedlab.models import zoo
+    from fedlab.models.zoo import load_model
+
+    zoo.build("pico-llama-s", progress=False)
+    slm, tok = load_model("pico-llama-s")
+    llm, _ = load_model("pico-llama")
+    slm.eval()
+    fusion = Fusion(lambda p: (slm, tok), (llm, tok), FusionGate(len(tok), "compact"),
+                    torch.arange(len(tok)), lambda p: False, 64, rtt=1.0, rtt_jitter=0.0, tau_wait=0.2)
+    prompts = ["question: where does kumix live? answer:", "describe tafan in one sentence:"]
+    assert [fusion.generate(p, 8) for p in prompts] == greedy_generate(slm, tok, prompts, 8, batch_size=1)
 
 
 def test_a_flagged_prompt_makes_no_llm_call_in_fusion(pico_zoo):

@@ -6,8 +6,8 @@
 Both models are frozen; the MLP (`FusionGate`, a LightningModule) is trained on public data, teacher-forced,
 to minimise −log P_out(next token). The LLM stays zero-shot and sees only the prompt and the tokens so far —
 never a prompt the privacy detector flags (then w = 1 and no LLM call). At every step both models read the
-same text (the prompt and the tokens decoded so far) and predict what follows it, so their distributions
-refer to the same position whatever their tokenizers; when the vocabularies differ, the LLM's probability
+same sequence — the same token ids with a shared vocabulary, else the SLM's ids decoded as one text and
+tokenised by the LLM — and predict what follows it; when the vocabularies differ, the LLM's probability
 of each of its tokens is summed into the SLM bin its token maps to (§2.2's vocabulary map) and
 renormalised, and decoding is in the SLM's vocabulary. With a shared tokenizer (the default experiment)
 the map is the identity.
@@ -77,6 +77,22 @@ def next_probs(model, tokenizer, texts: list[str], max_length: int) -> torch.Ten
     return torch.stack(rows)
 
 
+@torch.no_grad()
+def next_probs_ids(model, ids: list[int], max_length: int) -> torch.Tensor:
+    """[V] the model's next-token distribution after the token ids `ids` (the last `max_length` of them)."""
+    device = next(model.parameters()).device
+    x = torch.tensor([ids[-max_length:]], device=device)
+    return torch.softmax(model(input_ids=x, attention_mask=torch.ones_like(x)).logits[0, -1].float(), -1).cpu()
+
+
+def llm_ids(slm_tok, llm_tok, ids: list[int], same_vocab: bool) -> list[int]:
+    """The LLM's input for the SLM's token ids: the same ids with a shared vocabulary, else the decoded text
+    (whole sequence, so word boundaries survive) tokenised by the LLM."""
+    if same_vocab:
+        return list(ids)
+    return llm_tok(slm_tok.decode(ids), add_special_tokens=False)["input_ids"]
+
+
 class Fusion:
     """Scores and decodes with P_out (module docstring). `slm_for(prompt)` loads the routed SLM for a prompt and
     returns (model, tokenizer); `llm` = (model, tokenizer) of the zero-shot cloud LLM; `flagged(prompt)` is the
@@ -101,11 +117,12 @@ class Fusion:
         """Simulated RTT (seeded jitter) plus the measured cloud time of one token."""
         return max(0.0, self.rtt + self.rng.uniform(-self.rtt_jitter, self.rtt_jitter)) + t_cloud
 
-    def fused_step(self, prompt: str, text: str) -> torch.Tensor:
-        """P_out of the next token after `text` (which starts with `prompt`), in the SLM's vocabulary."""
+    def fused_step(self, prompt: str, ids: list[int]) -> torch.Tensor:
+        """P_out of the next token after the SLM token ids `ids` (the prompt's, then the answer so far), in the
+        SLM's vocabulary; the LLM reads the same ids (shared vocabulary) or the same decoded text."""
         model, tok = self.slm_for(prompt)
         t0 = time.perf_counter()
-        p_slm = next_probs(model, tok, [text], self.max_length)
+        p_slm = next_probs_ids(model, ids, self.max_length)[None]
         t_edge = time.perf_counter() - t0
         self.stats["tokens"] += 1
         if self.flagged(prompt):           # no LLM call at all
@@ -113,7 +130,9 @@ class Fusion:
             self.stats["latency_sum"] += t_edge
             return p_slm[0]
         t0 = time.perf_counter()
-        p_llm = map_probs(next_probs(self.llm, self.llm_tok, [text], self.max_length), self.vmap, p_slm.shape[-1])
+        same = self._same_vocab(tok)
+        p_llm = next_probs_ids(self.llm, llm_ids(tok, self.llm_tok, ids, same), self.max_length)[None]
+        p_llm = p_llm if same else map_probs(p_llm, self.vmap, p_slm.shape[-1])
         self.stats["llm_calls"] += 1
         cloud = self._cloud_latency(time.perf_counter() - t0)
         self.stats["latency_sum"] += max(t_edge, min(cloud, self.tau_wait))
@@ -125,41 +144,54 @@ class Fusion:
         self.stats["w_sum"] += float(w[0])
         return (w[:, None] * p_slm + (1 - w[:, None]) * p_llm)[0]
 
+    def _same_vocab(self, tok) -> bool:
+        if getattr(self, "_same", None) is None:
+            self._same = tok.get_vocab() == self.llm_tok.get_vocab()
+        return self._same
+
     def generate(self, prompt: str, max_new_tokens: int = 24) -> str:
         """Greedy decoding with P_out, in the SLM's vocabulary, stopping at the SLM's EOS."""
         _, tok = self.slm_for(prompt)
-        ids: list[int] = []
+        ctx = tok(prompt, add_special_tokens=False)["input_ids"]
+        new: list[int] = []
         for _ in range(max_new_tokens):
-            nxt = int(self.fused_step(prompt, prompt + tok.decode(ids)).argmax())
+            nxt = int(self.fused_step(prompt, ctx + new).argmax())
             if nxt == tok.eos_token_id:
                 break
-            ids.append(nxt)
-        return tok.decode(ids).strip()
+            new.append(nxt)
+        return tok.decode(new, skip_special_tokens=True).strip()
 
     def choice_score(self, prompt: str, choice: str) -> float:
-        """Σ log P_out over the choice's tokens (teacher-forced, one fused step per token)."""
+        """Σ log P_out over the choice's tokens (teacher-forced, one fused step per token), tokenised as the
+        multiple-choice scorer does (`continuation_ids`)."""
+        from fedlab.data.collate import continuation_ids
+
         _, tok = self.slm_for(prompt)
-        ids = tok(" " + choice, add_special_tokens=False)["input_ids"]
+        ctx, cont = continuation_ids(tok, prompt, " " + choice)
         total = 0.0
-        for k, t in enumerate(ids):
-            p = self.fused_step(prompt, prompt + tok.decode(ids[:k]) if k else prompt)
+        for k, t in enumerate(cont):
+            p = self.fused_step(prompt, ctx + cont[:k])
             total += float(p[t].clamp_min(1e-12).log())
         return total
 
 
 def gate_examples(slm_for, llm, vmap: torch.Tensor, examples, max_length: int, limit: int = 512):
     """(P_SLM [N, V], P_LLM mapped [N, V], next token [N]) at the answer tokens of public `examples`, teacher-forced
-    (each answer prefix re-read by both models), at most `limit` positions."""
+    (each answer prefix read by both models, as token ids), at most `limit` positions."""
+    from fedlab.data.collate import continuation_ids
+
     llm_model, llm_tok = llm
     ps, pl, ys = [], [], []
     for e in examples:
         model, tok = slm_for(e.prompt)
-        ids = tok(" " + e.target, add_special_tokens=False)["input_ids"]
-        for k, t in enumerate(ids):
-            text = e.prompt + tok.decode(ids[:k]) if k else e.prompt
-            p_s = next_probs(model, tok, [text], max_length)
-            ps.append(p_s[0])
-            pl.append(map_probs(next_probs(llm_model, llm_tok, [text], max_length), vmap, p_s.shape[-1])[0])
+        same = tok.get_vocab() == llm_tok.get_vocab()
+        ctx, cont = continuation_ids(tok, e.prompt, " " + e.target)
+        for k, t in enumerate(cont):
+            ids = ctx + cont[:k]
+            p_s = next_probs_ids(model, ids, max_length)
+            p_l = next_probs_ids(llm_model, llm_ids(tok, llm_tok, ids, same), max_length)
+            ps.append(p_s)
+            pl.append(p_l if same else map_probs(p_l[None], vmap, p_s.shape[-1])[0])
             ys.append(t)
             if len(ys) >= limit:
                 return torch.stack(ps), torch.stack(pl), torch.tensor(ys)
