@@ -85,6 +85,22 @@ class Results:
     def values(self, key: str, fn: Callable[[dict], float | None]) -> list[float]:
         return [v for v in (fn(r) for r in self.runs(key)) if v is not None]
 
+    def by_seed(self, key: str, metric: str) -> dict[int, float]:
+        """{seed: final[metric]} of a row's records that hold the metric."""
+        return {rec["seed"]: rec["final"][metric] for rec in self.runs(key) if metric in rec["final"]}
+
+    def paired(self, a: str, metric_a: str, b: str, metric_b: str | None = None, scale: float = 1.0) -> dict | None:
+        """`paired_difference` of scale·metric_a of row a and scale·metric_b of row b over the seeds both
+        hold (with their count as "seeds"); None with fewer than two such seeds."""
+        x, y = self.by_seed(a, metric_a), self.by_seed(b, metric_b or metric_a)
+        seeds = sorted(set(x) & set(y))
+        if len(seeds) < 2:
+            return None
+        from fedlab.stats import paired_difference
+
+        return {**paired_difference([scale * x[s] for s in seeds], [scale * y[s] for s in seeds]),
+                "seeds": len(seeds)}
+
     def cell(self, key: str, fn: Callable[[dict], float | None], digits: int = 3) -> str:
         """'mean ± 95 % half-width' of fn(record) over the row's seeds ('-' when absent)."""
         return fmt_ci(self.values(key, fn), digits)

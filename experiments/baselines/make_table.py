@@ -15,7 +15,6 @@ from pathlib import Path
 
 from fedlab.data.tasks import TASKS as TASK_SPECS
 from fedlab.runner import Planned, Results, run_table
-from fedlab.stats import paired_difference
 
 HERE = Path(__file__).resolve().parent
 METHODS = ["zeroshot", "standalone", "fedavg", "fedprox", "centralized"]
@@ -73,29 +72,25 @@ def render(r: Results) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _by_seed(r: Results, key: str, metric: str) -> dict[int, float]:
-    return {rec["seed"]: rec["final"][metric] for rec in r.runs(key) if metric in rec["final"]}
-
-
 def _mean(r: Results, key: str, metric: str):
-    vals = list(_by_seed(r, key, metric).values())
+    vals = list(r.by_seed(key, metric).values())
     return sum(vals) / len(vals) if vals else None
 
 
 def differences(r: Results, prefix: str, setting: str) -> list[str]:
     """Paired differences of the mean accuracy over the seeds both rows have."""
     out = []
+    seeds = 0
     for a, b in PAIRS:
-        x, y = _by_seed(r, f"{prefix}/{a}", "acc/mean"), _by_seed(r, f"{prefix}/{b}", "acc/mean")
-        seeds = sorted(set(x) & set(y))
-        if len(seeds) < 2:
+        d = r.paired(f"{prefix}/{a}", "acc/mean", f"{prefix}/{b}")
+        if d is None:
             continue
-        d = paired_difference([x[s] for s in seeds], [y[s] for s in seeds])
+        seeds = d["seeds"]
         out.append(f"| {a} − {b} | {d['mean']:+.3f} ± {d['half']:.3f} | {d['p']:.3g} | "
                    f"{'yes' if d['significant'] else 'no'} |")
     if not out:
         return []
-    return ["", f"Paired differences of the mean accuracy, {setting} setting (over {len(seeds)} seeds; "
+    return ["", f"Paired differences of the mean accuracy, {setting} setting (over {seeds} seeds; "
                 "± the 95 % t-interval of the difference; significant: the interval excludes 0):", "",
             "| difference | mean ± 95 % | p (paired t) | significant |", "|---|---|---|---|", *out]
 

@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 from fedlab.runner import Planned, Results, run_table
-from fedlab.stats import paired_difference
 
 HERE = Path(__file__).resolve().parent
 LAMBDAS = (("1", "1.0"), ("0.1", "0.1"))
@@ -105,10 +104,6 @@ def render(r: Results) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _by_seed(r: Results, key: str, metric: str) -> dict[int, float]:
-    return {rec["seed"]: rec["final"][metric] for rec in r.runs(key) if metric in rec["final"]}
-
-
 def differences(r: Results) -> list[str]:
     """The paper's claims as paired differences over seeds (device-mean Rouge-L ×100)."""
     claims = []
@@ -125,12 +120,10 @@ def differences(r: Results) -> list[str]:
                                f"homo/{slm}/lambda{lam}/{m}", "rougeL/mean"))
     out = []
     for name, a, b, metric in claims:
-        x, y = _by_seed(r, a, metric), _by_seed(r, b, metric)
-        seeds = sorted(set(x) & set(y))
-        if len(seeds) < 2:
+        d = r.paired(a, metric, b, scale=100)
+        if d is None:
             continue
-        d = paired_difference([100 * x[s] for s in seeds], [100 * y[s] for s in seeds])
-        out.append(f"| {name} | {d['mean']:+.1f} ± {d['half']:.1f} | {len(seeds)} | {d['p']:.3g} | "
+        out.append(f"| {name} | {d['mean']:+.1f} ± {d['half']:.1f} | {d['seeds']} | {d['p']:.3g} | "
                    f"{'yes' if d['significant'] else 'no'} |")
     if not out:
         return []

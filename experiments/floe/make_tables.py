@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 from fedlab.runner import Planned, Results, run_table
-from fedlab.stats import paired_difference
 
 HERE = Path(__file__).resolve().parent
 CFG = HERE / "base.yaml"
@@ -93,10 +92,6 @@ def render(r: Results) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _by_seed(r: Results, key: str, metric: str) -> dict[int, float]:
-    return {rec["seed"]: rec["final"][metric] for rec in r.runs(key) if metric in rec["final"]}
-
-
 CLAIMS = [("Floe − LLM-base (acc)", "floe/floe", "fused/acc/mean", "floe/llm_base", "acc/mean"),
           ("Floe − LLM-FedAvg (acc)", "floe/floe", "fused/acc/mean", "floe/llm_fedavg", "llm/acc/mean"),
           ("LLM-FedAvg − LLM-base (acc)", "floe/llm_fedavg", "llm/acc/mean", "floe/llm_base", "acc/mean"),
@@ -115,12 +110,10 @@ CLAIMS = [("Floe − LLM-base (acc)", "floe/floe", "fused/acc/mean", "floe/llm_b
 def differences(r: Results) -> list[str]:
     out = []
     for name, a, ma, b, mb in CLAIMS:
-        x, y = _by_seed(r, a, ma), _by_seed(r, b, mb)
-        seeds = sorted(set(x) & set(y))
-        if len(seeds) < 2:
+        d = r.paired(a, ma, b, mb)
+        if d is None:
             continue
-        d = paired_difference([x[s] for s in seeds], [y[s] for s in seeds])
-        out.append(f"| {name} | {d['mean']:+.3f} ± {d['half']:.3f} | {len(seeds)} | {d['p']:.3g} | "
+        out.append(f"| {name} | {d['mean']:+.3f} ± {d['half']:.3f} | {d['seeds']} | {d['p']:.3g} | "
                    f"{'yes' if d['significant'] else 'no'} |")
     if not out:
         return []
