@@ -338,13 +338,14 @@ def _fusion(pico_zoo, **kw):
 def test_fused_step_mixes_by_the_gate_and_falls_back_when_late(pico_zoo):
     import torch
 
-    from fedlab.methods.floe.fusion import map_probs, next_probs
+    from fedlab.methods.floe.fusion import llm_ids, map_probs, next_probs_ids
 
     fusion, calls, (slm, tok) = _fusion(pico_zoo)
     text = "question: where does kumix live? answer:"
     ids = tok(text, add_special_tokens=False)["input_ids"]
-    p_slm = next_probs(slm, tok, [text], 64)
-    p_llm = map_probs(next_probs(fusion.llm, fusion.llm_tok, [text], 64), fusion.vmap, p_slm.shape[-1])
+    p_slm = next_probs_ids(slm, ids, 64)[None]
+    p_llm = map_probs(next_probs_ids(fusion.llm, llm_ids(tok, fusion.llm_tok, ids, False), 64)[None], fusion.vmap,
+                      p_slm.shape[-1])
     w = fusion.gate(p_slm, p_llm).detach()
     out = fusion.fused_step(text, ids)
     assert torch.allclose(out, (w[:, None] * p_slm + (1 - w[:, None]) * p_llm)[0], atol=1e-6)

@@ -66,18 +66,6 @@ class FusionGate(L.LightningModule):
 
 
 @torch.no_grad()
-def next_probs(model, tokenizer, texts: list[str], max_length: int) -> torch.Tensor:
-    """[N, V] the model's next-token distribution after each text (right after its last token)."""
-    device = next(model.parameters()).device
-    rows = []
-    for t in texts:
-        ids = tokenizer(t, add_special_tokens=False)["input_ids"][-max_length:] or [tokenizer.eos_token_id]
-        logits = model(input_ids=torch.tensor([ids], device=device)).logits[0, -1].float()
-        rows.append(torch.softmax(logits, -1).cpu())
-    return torch.stack(rows)
-
-
-@torch.no_grad()
 def next_probs_ids(model, ids: list[int], max_length: int) -> torch.Tensor:
     """[V] the model's next-token distribution after the token ids `ids` (the last `max_length` of them)."""
     device = next(model.parameters()).device
