@@ -87,3 +87,40 @@ def rank_heatmap(ranks: dict[int, dict[int, int]], num_clients: int, path: str |
     fig.colorbar(im, ax=ax, fraction=0.046, label="log2 rank")
     ax.set_title(title or "LoRA rank per client (blank: sat out)")
     return _save(fig, path)
+
+
+def fusion_weights(ws: list[float], path: str | Path, title: str = "") -> Path:
+    """Floe's Fig. 13: the distribution of the per-token fusion weight w (1 = the SLM alone)."""
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    ax.hist(ws, bins=20, range=(0, 1), color="tab:blue", alpha=0.8)
+    if ws:
+        mean = sum(ws) / len(ws)
+        ax.axvline(mean, color="black", linestyle="--", label=f"mean w = {mean:.3f}")
+        ax.legend(fontsize=8)
+    ax.set_xlabel("w (weight of the SLM's distribution)")
+    ax.set_ylabel("tokens")
+    ax.set_title(title or "fusion weight per generated or scored token")
+    return _save(fig, path)
+
+
+def latency_vs_rtt(curve: list[dict], tau_wait_ms: float, path: str | Path, default_rtt_ms: float | None = None) -> Path:
+    """Floe's Fig. 16: latency per token against the simulated round-trip time, with the τ_wait fallback and
+    waiting for the LLM, and the share of LLM answers that miss τ_wait (right axis)."""
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    x = [c["rtt_ms"] for c in curve]
+    ax.plot(x, [c["wait_ms"] for c in curve], marker=".", color="tab:red", label="wait for the LLM")
+    ax.plot(x, [c["latency_ms"] for c in curve], marker="o", color="tab:blue", label="fallback at τ_wait")
+    ax.axhline(tau_wait_ms, color="grey", linestyle=":", label=f"τ_wait = {tau_wait_ms:.0f} ms")
+    if default_rtt_ms is not None:
+        ax.axvline(default_rtt_ms, color="black", linestyle="--", linewidth=0.8, label="the run's RTT")
+    ax.set_xlabel("simulated round-trip time (ms)")
+    ax.set_ylabel("latency per token (ms)")
+    ax.grid(alpha=0.3)
+    ax2 = ax.twinx()
+    ax2.plot(x, [c["fallback_share"] for c in curve], color="tab:green", linestyle="--", label="fallback share")
+    ax2.set_ylim(0, 1.05)
+    ax2.set_ylabel("share of LLM answers past τ_wait")
+    h1, l1 = ax.get_legend_handles_labels()
+    h2, l2 = ax2.get_legend_handles_labels()
+    ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="upper left")
+    return _save(fig, path)

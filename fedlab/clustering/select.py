@@ -43,3 +43,23 @@ def choose_clusters(embeddings, max_clusters: int = 10, min_silhouette: float = 
     if best is None or best[0] < min_silhouette:
         return Clustering((0,) * n, 1, best[0] if best else None, tried)
     return Clustering(_renumber(best[2]), best[1], best[0], tried)
+
+
+def fixed_clusters(embeddings, num_clusters: int, seed: int = 0) -> Clustering:
+    """Exactly min(num_clusters, N) clusters of the rows of `embeddings` (k-means++ on L2-normalised rows, as
+    `choose_clusters`; Floe's `experts` option for Fig. 14). The silhouette is reported when 2 ≤ M < N."""
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import silhouette_score
+
+    x = np.asarray(embeddings, dtype=np.float64)
+    n = x.shape[0]
+    m = min(int(num_clusters), n)
+    if m <= 1:
+        return Clustering((0,) * n, 1 if n else 0, None, {})
+    if m == n:
+        return Clustering(tuple(range(n)), n, None, {})
+    x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    labels = _renumber(KMeans(n_clusters=m, init="k-means++", n_init=10, random_state=seed).fit_predict(x))
+    k = len(set(labels))
+    s = float(silhouette_score(x, labels, metric="cosine")) if 2 <= k < n else None
+    return Clustering(labels, k, s, {k: s} if s is not None else {})

@@ -1,7 +1,7 @@
 """Floe: resource-aware LoRA ranks on simulated edge devices, clustered aggregation of heterogeneous-rank
 updates into an expert pool (paper 003; SPEC.md §4)."""
-from fedlab.methods.floe.config import FloeConfig, FloeNoClusterConfig, FloeNoRankConfig
+from fedlab.methods.floe.config import FloeConfig, FloeNoClusterConfig, FloeNoRankConfig, LLMFedMoEConfig
 from fedlab.registry import register_method
 
-for _cfg in (FloeConfig, FloeNoRankConfig, FloeNoClusterConfig):
+for _cfg in (FloeConfig, FloeNoRankConfig, FloeNoClusterConfig, LLMFedMoEConfig):
     register_method(_cfg.name, _cfg, "fedlab.methods.floe.method:Floe", "fedlab.methods.floe.client:FloeClient")

@@ -39,14 +39,20 @@ class FloeConfig(MethodConfig):
     cluster: bool = True             # False (Floe^-P): one cluster
     max_clusters: int = 10
     min_silhouette: float = 0.25     # below it: one cluster
+    experts: Optional[int] = None    # a fixed number of clusters M (Fig. 14's sweep); null: the silhouette choice
     probe_per_task: int = 8          # public samples per task for the behaviour embeddings
     # inference: the parameter-free router over the expert pool (Eq. 9–11), scored at the end of the run
     router: bool = True
     router_encoder: str = "slm"      # slm: the base SLM's mean hidden state | a sentence encoder (minilm-l6)
     router_k: int = 32               # public samples per expert embedding
     router_temperature: float = 1.0  # 1: no temperature (SPEC §4.3)
+    router_kind: str = "free"        # free: Eq. 9–11's cosine gate | dense: a trained linear gate (LLM-FedMoE)
+    router_top: Optional[int] = None     # keep each gate's top-k experts, renormalised; null: all of them
+    router_epochs: int = 30          # dense gate: epochs over the public samples
+    router_lr: float = 0.05
     # inference: LLM–SLM logit fusion (Eq. 12–15); null llm: no fusion
     llm: Optional[str] = None        # the cloud LLM (zero-shot), e.g. tiny-llama
+    combine: str = "fusion"          # fusion: the learned gate (Eq. 12–15) | proxy: proxy tuning, LLM + SLM' − SLM
     fusion_features: str = "full"    # full: [P_SLM; P_LLM] | compact: max, entropy and overlap (ablation)
     fusion_positions: int = 512      # public answer tokens the gate trains on
     fusion_epochs: int = 3
@@ -56,6 +62,7 @@ class FloeConfig(MethodConfig):
     tau_wait: float = 0.2            # the LLM's token counts only when RTT + cloud time ≤ this (s)
     fusion_eval_per_task: Optional[int] = 50    # test items per task scored with fusion (null: all)
     detector_encoder: Optional[str] = None      # null: stage 1 only | a sentence encoder for stage 2 (minilm-l6)
+    detector_tau: Optional[float] = None        # stage 2's cosine threshold; null: chosen for F1 on validation prompts
     # local DP (off by default): dpsgd — per-example clipping to C and N(0, σ²C²) on each batch's sum;
     # update — the round's update clipped to C plus N(0, σ²C²) once (a labelled variant)
     dp: str = "none"
@@ -78,9 +85,20 @@ class FloeConfig(MethodConfig):
         check(self.async_max_lag >= 1, f"{p}.async_max_lag", self.async_max_lag, "a number of deadlines >= 1")
         check(self.max_clusters >= 2, f"{p}.max_clusters", self.max_clusters, "an integer >= 2")
         check(-1 <= self.min_silhouette <= 1, f"{p}.min_silhouette", self.min_silhouette, "a number in [-1, 1]")
+        check(self.experts is None or self.experts >= 1, f"{p}.experts", self.experts, "null or an integer >= 1")
         check(self.probe_per_task >= 1, f"{p}.probe_per_task", self.probe_per_task, "an integer >= 1")
         check(self.router_k >= 1, f"{p}.router_k", self.router_k, "an integer >= 1")
         check(self.router_temperature > 0, f"{p}.router_temperature", self.router_temperature, "a number > 0")
+        choose(self.router_kind, ["free", "dense"], f"{p}.router_kind")
+        check(self.router_top is None or self.router_top >= 1, f"{p}.router_top", self.router_top,
+              "null or an integer >= 1")
+        check(self.router_epochs >= 1, f"{p}.router_epochs", self.router_epochs, "an integer >= 1")
+        check(self.router_lr > 0, f"{p}.router_lr", self.router_lr, "a number > 0")
+        choose(self.combine, ["fusion", "proxy"], f"{p}.combine")
+        check(self.combine != "proxy" or bool(self.llm), f"{p}.llm", self.llm,
+              "a model sharing model.name's tokenizer (method.combine=proxy adds logits token by token)")
+        check(self.detector_tau is None or -1 <= self.detector_tau <= 1, f"{p}.detector_tau", self.detector_tau,
+              "null or a cosine in [-1, 1]")
         choose(self.fusion_features, ["full", "compact"], f"{p}.fusion_features")
         check(self.fusion_positions >= 1, f"{p}.fusion_positions", self.fusion_positions, "an integer >= 1")
         check(self.fusion_epochs >= 1, f"{p}.fusion_epochs", self.fusion_epochs, "an integer >= 1")
@@ -114,4 +132,18 @@ class FloeNoClusterConfig(FloeConfig):
     name: str = "floe_no_cluster"
     cluster: bool = False
     fixed: ClassVar[tuple[str, ...]] = ("cluster",)
+    general: ClassVar[str] = "floe"
+
+
+@dataclass(frozen=True)
+class LLMFedMoEConfig(FloeConfig):
+    """Floe's LLM-FedMoE baseline (paper 003 §V, baseline 7): Floe's fine-tuning phase and expert pool; at
+    inference a trainable dense router (a linear gate on the prompt's embedding, trained on the public samples)
+    keeps the top-3 experts, and the cloud LLM is proxy-tuned by the routed SLM (LLM + SLM' − SLM)."""
+    name: str = "llm_fedmoe"
+    router_kind: str = "dense"
+    router_top: Optional[int] = 3
+    combine: str = "proxy"
+    llm: Optional[str] = "tiny-llama"
+    fixed: ClassVar[tuple[str, ...]] = ("router_kind", "combine")
     general: ClassVar[str] = "floe"

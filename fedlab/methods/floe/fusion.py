@@ -94,6 +94,8 @@ class Fusion:
         self.rng = random.Random(seed)
         self.stats = {"tokens": 0, "fallback": 0, "flagged_prompts": 0, "llm_calls": 0, "w_sum": 0.0,
                       "latency_sum": 0.0}
+        # per token: (edge seconds, measured cloud seconds or None when flagged, RTT jitter drawn, w used)
+        self.trace: list[tuple[float, float | None, float, float]] = []
 
     def _w(self, p_slm: torch.Tensor, p_llm: torch.Tensor) -> torch.Tensor:
         if self.gate is None:
@@ -101,9 +103,8 @@ class Fusion:
         with torch.no_grad():
             return self.gate(p_slm, p_llm).cpu()
 
-    def _cloud_latency(self, t_cloud: float) -> float:
-        """Simulated RTT (seeded jitter) plus the measured cloud time of one token."""
-        return max(0.0, self.rtt + self.rng.uniform(-self.rtt_jitter, self.rtt_jitter)) + t_cloud
+    def _jitter(self) -> float:
+        return self.rng.uniform(-self.rtt_jitter, self.rtt_jitter)
 
     def fused_step(self, prompt: str, ids: list[int]) -> torch.Tensor:
         """P_out of the next token after the SLM token ids `ids` (the prompt's, then the answer so far), in the
@@ -116,20 +117,24 @@ class Fusion:
         if self.flagged(prompt):           # no LLM call at all
             self.stats["w_sum"] += 1.0
             self.stats["latency_sum"] += t_edge
+            self.trace.append((t_edge, None, 0.0, 1.0))
             return p_slm[0]
         t0 = time.perf_counter()
         same = self._same_vocab(tok)
         p_llm = next_probs_ids(self.llm, llm_ids(tok, self.llm_tok, ids, same), self.max_length)[None]
         p_llm = p_llm if same else map_probs(p_llm, self.vmap, p_slm.shape[-1])
         self.stats["llm_calls"] += 1
-        cloud = self._cloud_latency(time.perf_counter() - t0)
+        t_cloud, jitter = time.perf_counter() - t0, self._jitter()
+        cloud = max(0.0, self.rtt + jitter) + t_cloud      # simulated RTT (seeded jitter) + measured cloud time
         self.stats["latency_sum"] += max(t_edge, min(cloud, self.tau_wait))
         if cloud > self.tau_wait:
             self.stats["fallback"] += 1
             self.stats["w_sum"] += 1.0
+            self.trace.append((t_edge, t_cloud, jitter, 1.0))
             return p_slm[0]
         w = self._w(p_slm, p_llm)
         self.stats["w_sum"] += float(w[0])
+        self.trace.append((t_edge, t_cloud, jitter, float(w[0])))
         return (w[:, None] * p_slm + (1 - w[:, None]) * p_llm)[0]
 
     def _same_vocab(self, tok) -> bool:
@@ -218,4 +223,28 @@ def evaluate_fused(fusion: Fusion, data, per_task: int | None = None) -> dict:
     out.update({"fused/w_mean": st["w_sum"] / n, "fused/fallback_share": st["fallback"] / max(st["llm_calls"], 1),
                 "fused/latency_ms_per_token": 1000 * st["latency_sum"] / n, "fused/llm_calls": st["llm_calls"],
                 "fused/flagged_prompts": st["flagged_prompts"]})
+    return out
+
+
+def latency_curve(trace, rtts, tau_wait: float) -> list[dict]:
+    """Fig. 16 from the measured per-token times of a run (`Fusion.trace`), for each base RTT in `rtts`:
+    latency per token with the fallback, max(t_edge, min(RTT + jitter + t_cloud, τ_wait)); without it (waiting
+    for the LLM), max(t_edge, RTT + jitter + t_cloud); and the share of LLM answers that miss τ_wait. Flagged
+    tokens cost t_edge in both. Milliseconds."""
+    out = []
+    for rtt in rtts:
+        bounded = unbounded = missed = calls = 0.0
+        for t_edge, t_cloud, jitter, _ in trace:
+            if t_cloud is None:
+                bounded += t_edge
+                unbounded += t_edge
+                continue
+            cloud = max(0.0, rtt + jitter) + t_cloud
+            bounded += max(t_edge, min(cloud, tau_wait))
+            unbounded += max(t_edge, cloud)
+            missed += cloud > tau_wait
+            calls += 1
+        n = max(len(trace), 1)
+        out.append({"rtt_ms": 1000 * rtt, "latency_ms": 1000 * bounded / n, "wait_ms": 1000 * unbounded / n,
+                    "fallback_share": missed / calls if calls else 0.0})
     return out

@@ -11,7 +11,7 @@ import torch
 from fedlab.eval.generation import generation_scores
 from fedlab.eval.multiple_choice import mc_accuracy
 from fedlab.methods.floe.behaviour import text_hidden
-from fedlab.methods.floe.router import expert_domains, expert_embeddings, gate, mixture_state
+from fedlab.methods.floe.router import expert_domains, expert_embeddings, gate, mixture_state, top_k_gates
 from fedlab.transforms import set_state
 
 
@@ -30,29 +30,52 @@ def make_embedder(name: str, resident, max_length: int):
 
 
 class Router:
-    """The expert pool, each expert's embedding Γ_j and the gate of any prompt."""
+    """The expert pool, each expert's embedding Γ_j and the gate of any prompt: Floe's parameter-free cosine
+    gate, or (`dense`, LLM-FedMoE) a linear gate trained on the public samples (`dense_router.py`); `top`
+    keeps each gate's k largest experts."""
 
     def __init__(self, centres, axes, embed, public, base_state, resident, max_length: int, k: int = 32,
-                 temperature: float = 1.0):
+                 temperature: float = 1.0, top: int | None = None):
         by_task: dict[str, list] = {}
         for e in public:
             by_task.setdefault(e.task, []).append(e)
-        self.centres, self.axes, self.embed, self.temperature = centres, axes, embed, temperature
+        self.centres, self.axes, self.embed, self.temperature, self.top = centres, axes, embed, temperature, top
         self.domains, self.gains = expert_domains(resident.model, resident.tokenizer, centres, base_state,
                                                   {t: ex[:k] for t, ex in by_task.items()}, max_length)
         self.experts = expert_embeddings(embed, [[e.prompt for e in by_task[d][:k]] for d in self.domains])
+        self.dense = None
+
+    def fit_dense(self, cfg, resident, public, epochs: int, lr: float) -> float:
+        """Train the dense gate (LLM-FedMoE) on every public sample; returns its final mixture NLL."""
+        from fedlab.methods.floe.dense_router import expert_nll_table, mixture_nll, train_dense_gate
+
+        public = list(public)
+        nll = expert_nll_table(resident, self.centres, public, cfg.model.max_length)
+        emb = self.embed([e.prompt for e in public])
+        self.dense = train_dense_gate(cfg, emb, nll, lr, epochs)
+        with torch.no_grad():
+            return float(mixture_nll(self.dense(emb.float()), nll))
 
     def gates(self, prompts: list[str]) -> torch.Tensor:
-        return gate(self.embed(prompts), self.experts, self.temperature)
+        e = self.embed(prompts)
+        if self.dense is not None:
+            with torch.no_grad():
+                return top_k_gates(self.dense(e.float()), self.top)
+        if self.top is None:
+            return gate(e, self.experts, self.temperature)
+        p = torch.nn.functional.normalize(e.float(), dim=-1) @ torch.nn.functional.normalize(self.experts.float(), dim=-1).T
+        return top_k_gates(p / self.temperature, self.top)
 
     def state(self, weights) -> dict:
         return mixture_state(self.centres, weights, self.axes)
 
 
-def evaluate_routed(router: Router, resident, data, cfg, tasks=None) -> dict:
+def evaluate_routed(router: Router, resident, data, cfg, tasks=None, scorer=None, prefix: str = "routed") -> dict:
     """{"routed/acc/<task>" | "routed/rougeL/<task>", …, "routed/acc/mean", "routed/top1_share/<task>"}: each test
     example scored by the routed SLM (`resident` is the rank-M·r_max LoRA model), and how often the top-1 expert
-    is the one whose domain is the example's task (routing alignment)."""
+    is the one whose domain is the example's task (routing alignment). `scorer` = (model, tokenizer) scores
+    instead of the routed SLM itself, e.g. the LLM proxy-tuned by it (LLM-FedMoE), under `prefix`."""
+    model, tok = scorer or (resident.model, resident.tokenizer)
     out, accs, rouges = {}, [], []
     for task in tasks or list(data.test):
         examples = data.test_examples(task)
@@ -63,18 +86,17 @@ def evaluate_routed(router: Router, resident, data, cfg, tasks=None) -> dict:
         for ex, wi in zip(examples, w):
             set_state(resident.model, router.state(wi))
             if ex.is_choice:
-                score += mc_accuracy(resident.model, resident.tokenizer, [ex], cfg.eval.length_normalized,
-                                     cfg.model.max_length, 1)
+                score += mc_accuracy(model, tok, [ex], cfg.eval.length_normalized, cfg.model.max_length, 1)
             else:
-                score += generation_scores(resident.model, resident.tokenizer, [ex])["rougeL"]
+                score += generation_scores(model, tok, [ex])["rougeL"]
         score /= max(len(examples), 1)
         key = "acc" if examples and examples[0].is_choice else "rougeL"
-        out[f"routed/{key}/{task}"] = score
+        out[f"{prefix}/{key}/{task}"] = score
         (accs if key == "acc" else rouges).append(score)
         top = w.argmax(dim=1).tolist()
-        out[f"routed/top1_share/{task}"] = sum(router.domains[j] == task for j in top) / max(len(top), 1)
+        out[f"{prefix}/top1_share/{task}"] = sum(router.domains[j] == task for j in top) / max(len(top), 1)
     if accs:
-        out["routed/acc/mean"] = sum(accs) / len(accs)
+        out[f"{prefix}/acc/mean"] = sum(accs) / len(accs)
     if rouges:
-        out["routed/rougeL/mean"] = sum(rouges) / len(rouges)
+        out[f"{prefix}/rougeL/mean"] = sum(rouges) / len(rouges)
     return out

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from fedlab.clustering import choose_clusters
+from fedlab.clustering import choose_clusters, fixed_clusters
 from fedlab.comm.messages import EvalIns, FitIns
 from fedlab.hetero import aggregate_lora_states, pad_rank, select_rank, take_rank
 from fedlab.hetero.devices import assign_classes, round_conditions
@@ -62,17 +62,53 @@ class Floe(FedMethod):
     def resident(self):
         return self.resident_at(self.r_max)
 
-    def setup(self) -> None:
-        m = self.cfg.method
+    def __init__(self, cfg, data):
+        super().__init__(cfg, data)
+        m = cfg.method
         self.ranks = sorted({int(r) for r in m.ranks})
         self.r_max = self.ranks[-1]
+        self.classes = assign_classes(data.num_clients, m.devices, cfg.seed)
+        self._profile = None
+        self.check_feasible()
+        if m.combine == "proxy":
+            from fedlab.config import ConfigError
+            from fedlab.methods.llm_fedavg.method import same_vocabulary
+            from fedlab.models.zoo import load_tokenizer
+
+            if not same_vocabulary(load_tokenizer(m.llm), load_tokenizer(cfg.model.name)):
+                raise ConfigError(f"method.llm: {m.llm!r} does not share the tokenizer of model.name "
+                                  f"{cfg.model.name!r}; method.combine=proxy adds logits token by token")
+
+    def check_feasible(self) -> None:
+        """Before anything is written: every device class with clients fits some rank when unloaded (its whole
+        memory budget, full speed) within the deadline — else one line naming the class."""
+        from fedlab.config import ConfigError
+
+        m = self.cfg.method
+        if not m.rank_selection:        # Floe^-M: the devices that cannot fit r_max sit out by design
+            return
+        prof, T = self.profile(), self.deadline() * (m.async_max_lag if m.mode == "async" else 1.0)
+        lo, hi = prof.memory(self.ranks[0]), prof.memory(self.r_max)
+        for i, cls in enumerate(m.devices):
+            steps = [self.steps(c) for c in range(self.data.num_clients) if self.classes[c] is cls]
+            if not steps:
+                continue
+            budget = lo + cls.memory * (hi - lo)
+            lat = lambda r: min(steps) * prof.step(r) / cls.speed
+            if not any(prof.memory(r) <= budget and lat(r) <= T for r in self.ranks):
+                r = self.ranks[0]
+                raise ConfigError(
+                    f"method.devices[{i}]: class {cls.name!r} fits no rank of method.ranks {list(self.ranks)} even "
+                    f"unloaded: r = {r} needs {prof.memory(r):.1f} MB of its {budget:.1f} MB and {lat(r):.3g} s of "
+                    f"the {T:.3g} s deadline (method.deadline); raise its memory or speed, or the deadline")
+
+    def setup(self) -> None:
+        m = self.cfg.method
         res = self.resident
         self.axes = lora_rank_axes(res.model)
         self.global_state = {k: v.clone() for k, v in res.init_state.items()}
         self.centres = [{k: v.clone() for k, v in res.init_state.items()}]     # the expert pool
         self.assignment = [0] * self.data.num_clients                          # each client's expert
-        self.classes = assign_classes(self.data.num_clients, m.devices, self.cfg.seed)
-        self._profile = None
         self._base_hidden = None
         self.probes = probe_sets(self.data.public, m.probe_per_task) if m.cluster else {}
         self.ledger = PrivacyLedger()
@@ -254,7 +290,7 @@ class Floe(FedMethod):
     def cluster(self, cids: list[int], padded: dict, starts: dict) -> tuple[list[int], dict]:
         """Cluster labels of the updates (`padded`, started from `starts`, both at r_max) and what to log."""
         m = self.cfg.method
-        if not m.cluster or len(cids) < 3:
+        if not m.cluster or m.experts == 1 or len(cids) < (2 if m.experts else 3):
             return [0] * len(cids), {"clusters/num": 1}
         res = self.resident
         if self._base_hidden is None:
@@ -262,7 +298,8 @@ class Floe(FedMethod):
             self._base_hidden = mean_hidden(res.model, res.tokenizer, self.probes, self.cfg.model.max_length)
         emb = torch.stack([behaviour_embedding(res.model, res.tokenizer, self.probes, self.cfg.model.max_length,
                                                padded[c], starts[c], self._base_hidden) for c in cids])
-        out = choose_clusters(emb.numpy(), m.max_clusters, m.min_silhouette, seed=self.cfg.seed)
+        out = (fixed_clusters(emb.numpy(), m.experts, seed=self.cfg.seed) if m.experts else
+               choose_clusters(emb.numpy(), m.max_clusters, m.min_silhouette, seed=self.cfg.seed))
         info = {"clusters/num": out.num_clusters}
         if out.silhouette is not None:
             info["clusters/silhouette"] = out.silhouette
@@ -317,15 +354,33 @@ class Floe(FedMethod):
         res = self.resident
         embed = make_embedder(m.router_encoder, res, self.cfg.model.max_length)
         router = Router(self.centres, self.axes, embed, self.data.public, res.init_state, res,
-                        self.cfg.model.max_length, m.router_k, m.router_temperature)
+                        self.cfg.model.max_length, m.router_k, m.router_temperature, m.router_top)
+        trained = {}
+        if m.router_kind == "dense":
+            trained["router/mixture_nll"] = router.fit_dense(self.cfg, res, self.data.public, m.router_epochs,
+                                                             m.router_lr)
         mixed = self.resident_at(self.r_max * len(self.centres))
-        out = evaluate_routed(router, mixed, self.data, self.cfg)
+        out = {**trained, **evaluate_routed(router, mixed, self.data, self.cfg)}
         out.update({f"routed/expert_domain_{j}": d for j, d in enumerate(router.domains)})
         if m.llm:
-            out.update(self.fused(router, mixed))
+            out.update(self.fused(router, mixed, ctx) if m.combine == "fusion" else self.proxied(router, mixed))
         return out
 
-    def fused(self, router, mixed) -> dict:
+    def proxied(self, router, mixed) -> dict:
+        """LLM-FedMoE: the cloud LLM proxy-tuned by the routed SLM, logits = LLM + SLM_routed − SLM_base, each
+        test prompt with its own gate (`proxy/*`)."""
+        from fedlab.methods.floe.inference import evaluate_routed
+        from fedlab.methods.llm_fedavg.method import WithoutAdapter
+        from fedlab.models.zoo import load_model
+        from fedlab.transforms.fusion import ProxyTuned
+
+        llm, llm_tok = load_model(self.cfg.method.llm)
+        llm.eval()
+        mixed.model.eval()
+        proxy = ProxyTuned(llm, mixed.model, WithoutAdapter(mixed.model))
+        return evaluate_routed(router, mixed, self.data, self.cfg, scorer=(proxy, llm_tok), prefix="proxy")
+
+    def fused(self, router, mixed, ctx=None) -> dict:
         """Train the fusion gate on public answers and score P_out on the test sets (`fusion.py`)."""
         import torch
 
@@ -352,6 +407,8 @@ class Floe(FedMethod):
         if m.detector_encoder:
             enc, tok = load_encoder(m.detector_encoder)
             detector = PrivacyDetector.fit(enc, tok, privacy_prompts("validation", seed=cfg.seed))
+            if m.detector_tau is not None:
+                detector.tau = float(m.detector_tau)
         else:
             detector = PrivacyDetector()
         flags: dict[str, bool] = {}
@@ -370,7 +427,26 @@ class Floe(FedMethod):
         out = evaluate_fused(fusion, self.data, m.fusion_eval_per_task)
         out["fused/gate_train_nll"] = float(trainer.callback_metrics.get("fusion/nll", float("nan")))
         out["fused/gate_positions"] = len(ys)
+        if ctx is not None:
+            self.fusion_figures(fusion, ctx)
         return out
+
+    def fusion_figures(self, fusion, ctx) -> None:
+        """Fig. 13 (the per-token w) and Fig. 16 (latency per token against the RTT, from this run's measured
+        edge and cloud times) as plots, and the curve as JSON."""
+        from fedlab.methods.floe.fusion import latency_curve
+        from fedlab.plots import fusion_weights, latency_vs_rtt
+
+        m = self.cfg.method
+        out = ctx.out_dir / "plots"
+        out.mkdir(parents=True, exist_ok=True)
+        rtts = [i * m.tau_wait / 10 for i in range(21)]          # 0 .. 2·τ_wait
+        curve = latency_curve(fusion.trace, rtts, m.tau_wait)
+        (ctx.out_dir / "floe_latency_curve.json").write_text(json.dumps(curve, indent=1))
+        ctx.log_artifact(ctx.out_dir / "floe_latency_curve.json", "floe")
+        ctx.log_artifact(fusion_weights([t[3] for t in fusion.trace], out / "floe_fusion_weights.png"), "plots")
+        ctx.log_artifact(latency_vs_rtt(curve, 1000 * m.tau_wait, out / "floe_latency_vs_rtt.png", 1000 * m.fusion_rtt),
+                         "plots")
 
     def state_dict(self) -> dict:
         return {"global_state": self.global_state, "centres": self.centres, "assignment": self.assignment,

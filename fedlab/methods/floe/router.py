@@ -15,6 +15,9 @@ import torch
 
 def expert_embeddings(embed, texts_per_expert: list[list[str]]) -> torch.Tensor:
     """[M, D] Γ_j: `embed(texts) -> [N, D]` normalised rows, averaged per expert and normalised."""
+    empty = [j for j, t in enumerate(texts_per_expert) if not t]
+    if empty:
+        raise ValueError(f"method.router_k: experts {empty} have no public samples of their domain to embed")
     rows = [torch.nn.functional.normalize(embed(list(t)).mean(0), dim=0) for t in texts_per_expert]
     return torch.stack(rows)
 
@@ -76,3 +79,32 @@ def expert_domains(model, tokenizer, centres: list[dict], base_state: dict, publ
         gains[j] = g
         domains.append(max(g, key=g.get))
     return domains, gains
+
+
+def top_k_gates(scores: torch.Tensor, k: int | None) -> torch.Tensor:
+    """[N, M] gates: softmax over each row's k largest `scores` (logits), 0 for the other experts; k = None or
+    k ≥ M: the plain softmax."""
+    if k is None or k >= scores.shape[-1]:
+        return torch.softmax(scores.float(), dim=-1)
+    top = scores.float().topk(k, dim=-1)
+    out = torch.zeros_like(scores, dtype=torch.float32)
+    return out.scatter(-1, top.indices, torch.softmax(top.values, dim=-1))
+
+
+@torch.no_grad()
+def example_nll(model, tokenizer, examples, max_length: int, batch_size: int = 32) -> torch.Tensor:
+    """[N] Σ over each example's target tokens of −log p(token | prefix) under `model`."""
+    from fedlab.data.collate import PadCollator, TokenizedExamples
+
+    ds = TokenizedExamples(tokenizer, list(examples), max_length)
+    collate = PadCollator(tokenizer.pad_token_id)
+    device = next(model.parameters()).device
+    out = []
+    for s in range(0, len(ds), batch_size):
+        batch = collate([ds[i] for i in range(s, min(len(ds), s + batch_size))])
+        logits = model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device)).logits
+        labels = batch["labels"].to(device)[:, 1:]
+        ce = torch.nn.functional.cross_entropy(logits[:, :-1].float().transpose(1, 2), labels.clamp(min=0),
+                                               reduction="none")
+        out.append((ce * (labels != -100)).sum(1).cpu())
+    return torch.cat(out) if out else torch.zeros(0)

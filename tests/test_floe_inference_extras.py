@@ -1,0 +1,125 @@
+"""Floe's LLM-FedMoE baseline (a trained dense router keeping the top-3 experts, the LLM proxy-tuned by the
+routed SLM), a fixed number of experts (Fig. 14), the latency curve (Fig. 16) and the fusion plots, and the
+bad input that must stop a run before anything is written."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from conftest import PICO
+from fedlab.config import ConfigError, load_config
+
+PROFILE = {"ranks": [2, 4, 8], "memory_mb": {"2": 10.0, "4": 20.0, "8": 40.0},
+           "step_s": {"2": 0.01, "4": 0.02, "8": 0.04}, "meta": {"note": "pinned by the test"}}
+DEVICES = "method.devices=[{name: big, share: 1, memory: 1.2, speed: 1.0}, {name: small, share: 1, memory: 0.3, speed: 0.4}]"
+
+
+def _over(tmp_path, profile, *extra):
+    return PICO + ["method.name=floe", "data.num_clients=4", "data.partition=by_task", "data.tasks=[recall,describe]",
+                   "data.public_source=holdout", "data.public_fraction=0.25", "tracking.enabled=false",
+                   "method.ranks=[2,4,8]", "method.background_load=0", "method.deadline=0.1", DEVICES,
+                   "federation.rounds=1", f"method.profile={profile}", f"output_dir={tmp_path}/runs", *extra]
+
+
+@pytest.fixture()
+def profile_file(tmp_path):
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(PROFILE))
+    return path
+
+
+def test_top_k_gates_and_the_mixture_nll_by_hand():
+    from fedlab.methods.floe.dense_router import mixture_nll
+    from fedlab.methods.floe.router import top_k_gates
+
+    s = torch.tensor([[0.0, math.log(2.0), math.log(3.0), -5.0]])
+    # the top 3 are experts 2, 1, 0 with softmax 3/6, 2/6, 1/6; expert 3 gets 0
+    assert torch.allclose(top_k_gates(s, 3), torch.tensor([[1 / 6, 2 / 6, 3 / 6, 0.0]]))
+    assert torch.allclose(top_k_gates(s, None), torch.softmax(s, -1))
+    # uniform gate over two experts with NLLs ln 2 and ln 4: −log(½·½ + ½·¼) = −log(3/8)
+    got = mixture_nll(torch.zeros(1, 2), torch.tensor([[math.log(2.0), math.log(4.0)]]))
+    assert float(got) == pytest.approx(-math.log(3 / 8))
+
+
+def test_latency_curve_is_bounded_by_tau_wait_by_hand():
+    from fedlab.methods.floe.fusion import latency_curve
+
+    # two LLM tokens (edge 10 ms; cloud 30 ms and 50 ms, no jitter) and one flagged token (edge 20 ms)
+    trace = [(0.010, 0.030, 0.0, 0.5), (0.010, 0.050, 0.0, 0.4), (0.020, None, 0.0, 1.0)]
+    c0, c1 = latency_curve(trace, [0.0, 0.1], tau_wait=0.12)
+    assert c0["latency_ms"] == pytest.approx((30 + 50 + 20) / 3) and c0["fallback_share"] == 0
+    # RTT 100 ms: 130 ms and 150 ms both miss τ_wait = 120 ms, so each costs 120 ms; waiting costs 130 and 150
+    assert c1["latency_ms"] == pytest.approx((120 + 120 + 20) / 3)
+    assert c1["wait_ms"] == pytest.approx((130 + 150 + 20) / 3) and c1["fallback_share"] == 1.0
+
+
+def test_fixed_clusters_gives_exactly_m():
+    import numpy as np
+
+    from fedlab.clustering import fixed_clusters
+
+    x = np.array([[1, 0], [0.9, 0.1], [0, 1], [0.1, 0.9], [-1, 0], [-0.9, -0.1]])
+    assert fixed_clusters(x, 3).num_clusters == 3
+    assert fixed_clusters(x, 3).labels == (0, 0, 1, 1, 2, 2)
+    assert fixed_clusters(x, 1).num_clusters == 1 and fixed_clusters(x, 9).num_clusters == 6
+
+
+def test_llm_fedmoe_trains_a_dense_top3_router_and_proxy_tunes_the_llm(pico_zoo, tmp_path, profile_file):
+    from fedlab.experiment import run_experiment
+    from fedlab.models import zoo
+
+    zoo.build("pico-llama-s", progress=False)
+    over = _over(tmp_path, profile_file, "model.name=pico-llama-s", "method.name=llm_fedmoe", "method.llm=pico-llama",
+                 "method.experts=4", "method.router_epochs=3", "data.test_per_task=4")
+    h = run_experiment(load_config(None, over), progress=False)
+    f = h.final
+    assert f["server/clusters/num"] == 4                 # the fixed number of experts
+    assert math.isfinite(f["router/mixture_nll"]) and f["router/mixture_nll"] > 0
+    assert 0 <= f["proxy/acc/mean"] <= 1 and 0 <= f["proxy/rougeL/mean"] <= 1 and "routed/acc/mean" in f
+    assert "fused/acc/mean" not in f                     # proxy tuning, not Floe's fusion
+    with pytest.raises(ConfigError, match="method.router_kind"):
+        load_config(None, over + ["method.router_kind=free"])
+    with pytest.raises(ConfigError, match="method.llm"):  # proxy tuning needs the SLM's tokenizer
+        run_experiment(load_config(None, [*over, "method.llm=pico-gpt2", f"output_dir={tmp_path}/bad"]), progress=False)
+    assert not (tmp_path / "bad").exists()
+
+
+def test_floe_fusion_logs_the_weight_and_latency_figures(pico_zoo, tmp_path, profile_file):
+    from fedlab.experiment import run_experiment
+
+    over = _over(tmp_path, profile_file, "method.llm=pico-gpt2", "method.fusion_eval_per_task=2",
+                 "method.fusion_positions=16", "method.fusion_epochs=1", "data.test_per_task=4")
+    h = run_experiment(load_config(None, over), progress=False)
+    from pathlib import Path
+
+    out = Path(h.out_dir)
+    assert (out / "plots" / "floe_fusion_weights.png").stat().st_size > 0
+    assert (out / "plots" / "floe_latency_vs_rtt.png").stat().st_size > 0
+    curve = json.loads((out / "floe_latency_curve.json").read_text())
+    assert len(curve) == 21 and all(c["latency_ms"] <= c["wait_ms"] + 1e-9 for c in curve)
+    assert curve[-1]["latency_ms"] <= 200 + 1e-6       # bounded by τ_wait = 200 ms (the edge is faster here)
+
+
+def test_floe_bad_input_stops_before_anything_is_written(pico_zoo, tmp_path, profile_file):
+    from fedlab.experiment import run_experiment
+
+    # the small class (speed 0.4) needs 2 steps · 0.01 s / 0.4 = 0.05 s at r = 2: a 0.04 s deadline fits no rank
+    with pytest.raises(ConfigError, match=r"method.devices\[1\]: class 'small' fits no rank"):
+        run_experiment(load_config(None, _over(tmp_path, profile_file, "method.deadline=0.04")), progress=False)
+    assert not (tmp_path / "runs").exists()
+    for bad, key in [("method.deadline=0", "method.deadline"), ("method.async_beta=-1", "method.async_beta"),
+                     ("method.max_clusters=1", "method.max_clusters"), ("method.detector_tau=1.5", "method.detector_tau"),
+                     ("method.experts=0", "method.experts"), ("method.router_top=0", "method.router_top"),
+                     ("method.combine=proxy", "method.llm")]:
+        with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+            load_config(None, _over(tmp_path, profile_file, bad))
+
+
+def test_an_expert_without_public_samples_is_one_clear_error():
+    from fedlab.methods.floe.router import expert_embeddings
+
+    with pytest.raises(ValueError, match="method.router_k: experts \\[1\\]"):
+        expert_embeddings(lambda t: torch.ones(len(t), 3), [["a"], []])
