@@ -124,3 +124,41 @@ def latency_vs_rtt(curve: list[dict], tau_wait_ms: float, path: str | Path, defa
     h2, l2 = ax2.get_legend_handles_labels()
     ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="upper left")
     return _save(fig, path)
+
+
+def line_with_intervals(points: list[tuple[str, float, float, float]], path: str | Path, xlabel: str, ylabel: str,
+                        title: str = "") -> Path:
+    """One line per series from (series, x, mean, 95 % half-width) points, with error bars."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name in dict.fromkeys(p[0] for p in points):
+        pts = sorted((x, m, h) for n, x, m, h in points if n == name)
+        ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts], marker="o", capsize=3,
+                    label=name)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def bars_with_intervals(bars: list[tuple[str, str, float, float]], path: str | Path, ylabel: str,
+                        title: str = "") -> Path:
+    """Grouped bars from (series, group, mean, 95 % half-width), one group per x position."""
+    series = list(dict.fromkeys(b[0] for b in bars))
+    groups = list(dict.fromkeys(b[1] for b in bars))
+    width = 0.8 / max(len(series), 1)
+    fig, ax = plt.subplots(figsize=(1.6 * len(groups) + 2, 4))
+    for i, name in enumerate(series):
+        vals = {g: (m, h) for n, g, m, h in bars if n == name}
+        xs = [j + (i - (len(series) - 1) / 2) * width for j, g in enumerate(groups) if g in vals]
+        ax.bar(xs, [vals[g][0] for g in groups if g in vals], width, yerr=[vals[g][1] for g in groups if g in vals],
+               capsize=2, label=name)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(groups)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3, axis="y")
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    return _save(fig, path)

@@ -1,6 +1,7 @@
 """Floe's tables at embedded scale (paper 003): Table III (methods), the ablations (Fig. 12), participation
-with and without rank selection (Fig. 11), the mean fusion weight (Fig. 13), latency (Fig. 16) and the
-synchronous/asynchronous comparison — each cell the mean over seeds ± its 95 % interval.
+with and without rank selection (Fig. 11), the mean fusion weight (Fig. 13), the number of experts (Fig. 14),
+latency (Fig. 16), model heterogeneity (Table V) and the synchronous/asynchronous comparison — each cell the
+mean over seeds ± its 95 % interval; Fig. 12 and Fig. 14 as plots next to RESULTS.md.
 
     python experiments/floe/make_tables.py                  # every row, seeds 0,1,2 (resumable)
     python experiments/floe/make_tables.py --render-only    # RESULTS.md from results.json
@@ -24,7 +25,8 @@ BASELINES = [("slm_base", "SLM-base", ("method.name=zeroshot",)),
              ("slm_local", "SLM-Local", ("method.name=standalone",)),
              ("slm_fedavg", "SLM-FedAvg", ("method.name=fedavg",)),
              ("llm_base", "LLM-base", ("method.name=zeroshot", "model.name=tiny-llama")),
-             ("llm_fedavg", "LLM-FedAvg (proxy tuning)", ("method.name=llm_fedavg", LLM))]
+             ("llm_fedavg", "LLM-FedAvg (proxy tuning)", ("method.name=llm_fedavg", LLM)),
+             ("llm_fedmoe", "LLM-FedMoE (dense top-3 router, proxy tuning)", ("method.name=llm_fedmoe", LLM, PROFILE))]
 FLOE = [("floe", "Floe", ("method.name=floe", LLM, PROFILE)),
         ("floe_no_rank", "Floe^-M (no rank selection)", ("method.name=floe_no_rank", LLM, PROFILE)),
         ("floe_no_cluster", "Floe^-P (one cluster)", ("method.name=floe_no_cluster", LLM, PROFILE)),
@@ -33,9 +35,21 @@ FLOE = [("floe", "Floe", ("method.name=floe", LLM, PROFILE)),
         ("floe_async", "Floe, asynchronous (Eq. 5)", ("method.name=floe", LLM, PROFILE, "method.mode=async"))]
 
 
+# Fig. 14: the number of experts M fixed, the routed SLM alone (the expert count acts in the router; no LLM)
+EXPERTS = [(f"experts_{m}", f"M = {m}", ("method.name=floe", PROFILE, "method.llm=null", f"method.experts={m}"))
+           for m in (1, 2, 3, 5, 8)]
+# Table V: other edge SLMs with the same cloud LLM; their tokenizers differ from the LLM's, so fusion maps the
+# LLM's distribution into the SLM's vocabulary (SPEC §2.2). Each with its own pinned profile.
+EDGES = ("tiny-gpt2", "tiny-opt")
+HETERO = [row for m in EDGES for row in (
+    (f"edge_{m}_base", f"{m} zero-shot", ("method.name=zeroshot", f"model.name={m}")),
+    (f"edge_{m}_floe", f"Floe, edge {m}", ("method.name=floe", f"model.name={m}", LLM,
+                                          f"method.profile=experiments/floe/profile_{m}.json")))]
+
+
 def plan() -> list[Planned]:
     return [Planned(f"floe/{key}", CFG, over, label=label, setting="embedded")
-            for key, label, over in BASELINES + FLOE]
+            for key, label, over in BASELINES + FLOE + EXPERTS + HETERO]
 
 
 def summarize(cfg, h) -> dict:
@@ -71,6 +85,9 @@ def render(r: Results) -> str:
                      r.final(k, "routed/rougeL/mean"), r.final(k, "acc/mean"), r.final(k, "rougeL/mean")]
         elif key == "llm_fedavg":
             cells = [r.final(k, "llm/acc/mean"), r.final(k, "llm/rougeL/mean"), "n/a", "n/a", "n/a", "n/a"]
+        elif key == "llm_fedmoe":
+            cells = [r.final(k, "proxy/acc/mean"), r.final(k, "proxy/rougeL/mean"), r.final(k, "routed/acc/mean"),
+                     r.final(k, "routed/rougeL/mean"), r.final(k, "acc/mean"), r.final(k, "rougeL/mean")]
         else:
             cells = [r.final(k, "acc/mean"), r.final(k, "rougeL/mean"), "n/a", "n/a", "n/a", "n/a"]
         cells.append(r.cell(k, lambda rec: rec.get("seconds"), 0))
@@ -88,8 +105,76 @@ def render(r: Results) -> str:
             r.final(k, "server/clusters/num", 1), r.final(k, "fused/w_mean"), r.final(k, "fused/fallback_share"),
             r.final(k, "fused/latency_ms_per_token", 1), r.final(k, "fused/flagged_prompts", 0),
             r.cell(k, lambda rec: _mean_over_rounds(rec, "simulated_s"), 2)]) + " |")
-    lines += differences(r)
+    lines += experts_table(r) + hetero_table(r) + differences(r)
+    figures(r)
     return "\n".join(lines) + "\n"
+
+
+def experts_table(r: Results) -> list[str]:
+    rows = [(key, label) for key, label, _ in EXPERTS if r.runs(f"floe/{key}")]
+    if not rows:
+        return []
+    out = ["", "## Fig. 14 analogue: the number of experts (routed SLM, no LLM)", "",
+           "| experts M | clusters (last round) | routed acc (MC) | routed Rouge-L | top-1 expert of the prompt's task "
+           "(recall) | wall s |", "|---|---|---|---|---|---|"]
+    for key, label in rows:
+        k = f"floe/{key}"
+        out.append(f"| {label} | " + " | ".join([r.final(k, "server/clusters/num", 1), r.final(k, "routed/acc/mean"),
+                                                 r.final(k, "routed/rougeL/mean"), r.final(k, "routed/top1_share/recall"),
+                                                 r.cell(k, lambda rec: rec.get("seconds"), 0)]) + " |")
+    return out + ["", "![Fig. 14](fig14_experts.png)"]
+
+
+def hetero_table(r: Results) -> list[str]:
+    pairs = [("tiny-llama-s (shares the LLM's tokenizer)", "floe/slm_base", "floe/floe")] + \
+            [(f"{m} (its own tokenizer)", f"floe/edge_{m}_base", f"floe/edge_{m}_floe") for m in EDGES]
+    pairs = [p for p in pairs if r.runs(p[2])]
+    if not pairs:
+        return []
+    out = ["", "## Table V analogue: model heterogeneity (cloud LLM tiny-llama, zero-shot)", "",
+           "| edge SLM | SLM-only zero-shot acc | SLM-only, Floe's routed SLM acc | LLM-only acc | Floe acc | "
+           "Floe − LLM-only (paired) | Floe Rouge-L | LLM-only Rouge-L |", "|---|---|---|---|---|---|---|---|"]
+    for label, base, floe in pairs:
+        d = r.paired(floe, "fused/acc/mean", "floe/llm_base", "acc/mean")
+        gain = f"{d['mean']:+.3f} ± {d['half']:.3f}{' (sig.)' if d['significant'] else ''}" if d else "-"
+        out.append(f"| {label} | " + " | ".join([r.final(base, "acc/mean"), r.final(floe, "routed/acc/mean"),
+                                                 r.final("floe/llm_base", "acc/mean"), r.final(floe, "fused/acc/mean"),
+                                                 gain, r.final(floe, "fused/rougeL/mean"),
+                                                 r.final("floe/llm_base", "rougeL/mean")]) + " |")
+    return out
+
+
+def figures(r: Results) -> None:
+    """fig14_experts.png (accuracy against M) and fig12_tasks.png (per-task scores of Floe, its ablations and
+    SLM-Local), means over seeds with 95 % intervals."""
+    from fedlab.plots import bars_with_intervals, line_with_intervals
+    from fedlab.stats import mean_ci
+
+    pts = []
+    for m in (1, 2, 3, 5, 8):
+        for metric, name in (("routed/acc/mean", "accuracy (MC)"), ("routed/rougeL/mean", "Rouge-L")):
+            v = r.values(f"floe/experts_{m}", lambda rec, metric=metric: rec["final"].get(metric))
+            if v:
+                mean, half = mean_ci(v)
+                pts.append((name, m, mean, half))
+    if pts:
+        line_with_intervals(pts, HERE / "fig14_experts.png", "experts M", "routed SLM score",
+                            "Floe, Fig. 14 analogue: number of experts")
+    tasks = ["recall", "sentiment", "describe", "food", "friend"]
+    rows = [("SLM-Local", "floe/slm_local", "{kind}/task_{task}"),
+            ("Floe^-P", "floe/floe_no_cluster", "fused/{kind}/{task}"),
+            ("Floe^-R (own expert)", "floe/floe", "{kind}/task_{task}"), ("Floe", "floe/floe", "fused/{kind}/{task}")]
+    bars = []
+    for name, key, pattern in rows:
+        for t in tasks:
+            kind = "acc" if t in ("recall", "sentiment") else "rougeL"
+            v = r.values(key, lambda rec, m=pattern.format(kind=kind, task=t): rec["final"].get(m))
+            if v:
+                mean, half = mean_ci(v)
+                bars.append((name, t, mean, half))
+    if bars:
+        bars_with_intervals(bars, HERE / "fig12_tasks.png", "accuracy (recall, sentiment) / Rouge-L (others)",
+                            "Floe, Fig. 12 analogue: per task")
 
 
 CLAIMS = [("Floe − LLM-base (acc)", "floe/floe", "fused/acc/mean", "floe/llm_base", "acc/mean"),
