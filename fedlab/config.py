@@ -58,7 +58,8 @@ PartitionKind = Literal["iid", "by_task", "dirichlet_label", "dirichlet_domain",
 
 @dataclass(frozen=True)
 class DataConfig:
-    # "embedded" (the synthetic benchmark) or "hf:<name>" (arc_easy, sst2, …, see `fedlab data describe`)
+    # "embedded" (the synthetic benchmark) or "hf:<name>" (arc_easy, sst2, …, see `fedlab data describe`);
+    # several Hugging Face tasks in one run: "hf:<a>+<b>+…" (each a task, as the embedded tasks are)
     source: str = "embedded"
     tasks: list[str] = field(default_factory=lambda: ["recall", "two_hop", "arithmetic", "category",
                                                         "sentiment", "paraphrase", "entailment", "topic"])
@@ -86,6 +87,10 @@ class DataConfig:
             return self.public_size
         return round(self.public_fraction * self.train_per_task)
 
+    def hf_tasks(self) -> list[str]:
+        """The Hugging Face task names of source "hf:<a>+<b>+…" (empty for the embedded benchmark)."""
+        return [n for n in self.source[3:].split("+")] if self.source.startswith("hf:") else []
+
     def validate(self, p: str) -> None:
         from fedlab.data import registry as dreg
         check(self.num_clients >= 1, f"{p}.num_clients", self.num_clients, "an integer >= 1")
@@ -101,15 +106,17 @@ class DataConfig:
             for t in self.tasks:
                 choose(t, dreg.EMBEDDED_TASKS, f"{p}.tasks")
         elif self.source.startswith("hf:"):
-            choose(self.source[3:], dreg.HF_TASKS, f"{p}.source", prefix="hf:")
+            names = self.hf_tasks()
+            check(len(set(names)) == len(names), f"{p}.source", self.source, "'hf:<a>+<b>' without repeats")
+            for name in names:
+                choose(name, dreg.HF_TASKS, f"{p}.source", prefix="hf:")
         else:
             raise ConfigError(f"{p}.source: {self.source!r} is not allowed; allowed: 'embedded' or "
-                              f"'hf:<name>' with name in {sorted(dreg.HF_TASKS)}")
+                              f"'hf:<name>' (or 'hf:<a>+<b>') with names in {sorted(dreg.HF_TASKS)}")
+        n_tasks = len(self.tasks) if self.source == "embedded" else len(self.hf_tasks())
         if self.partition == "by_task":
-            n = 1 if self.source.startswith("hf:") else len(self.tasks)
-            check(self.num_clients >= n, f"{p}.num_clients", self.num_clients,
-                  f"at least one client per task with partition=by_task ({n} tasks)")
-        n_tasks = len(self.tasks) if self.source == "embedded" else 1
+            check(self.num_clients >= n_tasks, f"{p}.num_clients", self.num_clients,
+                  f"at least one client per task with partition=by_task ({n_tasks} tasks)")
         per_task = self.train_per_task
         if self.public_source == "holdout":   # what is left for the clients after the public share
             per_task = self.train_per_task - round(self.public_fraction * self.train_per_task)

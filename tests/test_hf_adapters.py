@@ -22,9 +22,25 @@ ROWS = {
     "mnli": {"premise": "A man runs.", "hypothesis": "Nobody runs.", "label": 2},
     "boolq": {"question": "is the sky blue", "passage": "The sky is blue.", "answer": True},
     "wic": {"word": "bank", "sentence1": "river bank", "sentence2": "bank loan", "label": 0},
+    "mmlu": {"question": "What is 2 + 2?", "subject": "elementary_mathematics", "choices": ["3", "4", "5", "22"],
+             "answer": 1},
+    "sni": {"task_name": "task001_quoref_question_generation", "definition": "Write a question about the passage.",
+            "inputs": "Tom met Ann in Rome.", "targets": "Where did Tom meet Ann?"},
+    # BIG-Bench Hard (lukaemon/bbh): input and the answer as written
+    "bbh_boolean_expressions": {"input": "not ( True ) and ( True ) is", "target": "False"},
+    "bbh_causal_judgement": {"input": "Did the spark cause the fire? Options: - Yes - No", "target": "Yes"},
+    "bbh_formal_fallacies": {"input": "Is the argument deductively valid? Options: - valid - invalid",
+                             "target": "invalid"},
+    "bbh_navigate": {"input": "Take 1 step. Take 1 step back. Do you return to the start? Options: - Yes - No",
+                     "target": "Yes"},
+    "bbh_sports_understanding": {"input": "Is the following sentence plausible? \"Messi scored a touchdown.\"",
+                                 "target": "no"},
+    "bbh_web_of_lies": {"input": "Ka lies. Does Ka tell the truth?", "target": "No"},
 }
 EXPECTED = {"arc_easy": "steam", "arc_challenge": "steam", "openbookqa": "star", "commonsense_qa": "water",
-            "sst2": "positive", "mrpc": "yes", "rte": "yes", "mnli": "no", "boolq": "yes", "wic": "no"}
+            "sst2": "positive", "mrpc": "yes", "rte": "yes", "mnli": "no", "boolq": "yes", "wic": "no",
+            "bbh_boolean_expressions": "False", "bbh_causal_judgement": "Yes", "bbh_formal_fallacies": "invalid",
+            "mmlu": "4", "sni": "Where did Tom meet Ann?", "bbh_navigate": "Yes", "bbh_sports_understanding": "no", "bbh_web_of_lies": "No"}
 
 
 @pytest.fixture(scope="module")
@@ -37,15 +53,18 @@ def hf_dir(tmp_path_factory):
     return root
 
 
-def test_all_ten_adapters_cover_the_registry():
+def test_every_adapter_is_covered_here():
     assert set(ROWS) == set(HF_TASKS)
 
 
 @pytest.mark.parametrize("name", sorted(ROWS))
 def test_adapter_maps_rows_to_prompt_choices_label(hf_dir, name):
     (ex,) = hf_examples(name, "train", 1, str(hf_dir))
-    assert ex.target == EXPECTED[name] and ex.choices[ex.label] == ex.target
-    assert ex.prompt.endswith(":") and len(ex.choices) == HF_TASKS[name].n_choices
+    assert ex.target == EXPECTED[name] and ex.prompt.endswith(":")
+    if HF_TASKS[name].n_choices:
+        assert ex.choices[ex.label] == ex.target and len(ex.choices) == HF_TASKS[name].n_choices
+    else:                                         # generative: scored by Rouge-L / EM
+        assert ex.choices is None and HF_TASKS[name].chance == 0.0
 
 
 def test_data_source_hf_builds_federated_data(hf_dir):
@@ -53,6 +72,29 @@ def test_data_source_hf_builds_federated_data(hf_dir):
                              "data.partition=iid", "data.train_per_task=6", "data.test_per_task=4"])
     data = build_federated_data(cfg.data, 0)
     assert data.sizes() == [2, 2, 2] and list(data.test) == ["sst2"] and data.chance["sst2"] == 0.5
+
+
+def test_several_hf_tasks_in_one_run_are_tasks_like_the_embedded_ones(hf_dir):
+    cfg = load_config(None, ["data.source=hf:bbh_navigate+bbh_web_of_lies+sst2", f"data.hf_dir={hf_dir}",
+                             "data.num_clients=3", "data.partition=by_task", "data.train_per_task=6",
+                             "data.test_per_task=4"])
+    data = build_federated_data(cfg.data, 0)
+    assert list(data.test) == ["bbh_navigate", "bbh_web_of_lies", "sst2"] and data.sizes() == [6, 6, 6]
+    assert [data.client_tasks(c) for c in range(3)] == [["bbh_navigate"], ["bbh_web_of_lies"], ["sst2"]]
+    from fedlab.config import ConfigError
+
+    with pytest.raises(ConfigError, match="data.num_clients"):
+        load_config(None, ["data.source=hf:bbh_navigate+sst2", "data.num_clients=1", "data.partition=by_task"])
+    with pytest.raises(ConfigError, match="data.source: 'hf:bbh_navgate' is not allowed"):
+        load_config(None, ["data.source=hf:bbh_navgate+sst2"])
+    assert HF_TASKS["bbh_navigate"].splits == {"train": "test[:60%]", "test": "test[60%:]"}
+
+
+def test_mmlu_and_sni_carry_their_domains_for_dirichlet_domain_skew(hf_dir):
+    (m,) = hf_examples("mmlu", "train", 1, str(hf_dir))
+    (g,) = hf_examples("sni", "train", 1, str(hf_dir))
+    assert (m.task, m.domain, m.label) == ("mmlu", "elementary_mathematics", 1) and "B. 4" in m.prompt
+    assert (g.task, g.domain) == ("sni", "task001_quoref_question_generation")
 
 
 def test_missing_local_rows_say_where(tmp_path):

@@ -168,7 +168,8 @@ def figures(r: Results) -> None:
     for name, key, pattern in rows:
         for t in tasks:
             kind = "acc" if t in ("recall", "sentiment") else "rougeL"
-            v = r.values(key, lambda rec, m=pattern.format(kind=kind, task=t): rec["final"].get(m))
+            metric = pattern.format(kind=kind, task=t)
+            v = r.values(key, lambda rec, m=metric: rec["final"].get(m))
             if v:
                 mean, half = mean_ci(v)
                 bars.append((name, t, mean, half))

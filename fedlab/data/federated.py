@@ -76,10 +76,10 @@ def _build(cfg_json: str, seed: int) -> FederatedData:
     else:
         from fedlab.data.hf import HF_TASKS, hf_examples
 
-        name = c["source"][3:]
-        pooled = hf_examples(name, "train", c["train_per_task"], c["hf_dir"], seed)
-        test = {name: tuple(hf_examples(name, "test", c["test_per_task"], c["hf_dir"], seed))}
-        chance = {name: HF_TASKS[name].chance}
+        names = c["source"][3:].split("+")        # "hf:<a>+<b>": each a task
+        pooled = [e for n in names for e in hf_examples(n, "train", c["train_per_task"], c["hf_dir"], seed)]
+        test = {n: tuple(hf_examples(n, "test", c["test_per_task"], c["hf_dir"], seed)) for n in names}
+        chance = {n: HF_TASKS[n].chance for n in names}
     if c.get("public_source", "instructions") == "holdout":
         pooled, public = _hold_out(pooled, c["public_fraction"], derive_seed(seed, "public-holdout"))
     else:

@@ -71,6 +71,44 @@ def wic(r: dict) -> Example:
                        "the same in both? answer:", ("no", "yes"), int(r["label"]))
 
 
+def mmlu(r: dict) -> Example:
+    """MMLU (cais/mmlu, config "all"): a four-choice question; its domain is the subject (57 of them)."""
+    choices = tuple(str(c) for c in r["choices"])
+    label = int(r["answer"])
+    if not 0 <= label < len(choices):
+        raise ValueError(f"mmlu: answer {label} outside 0..{len(choices) - 1}")
+    listed = " ".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(choices))
+    return Example(f"question: {r['question'].strip()} choices: {listed} answer:", choices[label], "mmlu",
+                   str(r["subject"]), choices, label)
+
+
+def sni(r: dict) -> Example:
+    """Super-NaturalInstructions (Muennighoff/natural-instructions): instruction + input → output, generative
+    (Rouge-L / EM); its domain is the SNI task the row comes from."""
+    target = r["targets"] if isinstance(r["targets"], str) else r["targets"][0]
+    return Example(f"instruction: {r['definition'].strip()} input: {r['inputs'].strip()} output:", str(target).strip(),
+                   "sni", str(r["task_name"]))
+
+
+# BIG-Bench Hard's two-answer subtasks (Floe's evaluation benchmark, paper 003), scored as multiple choice over
+# their two answers as written in the data set; lukaemon/bbh has one split, so fedlab trains on its first 60 %
+# and tests on the rest
+BBH_BINARY = {"boolean_expressions": ("False", "True"), "causal_judgement": ("No", "Yes"),
+              "formal_fallacies": ("invalid", "valid"), "navigate": ("No", "Yes"),
+              "sports_understanding": ("no", "yes"), "web_of_lies": ("No", "Yes")}
+
+
+def bbh(sub: str) -> Callable[[dict], Example]:
+    choices = BBH_BINARY[sub]
+
+    def adapt(r: dict) -> Example:
+        target = str(r["target"]).strip()
+        if target not in choices:
+            raise ValueError(f"bbh_{sub}: target {target!r} is not one of {choices}")
+        return _cls(f"bbh_{sub}", f"question: {r['input'].strip()} answer:", choices, choices.index(target))
+    return adapt
+
+
 @dataclass(frozen=True)
 class HFTask:
     name: str
@@ -78,11 +116,11 @@ class HFTask:
     hub_config: Optional[str]
     splits: dict            # fedlab split -> hub split
     adapt: Callable[[dict], Example]
-    n_choices: int
+    n_choices: int          # 0: generative (scored by Rouge-L / EM)
 
     @property
     def chance(self) -> float:
-        return 1.0 / self.n_choices
+        return 1.0 / self.n_choices if self.n_choices else 0.0
 
 
 HF_TASKS: dict[str, HFTask] = {t.name: t for t in [
@@ -98,6 +136,12 @@ HF_TASKS: dict[str, HFTask] = {t.name: t for t in [
     HFTask("mnli", "nyu-mll/glue", "mnli", {"train": "train", "test": "validation_matched"}, mnli, 3),
     HFTask("boolq", "google/boolq", None, {"train": "train", "test": "validation"}, boolq, 2),
     HFTask("wic", "aps/super_glue", "wic", {"train": "train", "test": "validation"}, wic, 2),
+    # Co-PLMs' two data sets (paper 004): MMLU's test split (14k rows, every subject) trains, its validation
+    # split tests; SNI's train and test splits as published
+    HFTask("mmlu", "cais/mmlu", "all", {"train": "test", "test": "validation"}, mmlu, 4),
+    HFTask("sni", "Muennighoff/natural-instructions", None, {"train": "train", "test": "test"}, sni, 0),
+    *(HFTask(f"bbh_{sub}", "lukaemon/bbh", sub, {"train": "test[:60%]", "test": "test[60%:]"}, bbh(sub), 2)
+      for sub in BBH_BINARY),
 ]}
 
 

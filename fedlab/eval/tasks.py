@@ -31,3 +31,11 @@ def evaluate_on_clients(model, tokenizer, data, cfg, round_: int = -1) -> dict[i
             metrics.update(per_task[t])
         out[cid] = EvalRes(cid, round_, metrics)
     return out
+
+
+def evaluate_server_model(model, tokenizer, data, cfg, prefix: str = "") -> dict:
+    """A server-side model (an LLM, a DPM, a proxy-tuned LLM) scored on every client's tasks: the means and
+    per-task scores of `server_summary` (no per-client copies of the same numbers), keys under `prefix`."""
+    from fedlab.eval.summary import server_summary
+
+    return {prefix + k: v for k, v in server_summary(evaluate_on_clients(model, tokenizer, data, cfg)).items()}

@@ -18,8 +18,8 @@ import torch
 
 from fedlab.aggregators import fedavg
 from fedlab.comm.messages import EvalIns, FitIns
-from fedlab.eval.summary import server_summary, summarize_eval
-from fedlab.eval.tasks import evaluate_on_clients
+from fedlab.eval.summary import summarize_eval
+from fedlab.eval.tasks import evaluate_server_model
 from fedlab.knowledge.mutual import MutualModule, named_losses, paired_items, train_mutual
 from fedlab.methods.base import FedMethod
 from fedlab.methods.coplms.dpm import build_dpm
@@ -61,7 +61,7 @@ class CoPLMs(FedMethod):
         before = self.undistilled_dpm()
         if before is not None:
             model, tok = before
-            summary = server_summary(evaluate_on_clients(model, tok, self.data, self.cfg))
+            summary = evaluate_server_model(model, tok, self.data, self.cfg)
             ctx.log({k: v for k, v in summary.items() if k.endswith("/mean")}, prefix="dpm_before/")
 
     def undistilled_dpm(self):
@@ -152,8 +152,7 @@ class CoPLMs(FedMethod):
             self._server_eval = {}
             for prefix, res, state in (("llm/", self.llm, self.llm_state), ("dpm/", self.server_dpm, self.global_state)):
                 set_state(res.model, state)
-                summary = server_summary(evaluate_on_clients(res.model, res.tokenizer, self.data, self.cfg))
-                self._server_eval.update({prefix + k: v for k, v in summary.items()})
+                self._server_eval.update(evaluate_server_model(res.model, res.tokenizer, self.data, self.cfg, prefix))
         return {**out, **self._server_eval}
 
     def state_dict(self):

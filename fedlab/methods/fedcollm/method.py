@@ -20,8 +20,8 @@ import torch
 from fedlab.aggregators import fedavg
 from fedlab.align import cached_vocab_map
 from fedlab.comm.messages import EvalIns, FitIns
-from fedlab.eval.summary import server_summary, summarize_eval
-from fedlab.eval.tasks import evaluate_on_clients
+from fedlab.eval.summary import summarize_eval
+from fedlab.eval.tasks import evaluate_server_model
 from fedlab.knowledge.mutual import MutualModule, named_losses, paired_items, train_mutual
 from fedlab.methods.base import FedMethod
 from fedlab.objectives.training import optimizer_args
@@ -108,8 +108,8 @@ class FedCoLLM(FedMethod):
         if self._llm_eval is None:
             llm = self.llm
             set_state(llm.model, self.llm_state)
-            self._llm_eval = server_summary(evaluate_on_clients(llm.model, llm.tokenizer, self.data, self.cfg))
-        return {**out, **{f"llm/{k}": v for k, v in self._llm_eval.items()}}
+            self._llm_eval = evaluate_server_model(llm.model, llm.tokenizer, self.data, self.cfg, "llm/")
+        return {**out, **self._llm_eval}
 
     def state_dict(self):
         return {"states": self.states, "llm_state": self.llm_state}

@@ -20,8 +20,8 @@ import torch
 from fedlab.align import cached_vocab_map
 from fedlab.comm.knowledge import num_positions, paper_estimate
 from fedlab.comm.messages import EvalIns, FitIns
-from fedlab.eval.summary import server_summary, summarize_eval
-from fedlab.eval.tasks import evaluate_on_clients
+from fedlab.eval.summary import summarize_eval
+from fedlab.eval.tasks import evaluate_server_model
 from fedlab.knowledge import Aligner, PublicSet, distill_items, public_knowledge, train_distill
 from fedlab.methods.base import FedMethod
 from fedlab.objectives.distill import dual_min_ce
@@ -150,8 +150,8 @@ class FedMKT(FedMethod):
         if self._llm_eval is None:
             llm = self.llm
             set_state(llm.model, self.global_state)
-            self._llm_eval = server_summary(evaluate_on_clients(llm.model, llm.tokenizer, self.data, self.cfg))
-        return {**out, **{f"llm/{k}": v for k, v in self._llm_eval.items()}}
+            self._llm_eval = evaluate_server_model(llm.model, llm.tokenizer, self.data, self.cfg, "llm/")
+        return {**out, **self._llm_eval}
 
     def state_dict(self):
         return {"global_state": self.global_state}

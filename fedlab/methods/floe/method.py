@@ -94,7 +94,8 @@ class Floe(FedMethod):
             if not steps:
                 continue
             budget = lo + cls.memory * (hi - lo)
-            lat = lambda r: min(steps) * prof.step(r) / cls.speed
+            fewest = min(steps)
+            lat = lambda r, n=fewest, speed=cls.speed: n * prof.step(r) / speed
             if not any(prof.memory(r) <= budget and lat(r) <= T for r in self.ranks):
                 r = self.ranks[0]
                 raise ConfigError(

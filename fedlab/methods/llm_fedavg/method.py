@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from fedlab.eval.summary import server_summary
-from fedlab.eval.tasks import evaluate_on_clients
+from fedlab.eval.tasks import evaluate_server_model
 from fedlab.methods.fedavg.method import FedAvg
 from fedlab.transforms import set_state
 from fedlab.transforms.fusion import ProxyTuned
@@ -41,9 +40,6 @@ class LLMFedAvg(FedAvg):
                              f"{self.cfg.model.name!r}; proxy tuning adds logits token by token")
         set_state(res.model, self.global_state)
         res.model.eval()
-        out = {f"llm_zeroshot/{k}": v for k, v in
-               server_summary(evaluate_on_clients(llm, llm_tok, self.data, self.cfg)).items()}
+        out = evaluate_server_model(llm, llm_tok, self.data, self.cfg, "llm_zeroshot/")
         proxy = ProxyTuned(llm, res.model, WithoutAdapter(res.model))
-        out.update({f"llm/{k}": v for k, v in
-                    server_summary(evaluate_on_clients(proxy, llm_tok, self.data, self.cfg)).items()})
-        return out
+        return {**out, **evaluate_server_model(proxy, llm_tok, self.data, self.cfg, "llm/")}
