@@ -442,9 +442,10 @@ def test_llm_fedavg_proxy_tunes_the_llm_with_the_averaged_slm(pico_zoo, tmp_path
     want = llm(input_ids=ids).logits + res.model(input_ids=ids).logits - base
     assert torch.allclose(got, want, atol=1e-5)
     assert not torch.allclose(res.model(input_ids=ids).logits, base)       # the adapter does change the SLM
-    with pytest.raises(ValueError, match="method.llm"):
+    with pytest.raises(ConfigError, match="method.llm"):       # refused before anything is written
         run_experiment(load_config(None, [*over[:-1], f"output_dir={tmp_path}/bad", "method.llm=pico-gpt2"]),
                        progress=False)
+    assert not (tmp_path / "bad").exists()
 
 
 def test_cluster_average_uses_true_ranks_and_keeps_components_no_member_has():

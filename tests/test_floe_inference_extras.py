@@ -112,6 +112,7 @@ def test_floe_bad_input_stops_before_anything_is_written(pico_zoo, tmp_path, pro
     assert not (tmp_path / "runs").exists()
     for bad, key in [("method.deadline=0", "method.deadline"), ("method.async_beta=-1", "method.async_beta"),
                      ("method.max_clusters=1", "method.max_clusters"), ("method.detector_tau=1.5", "method.detector_tau"),
+                     ("method.detector_tau=0.5", "method.detector_tau"),
                      ("method.experts=0", "method.experts"), ("method.router_top=0", "method.router_top"),
                      ("method.combine=proxy", "method.llm")]:
         with pytest.raises(ConfigError, match=key.replace(".", r"\.")):

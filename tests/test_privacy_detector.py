@@ -22,6 +22,12 @@ from fedlab.privacy.detector import PrivacyDetector, evaluate_detector, guarded_
     ("my daughter starts school", "keyword:family"),
     ("what is 12 plus 7?", None),
     ("describe paris in one sentence", None),
+    # keywords are whole words (with a plural or verb ending): no flag inside another word
+    ("i love pineapple on pizza", None),
+    ("take a taxi to the pink cardinal statue", None),
+    ("the accountant was late", None),
+    ("my loans are due", "keyword:finance"),
+    ("she is pregnant", "keyword:health"),            # a stem, marked pregnan* in the list
 ])
 def test_stage1_by_hand(text, reason):
     assert stage1(text) == reason

@@ -161,9 +161,12 @@ def figures(r: Results) -> None:
         line_with_intervals(pts, HERE / "fig14_experts.png", "experts M", "routed SLM score",
                             "Floe, Fig. 14 analogue: number of experts")
     tasks = ["recall", "sentiment", "describe", "food", "friend"]
+    # the SLM-side rows first (no LLM): own expert (Floe^-R), routed, one cluster routed; then the fused Floe
     rows = [("SLM-Local", "floe/slm_local", "{kind}/task_{task}"),
-            ("Floe^-P", "floe/floe_no_cluster", "fused/{kind}/{task}"),
-            ("Floe^-R (own expert)", "floe/floe", "{kind}/task_{task}"), ("Floe", "floe/floe", "fused/{kind}/{task}")]
+            ("Floe^-P (one cluster, routed SLM)", "floe/floe_no_cluster", "routed/{kind}/{task}"),
+            ("Floe^-R (own expert)", "floe/floe", "{kind}/task_{task}"),
+            ("Floe routed SLM", "floe/floe", "routed/{kind}/{task}"),
+            ("Floe (fused with the LLM)", "floe/floe", "fused/{kind}/{task}")]
     bars = []
     for name, key, pattern in rows:
         for t in tasks:

@@ -26,9 +26,11 @@ PATTERNS = {   # tried in this order: the specific shapes before the phone numbe
     "phone": re.compile(r"(?:\+\d{1,3}[\s-]?)?(?:\(?\d{2,4}\)?[\s-]?){2,4}\d{3,4}\b"),
 }
 
+# whole words, with an optional plural or verb ending ("loan" matches "loans", not "pineapple" for "pin");
+# a word ending in * is a stem ("pregnan*": pregnant, pregnancy)
 KEYWORDS = {
     "health": ["diagnosed", "diagnosis", "doctor", "clinic", "hospital", "therapist", "therapy", "medication",
-               "pills", "prescription", "surgery", "pregnan", "cancer", "diabetes", "depression", "anxiety",
+               "pills", "prescription", "surgery", "pregnan*", "cancer", "diabetes", "depression", "anxiety",
                "blood test", "insulin", "symptom"],
     "finance": ["salary", "bank", "account", "debt", "loan", "mortgage", "credit", "card", "tax", "income",
                 "savings", "pin", "installment", "bonus", "invoice"],
@@ -64,14 +66,22 @@ class Detection:
     score: float | None = None   # stage 2's best cosine (None when stage 1 decided)
 
 
+def _keyword_rx(words: list[str]) -> re.Pattern:
+    alts = [re.escape(w[:-1]) + r"\w*" if w.endswith("*") else re.escape(w) + r"(?:s|es|ed|ing)?" for w in words]
+    return re.compile(r"\b(?:" + "|".join(alts) + r")\b")
+
+
+KEYWORD_RX = {domain: _keyword_rx(words) for domain, words in KEYWORDS.items()}
+
+
 def stage1(text: str) -> str | None:
     """The first pattern or keyword list that matches `text` (its name), else None."""
     for name, rx in PATTERNS.items():
         if rx.search(text):
             return name
     low = text.lower()
-    for domain, words in KEYWORDS.items():
-        if any(re.search(r"\b" + re.escape(w), low) for w in words):
+    for domain, rx in KEYWORD_RX.items():
+        if rx.search(low):
             return f"keyword:{domain}"
     return None
 

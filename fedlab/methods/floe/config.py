@@ -99,6 +99,8 @@ class FloeConfig(MethodConfig):
               "a model sharing model.name's tokenizer (method.combine=proxy adds logits token by token)")
         check(self.detector_tau is None or -1 <= self.detector_tau <= 1, f"{p}.detector_tau", self.detector_tau,
               "null or a cosine in [-1, 1]")
+        check(self.detector_tau is None or bool(self.detector_encoder), f"{p}.detector_tau", self.detector_tau,
+              "null unless method.detector_encoder names the stage-2 sentence encoder it thresholds")
         choose(self.fusion_features, ["full", "compact"], f"{p}.fusion_features")
         check(self.fusion_positions >= 1, f"{p}.fusion_positions", self.fusion_positions, "an integer >= 1")
         check(self.fusion_epochs >= 1, f"{p}.fusion_epochs", self.fusion_epochs, "an integer >= 1")

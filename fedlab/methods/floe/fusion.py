@@ -26,9 +26,11 @@ from torch import nn
 
 def map_probs(p_src: torch.Tensor, vmap: torch.Tensor, v_tgt: int) -> torch.Tensor:
     """[..., V_src] → [..., V_tgt]: each source token's probability summed into the bin `vmap` sends it to,
-    renormalised."""
+    renormalised. Logit columns beyond the tokenizer's vocabulary (models whose embedding is padded, e.g.
+    Qwen2's) have no token and are dropped."""
+    p_src = p_src[..., : len(vmap)]
     out = torch.zeros(*p_src.shape[:-1], v_tgt, dtype=p_src.dtype, device=p_src.device)
-    out.index_add_(-1, vmap.to(p_src.device), p_src)
+    out.index_add_(-1, vmap[: p_src.shape[-1]].to(p_src.device), p_src)
     return out / out.sum(-1, keepdim=True).clamp_min(1e-12)
 
 
@@ -168,14 +170,24 @@ class Fusion:
         return total
 
 
+def round_robin_by_task(examples) -> list:
+    """The examples reordered one task at a time in turn (a, b, c, a, b, c, …), each task's own order kept."""
+    by: dict[str, list] = {}
+    for e in examples:
+        by.setdefault(e.task, []).append(e)
+    queues = list(by.values())
+    return [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
+
+
 def gate_examples(slm_for, llm, vmap: torch.Tensor, examples, max_length: int, limit: int = 512):
     """(P_SLM [N, V], P_LLM mapped [N, V], next token [N]) at the answer tokens of public `examples`, teacher-forced
-    (each answer prefix read by both models, as token ids), at most `limit` positions."""
+    (each answer prefix read by both models, as token ids), at most `limit` positions, the examples taken one
+    task at a time in turn so that the limit cuts every task alike."""
     from fedlab.data.collate import continuation_ids
 
     llm_model, llm_tok = llm
     ps, pl, ys = [], [], []
-    for e in examples:
+    for e in round_robin_by_task(examples):
         model, tok = slm_for(e.prompt)
         same = tok.get_vocab() == llm_tok.get_vocab()
         ctx, cont = continuation_ids(tok, e.prompt, " " + e.target)

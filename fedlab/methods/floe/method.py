@@ -71,13 +71,9 @@ class Floe(FedMethod):
         self._profile = None
         self.check_feasible()
         if m.combine == "proxy":
-            from fedlab.config import ConfigError
-            from fedlab.methods.llm_fedavg.method import same_vocabulary
-            from fedlab.models.zoo import load_tokenizer
+            from fedlab.methods.llm_fedavg.method import check_shared_tokenizer
 
-            if not same_vocabulary(load_tokenizer(m.llm), load_tokenizer(cfg.model.name)):
-                raise ConfigError(f"method.llm: {m.llm!r} does not share the tokenizer of model.name "
-                                  f"{cfg.model.name!r}; method.combine=proxy adds logits token by token")
+            check_shared_tokenizer(m.llm, cfg.model.name)
 
     def check_feasible(self) -> None:
         """Before anything is written: every device class with clients fits some rank when unloaded (its whole
@@ -307,9 +303,12 @@ class Floe(FedMethod):
         return list(out.labels), info
 
     def _closest(self, state: dict) -> int:
-        ref = torch.cat([v.float().reshape(-1) for v in state.values()])
-        sims = [float(torch.nn.functional.cosine_similarity(
-            ref, torch.cat([c[k].float().reshape(-1) for k in state]), dim=0)) for c in self.centres]
+        """The new expert most similar to `state` in what training changed: cosine of the differences from the
+        LoRA initialisation (the shared random A would otherwise dominate the similarity)."""
+        init = self.resident.init_state
+        delta = lambda st: torch.cat([(st[k].float() - init[k].float()).reshape(-1) for k in init])
+        ref = delta(state)
+        sims = [float(torch.nn.functional.cosine_similarity(ref, delta(c), dim=0)) for c in self.centres]
         return max(range(len(sims)), key=sims.__getitem__)
 
     def check_upload(self, res) -> str | None:

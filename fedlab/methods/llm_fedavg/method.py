@@ -28,16 +28,27 @@ def same_vocabulary(tok_a, tok_b) -> bool:
     return tok_a.get_vocab() == tok_b.get_vocab()
 
 
+def check_shared_tokenizer(llm: str, slm: str) -> None:
+    """Proxy tuning adds logits token by token: the LLM must share the SLM's tokenizer (one line otherwise)."""
+    from fedlab.config import ConfigError
+    from fedlab.models.zoo import load_tokenizer
+
+    if not same_vocabulary(load_tokenizer(llm), load_tokenizer(slm)):
+        raise ConfigError(f"method.llm: {llm!r} does not share the tokenizer of model.name {slm!r}; proxy tuning "
+                          "adds logits token by token")
+
+
 class LLMFedAvg(FedAvg):
+    def __init__(self, cfg, data):
+        super().__init__(cfg, data)
+        check_shared_tokenizer(cfg.method.llm, cfg.model.name)     # before anything is written or trained
+
     def finalize(self, ctx) -> dict:
         from fedlab.models.zoo import load_model
 
         llm, llm_tok = load_model(self.cfg.method.llm)
         llm.eval()
         res = self.resident
-        if not same_vocabulary(llm_tok, res.tokenizer):
-            raise ValueError(f"method.llm: {self.cfg.method.llm!r} does not share the tokenizer of model.name "
-                             f"{self.cfg.model.name!r}; proxy tuning adds logits token by token")
         set_state(res.model, self.global_state)
         res.model.eval()
         out = evaluate_server_model(llm, llm_tok, self.data, self.cfg, "llm_zeroshot/")
