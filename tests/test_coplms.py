@@ -174,7 +174,8 @@ def test_coplms_end_to_end_uploads_only_the_dpm_lora(hetero_zoo, tmp_path):
     assert r1["server/saml_ce_llm"] > 0
 
 
-def test_dst_adapters_train_and_never_leave_the_device(hetero_zoo, tmp_path):
+@pytest.mark.parametrize("targets", [None, "[all-linear]"])
+def test_dst_adapters_train_and_never_leave_the_device(hetero_zoo, tmp_path, targets):
     from fedlab.comm.messages import FitIns
     from fedlab.config import load_config as lc
     from fedlab.data.federated import build_federated_data
@@ -183,7 +184,8 @@ def test_dst_adapters_train_and_never_leave_the_device(hetero_zoo, tmp_path):
     from fedlab.runtime.resident import clear_residents, get_resident
 
     clear_residents()
-    cfg = lc(None, HETERO + ["federation.rounds=1"])
+    # with every linear layer LoRA-wrapped, the adapters' own Linear layers still get no LoRA factors
+    cfg = lc(None, HETERO + ["federation.rounds=1"] + ([f"model.lora.target_modules={targets}"] if targets else []))
     name, _ = build_dpm(cfg, list(build_federated_data(cfg.data, cfg.seed).public), progress=False)
     host = ClientHost(cfg, [0])
     server_lora = get_resident(cfg, name).init_state
@@ -327,3 +329,12 @@ def test_coplms_resumes_after_a_crash_with_the_devices_state(hetero_zoo, tmp_pat
     assert played == [2, 3]                                  # round 1 came from the checkpoint
     for key in ("rougeL/mean", "acc/mean", "llm/acc/mean", "dpm/acc/mean", "saml/kt_dpm"):
         assert resumed.rounds[-1][key] == pytest.approx(clean.rounds[-1][key], rel=1e-6), key
+
+
+def test_mapped_pooled_kl_drops_teacher_logits_past_the_tokenizer():
+    # a teacher with 2 padded logit columns (no token): the result equals the teacher without them
+    torch.manual_seed(1)
+    t, s = torch.randn(3, 6), torch.randn(3, 4)
+    vmap = torch.tensor([3, 2, 1, 0])
+    padded = torch.cat([t[:, :4], torch.full((3, 2), 5.0)], -1)
+    assert torch.allclose(mapped_pooled_kl(padded, s, 2, vmap), mapped_pooled_kl(t[:, :4], s, 2, vmap))

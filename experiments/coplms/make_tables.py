@@ -100,8 +100,22 @@ def render(r: Results) -> str:
             key = f"hetero/lambda{lam}/{m}" if m == "coplms" else f"ablation/lambda{lam}/{m}"
             if r.runs(key):
                 lines.append(f"| {lam} | {label} | " + " | ".join(_device_cells(r, key)) + " |")
-    lines += differences(r)
+    lines += communication(r) + differences(r)
     return "\n".join(lines) + "\n"
+
+
+def communication(r: Results) -> list[str]:
+    """Fig. 3's comparison: bytes per round each way (all three devices), λ = 1, from the runs' byte counts."""
+    rows = [(f"hetero/lambda1/{m}", f"{label} (heterogeneous)") for m, label in HETERO[1:]]
+    rows += [(f"homo/{FAMILIES[0]}/lambda1/{m}", f"{label} (homogeneous, {FAMILIES[0]})") for m, label in HOMO[1:]]
+    rows = [(k, label) for k, label in rows if r.runs(k)]
+    if not rows:
+        return []
+    out = ["", "## Communication per round (Fig. 3 analogue, λ = 1, three devices)", "",
+           "| method | bytes up | bytes down |", "|---|---|---|"]
+    for k, label in rows:
+        out.append(f"| {label} | {r.final(k, 'bytes/up', 0)} | {r.final(k, 'bytes/down', 0)} |")
+    return out
 
 
 def differences(r: Results) -> list[str]:
@@ -112,6 +126,8 @@ def differences(r: Results) -> list[str]:
         for m, label in HETERO[:-1]:
             claims.append((f"λ={lam}: Co-PLMs − {label} (hetero)", co, f"hetero/lambda{lam}/{m}", "rougeL/mean"))
         claims.append((f"λ={lam}: Co-PLMs − FedMKT, server LLM", co, f"hetero/lambda{lam}/fedmkt", "llm/rougeL/mean"))
+        claims.append((f"λ={lam}: Co-PLMs − FedCoLLM, server LLM", co, f"hetero/lambda{lam}/fedcollm",
+                       "llm/rougeL/mean"))
         for m, label in ABLATION[1:]:
             claims.append((f"λ={lam}: Co-PLMs − {label}", co, f"ablation/lambda{lam}/{m}", "rougeL/mean"))
         for slm in FAMILIES:

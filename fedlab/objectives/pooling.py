@@ -59,6 +59,10 @@ def mapped_pooled_kl(teacher_logits: Tensor, student_logits: Tensor, k: int, vma
         raise ValueError(f"pool_index: {pool_index!r} is not allowed; allowed: teacher, own")
     t = teacher_logits.float()
     s = student_logits.float()
+    if vmap is not None and t.shape[-1] > len(vmap):
+        # logit columns past the tokenizer's vocabulary (a padded embedding: GPT-J 50,400 for 50,257 tokens,
+        # Qwen2.5) have no token to map: the teacher's distribution is over its real tokens
+        t = t[..., : len(vmap)]
     if not 1 <= k <= min(t.shape[-1], s.shape[-1]):
         raise ValueError(f"k must be in [1, {min(t.shape[-1], s.shape[-1])}], got {k}")
     if t.shape[0] == 0:

@@ -23,6 +23,11 @@ class AdapterSpec:
         return {k: params[k].shape for k in self.communicated}
 
 
+# LoRA never wraps fedlab's own modules (the domain and bottleneck adapters of transforms/adapters.py): with
+# target_modules [all-linear] their Linear layers would otherwise get LoRA factors, trained and uploaded
+NOT_LORA = r".*fedlab_adapter.*"
+
+
 def lora_targets(model: torch.nn.Module, target_modules: list[str] | None) -> list[str] | str:
     """The modules LoRA wraps: the listed ones; ["all-linear"]: every linear layer but the output head (PEFT's
     architecture-independent choice); None: PEFT's default attention projections for the model type."""
@@ -44,7 +49,8 @@ def apply_lora(model: torch.nn.Module, r: int, alpha: float, dropout: float,
     every LoRA A/B matrix is trainable and communicated."""
     cfg = PeftLoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout,
                          target_modules=lora_targets(model, target_modules), task_type="CAUSAL_LM",
-                         layers_to_transform=list(layers) if layers is not None else None)
+                         layers_to_transform=list(layers) if layers is not None else None,
+                         exclude_modules=NOT_LORA)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         pm = get_peft_model(model, cfg)
