@@ -53,7 +53,7 @@ class ModelConfig:
         return self.clients[cid] if self.clients else self.name
 
 
-PartitionKind = Literal["iid", "by_task", "dirichlet_label", "dirichlet_domain", "quantity"]
+PartitionKind = Literal["iid", "by_task", "dirichlet_label", "dirichlet_domain", "dirichlet_mix", "quantity"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,9 @@ class DataConfig:
     # 0: every client is scored on the shared per-task test sets; > 0: each client's test set is this
     # fraction of its own partition, held out before training (Co-PLMs: 80 % train / 20 % test per device)
     client_test_fraction: float = 0.0
+    # > 0: each client is scored on up to this many items per task of its own, drawn from the shared test set
+    # with its training domain mix (a domain-matched test set, larger than a held-out fraction can be)
+    client_test_per_task: int = 0
 
     def public_count(self) -> int:
         """Size of the public (server) set: public_size instruction pairs, or with `holdout` the share of each
@@ -101,6 +104,9 @@ class DataConfig:
         check(0 < self.public_fraction < 1, f"{p}.public_fraction", self.public_fraction, "a number in (0, 1)")
         check(0 <= self.client_test_fraction < 1, f"{p}.client_test_fraction", self.client_test_fraction,
               "a number in [0, 1)")
+        check(self.client_test_per_task >= 0, f"{p}.client_test_per_task", self.client_test_per_task, "an integer >= 0")
+        check(not (self.client_test_per_task and self.client_test_fraction), f"{p}.client_test_per_task",
+              self.client_test_per_task, "0 when data.client_test_fraction is set (one kind of per-client test set)")
         if self.source == "embedded":
             check(len(self.tasks) >= 1, f"{p}.tasks", self.tasks, "a non-empty list of tasks")
             for t in self.tasks:
@@ -246,6 +252,41 @@ class ExperimentConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+    def identity(self) -> dict:
+        """What makes this run this run: the config with every field left at its default omitted (a section's
+        `name` always kept), so that a field added to fedlab with a default that keeps the old behaviour does
+        not change the identity of runs made before it (`fedlab.runtime.federation.run_key`)."""
+        return non_default(self)
+
+
+def _default_of(f: dataclasses.Field):
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return dataclasses.MISSING
+
+
+def non_default(obj):
+    """A dataclass as a dict without the fields equal to their defaults (recursively; `name` always kept);
+    other values as `dataclasses.asdict` gives them."""
+    if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
+        return [non_default(x) for x in obj] if isinstance(obj, (list, tuple)) else obj
+    out = {}
+    for f in dataclasses.fields(obj):
+        v = getattr(obj, f.name)
+        d = _default_of(f)
+        if f.name != "name" and d is not dataclasses.MISSING and _same(v, d):
+            continue
+        out[f.name] = non_default(v)
+    return out
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ import collections
 
 import pytest
 
-from fedlab.config import load_config
+from fedlab.config import ConfigError, load_config
 from fedlab.data.federated import build_federated_data
 from fedlab.data.partition import PARTITIONERS, partition
 from fedlab.data.tasks import TASKS, privacy_examples, public_examples, task_examples
@@ -92,3 +92,39 @@ def test_seen_and_held_out_people_share_every_domain_and_answer():
         assert {getattr(p, attr) for p in seen} == {getattr(p, attr) for p in held}, attr
     counts = {d: sum(p.domain == d for p in seen) for d in DOMAINS}
     assert set(counts.values()) == {8}
+
+
+def test_dirichlet_mix_draws_each_clients_domain_mix():
+    pooled = [e for t in ("recall", "sentiment", "topic") for e in task_examples(t, "train", 200)]
+    parts = partition("dirichlet_mix", pooled, 3, 0.1, seed=3)
+    assert sorted(len(p) for p in parts) == [200, 200, 200]          # equal sizes, no sample shared
+    # about 60 samples per domain, so a concentrated client exhausts its domains and spills to its next ones:
+    # λ = 0.1 gives each client a few domains, λ = 100 every client all ten
+    assert all(len({pooled[i].domain for i in p}) <= 6 for p in parts)
+    assert all(len({pooled[i].domain for i in p}) == 10 for p in partition("dirichlet_mix", pooled, 3, 100.0, 3))
+
+
+def test_domain_matched_test_follows_the_training_mix_by_hand():
+    from fedlab.data.partition import domain_matched_test
+    from fedlab.data.tasks import Example
+
+    ex = lambda d, i=0: Example(f"p{d}{i}", "t", "task", d)
+    train = [ex("a"), ex("a"), ex("a"), ex("b")]
+    test = [ex("a", 1), ex("a", 2), ex("b", 1), ex("c", 1), ex("c", 2)]
+    got = domain_matched_test(train, test, 10, seed=0)
+    assert sorted(e.prompt for e in got) == ["pa1", "pa2", "pb1"]          # never a domain it did not train on
+    draws = collections.Counter(e.domain for s in range(200) for e in domain_matched_test(train, test, 1, seed=s))
+    assert draws["c"] == 0 and 0.6 < draws["a"] / 200 < 0.9                 # P(a) = 6/7 per item
+
+
+def test_client_test_per_task_scores_each_client_on_its_own_domains():
+    cfg = load_config(None, ["data.tasks=[recall,friend]", "data.partition=dirichlet_mix", "data.alpha=0.1",
+                             "data.num_clients=3", "data.train_per_task=60", "data.test_per_task=60",
+                             "data.client_test_per_task=20"])
+    data = build_federated_data(cfg.data, 0)
+    for c in range(3):
+        seen = {e.domain for e in data.train[c]}
+        own = data.client_test[c]
+        assert own and {e.domain for e in own} <= seen and len(own) <= 2 * 20
+    with pytest.raises(ConfigError, match="data.client_test_per_task"):
+        load_config(None, ["data.client_test_per_task=5", "data.client_test_fraction=0.2"])

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 
-from fedlab.data.partition import partition
+from fedlab.data.partition import domain_matched_test, partition
 from fedlab.data.tasks import TASKS, Example, public_examples, task_examples
 from fedlab.seeding import derive_seed
 
@@ -89,7 +89,20 @@ def _build(cfg_json: str, seed: int) -> FederatedData:
     client_test = None
     if c.get("client_test_fraction", 0.0) > 0:
         train, client_test = _split_clients(train, c["client_test_fraction"], derive_seed(seed, "client-test"))
+    elif c.get("client_test_per_task", 0) > 0:
+        client_test = _matched_tests(train, test, c["client_test_per_task"], derive_seed(seed, "client-test"))
     return FederatedData(train=train, test=test, public=public, chance=chance, client_test=client_test)
+
+
+def _matched_tests(train, test: dict, n: int, seed: int):
+    """Per client, for each task it trains on, up to n items of that task's shared test set drawn with the
+    client's training domain mix (`fedlab.data.partition.domain_matched_test`)."""
+    out = []
+    for cid, part in enumerate(train):
+        tasks = list(dict.fromkeys(e.task for e in part))
+        out.append(tuple(e for t in tasks for e in domain_matched_test(
+            [x for x in part if x.task == t], list(test[t]), n, derive_seed(seed, f"{cid}/{t}"))))
+    return tuple(out)
 
 
 def _split_clients(train, fraction: float, seed: int):

@@ -59,6 +59,46 @@ def dirichlet_domain(examples: list[Example], k: int, alpha: float, seed: int) -
     return _dirichlet_by([e.domain for e in examples], k, alpha, seed)
 
 
+def dirichlet_mix(examples: list[Example], k: int, alpha: float, seed: int) -> list[list[int]]:
+    """Domain skew as SPEC §5.5 draws it: client i's mix over the D domains is q_i ~ Dir(α·1_D); its n_i ≈ N/k
+    samples are drawn Multinomial(n_i, q_i) per domain, without replacement and no sample shared,
+    clients in turn; draws a domain can no longer give go to the client's other domains in proportion to q_i."""
+    rng = np.random.default_rng(seed)
+    domains = sorted({e.domain for e in examples})
+    pools = {d: rng.permutation([i for i, e in enumerate(examples) if e.domain == d]).tolist() for d in domains}
+    parts: list[list[int]] = []
+    for c in range(k):
+        n = len(examples) // k + (c < len(examples) % k)      # sizes differ by at most one; all are drawn
+        q = rng.dirichlet([alpha] * len(domains))
+        take, short = [], 0
+        for d, want in zip(domains, rng.multinomial(n, q)):
+            take += pools[d][:want]
+            short += max(0, want - len(pools[d]))
+            pools[d] = pools[d][want:]
+        while short > 0 and any(pools.values()):
+            left = [j for j, d in enumerate(domains) if pools[domains[j]]]
+            w = q[left] / q[left].sum() if q[left].sum() > 0 else np.full(len(left), 1 / len(left))
+            take.append(pools[domains[int(rng.choice(left, p=w))]].pop(0))
+            short -= 1
+        parts.append(take)
+    return _ensure_nonempty(parts, rng)
+
+
+def domain_matched_test(train: list[Example], test: list[Example], n: int, seed: int) -> list[Example]:
+    """Up to n items of `test` (one task's shared test set) drawn without replacement with probability ∝ how
+    often their domain occurs in the client's training samples `train` of that task (its domain mix); items of
+    domains the client never saw are not drawn."""
+    rng = np.random.default_rng(seed)
+    freq: dict[str, int] = {}
+    for e in train:
+        freq[e.domain] = freq.get(e.domain, 0) + 1
+    w = np.array([freq.get(e.domain, 0) for e in test], dtype=float)
+    size = min(n, int((w > 0).sum()))
+    if size == 0:
+        return []
+    return [test[i] for i in sorted(rng.choice(len(test), size=size, replace=False, p=w / w.sum()).tolist())]
+
+
 def quantity(examples: list[Example], k: int, alpha: float, seed: int) -> list[list[int]]:
     """Quantity skew: client sizes ∝ Dir(α), examples assigned at random."""
     rng = np.random.default_rng(seed)
@@ -69,7 +109,7 @@ def quantity(examples: list[Example], k: int, alpha: float, seed: int) -> list[l
 
 
 PARTITIONERS = {"iid": iid, "by_task": by_task, "dirichlet_label": dirichlet_label,
-                "dirichlet_domain": dirichlet_domain, "quantity": quantity}
+                "dirichlet_domain": dirichlet_domain, "dirichlet_mix": dirichlet_mix, "quantity": quantity}
 
 
 def partition(kind: str, examples: list[Example], k: int, alpha: float, seed: int) -> list[list[int]]:

@@ -36,7 +36,9 @@ class History:
 
 
 def run_key(cfg) -> str:
-    d = cfg.to_dict()
+    """The run's identity (its folder name and the key a table record is checked against): a hash of the
+    config's non-default fields (`ExperimentConfig.identity`), without resume and the run's display name."""
+    d = cfg.identity()
     d.pop("resume", None)
     d.get("tracking", {}).pop("run_name", None)
     if not d.get("plugins"):
