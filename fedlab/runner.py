@@ -185,6 +185,30 @@ def _parent_run(results: Results, cfg, title: str) -> str | None:
     return run.info.run_id
 
 
+def log_to_parent(results: Results, paths: list[Path], folder: str = "figures") -> int:
+    """Figures drawn across a table's runs (means over seeds) logged to the table's MLflow parent run, beside its
+    runs; returns how many were logged (0 when the table has no parent run in this store yet)."""
+    run_id = results.meta.get("parent_run_id")
+    paths = [Path(p) for p in paths if Path(p).exists()]
+    if not run_id or not paths:
+        return 0
+    import mlflow
+
+    from fedlab.config import load_config
+    from fedlab.tracking import setup_mlflow
+
+    t = load_config(None, []).tracking
+    setup_mlflow(t.uri, t.artifact_root, t.experiment)
+    client = mlflow.MlflowClient()
+    try:
+        client.get_run(run_id)
+    except mlflow.exceptions.MlflowException:      # the parent lives in another MLflow store
+        return 0
+    for p in paths:
+        client.log_artifact(run_id, str(p), folder)
+    return len(paths)
+
+
 def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tuple[str, ...] = (),
             rerun: bool = False, title: str = "", summarize: Callable | None = None,
             progress: bool = True, jobs: int | None = None) -> int:

