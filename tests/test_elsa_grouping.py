@@ -1,0 +1,75 @@
+"""ELSA's trust, topology and grouping (SPEC §3.1, §3.4) against hand-built cases."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from fedlab.methods.elsa.grouping import affinity, group_clients
+from fedlab.methods.elsa.topology import place
+from fedlab.methods.elsa.trust import divergence_matrix, log_trust, relative_trust
+
+# six clients, two edges: clients 0–2 close to edge 0, 3–5 close to edge 1; two behaviour blocks
+LAT = np.array([[50, 300], [60, 250], [400, 400], [250, 40], [260, 50], [300, 60]], float)
+R = np.array([[0, .1, 5, 5, 5, 5], [.1, 0, 5, 5, 5, 5], [5, 5, 0, 5, 5, 5],
+              [5, 5, 5, 0, .1, .1], [5, 5, 5, .1, 0, .1], [5, 5, 5, .1, .1, 0]], float)
+
+
+def test_grouping_excludes_matches_and_every_client_is_in_one_group():
+    trust = np.array([1, 1, 1, 1, 1, 0.05])
+    g = group_clients(trust, R, LAT, LAT <= 200, w_excl=0.1, w_min=0.3)
+    assert g.excluded == {2: "no feasible edge", 5: "low trust"}
+    assert g.groups == {0: [0, 1], 1: [3, 4]}
+    members = [c for m in g.groups.values() for c in m]
+    assert sorted(members) == [0, 1, 3, 4] and len(members) == len(set(members))
+
+
+def test_a_member_its_groups_edge_cannot_reach_moves_to_its_nearest_feasible_edge():
+    # client 1 behaves like clients 3–5 but only edge 0 reaches it
+    lat = LAT.copy()
+    lat[1] = [60, 250]
+    r = R.copy()
+    r[1, :] = r[:, 1] = [5, 0, 5, .1, .1, .1]
+    r[1, 1] = 0
+    g = group_clients(np.ones(6), r, lat, lat <= 200, w_excl=0.1, w_min=0.3)
+    assert 1 in g.groups[0] and (1, 1, 0) in g.moved
+
+
+def test_a_low_trust_group_merges_into_the_nearest_trusted_group():
+    trust = np.array([0.2, 0.2, 0.2, 1, 1, 1])        # the group at edge 0 has mean trust 0.2 < w_min
+    lat = LAT.copy()
+    lat[:, :] = np.minimum(lat, 190)                    # every edge reaches everyone (client 2 included)
+    g = group_clients(trust, R, lat, lat <= 200, w_excl=0.1, w_min=0.3)
+    assert g.merged and all(trust[m].mean() >= 0.3 for m in g.groups.values())
+    assert sorted(c for m in g.groups.values() for c in m) == list(range(6))
+
+
+def test_affinity_and_trust_by_hand():
+    a = affinity(np.array([1.0, 0.5]), np.array([[0, 2.0], [2.0, 0]]), gamma=0.5)
+    assert np.allclose(a, [[1, 0.5 * np.exp(-1)], [0.5 * np.exp(-1), 0.25]])
+    t = [torch.tensor([[3.0, 4.0], [0.0, 2.0]]), torch.tensor([[1.0, 0.0], [0.0, 1.0]])]
+    div = torch.tensor([[0.0, 0.6], [0.6, 0.0]], dtype=torch.float64)
+    # mean 1/‖T‖: (1/5 + 1/2)/2 = 0.35 and 1; minus the mean divergence to the other client, 0.6
+    assert torch.allclose(log_trust(t, div), torch.tensor([-0.95, -1.6], dtype=torch.float64))
+    assert torch.allclose(relative_trust(torch.tensor([-0.95, -1.6])), torch.tensor([1.0, float(np.exp(-0.65))]))
+
+
+def test_trust_is_lowest_for_the_client_whose_embeddings_drift():
+    g = torch.Generator().manual_seed(0)
+    emb = [torch.randn(40, 8, generator=g) + 3.0 for _ in range(5)]
+    emb.append(torch.randn(40, 8, generator=g) * 2 + torch.tensor([6.0, 0, 0, 0, 0, 0, 0, -2.0]))
+    div = divergence_matrix(emb)
+    w = relative_trust(log_trust(emb, div))
+    assert int(w.argmin()) == 5 and float(w[5]) < 0.5 * float(w[:5].min())
+    assert torch.allclose(divergence_matrix(emb, scale="raw"), div * 8)
+    with pytest.raises(ValueError, match="per_dim, raw"):
+        divergence_matrix(emb, scale="log")
+
+
+def test_topology_is_seeded_and_feasibility_follows_tau_max():
+    a, b = place(20, 4, seed=3), place(20, 4, seed=3)
+    assert np.array_equal(a.latency_ms, b.latency_ms) and a.clients.shape == (20, 2)
+    assert (a.clients >= 0).all() and (a.clients <= 8).all()
+    assert np.array_equal(a.feasible, a.latency_ms <= 200)
+    dist = np.linalg.norm(a.clients[:, None] - a.edges[None], axis=-1)
+    assert ((a.latency_ms - 20 - 25 * dist >= 0) & (a.latency_ms - 20 - 25 * dist <= 20)).all()
