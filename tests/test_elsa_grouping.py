@@ -73,3 +73,39 @@ def test_topology_is_seeded_and_feasibility_follows_tau_max():
     assert np.array_equal(a.feasible, a.latency_ms <= 200)
     dist = np.linalg.norm(a.clients[:, None] - a.edges[None], axis=-1)
     assert ((a.latency_ms - 20 - 25 * dist >= 0) & (a.latency_ms - 20 - 25 * dist <= 20)).all()
+
+
+def test_communication_model_eq_14_15_by_hand():
+    from fedlab.methods.elsa.comm_model import client_seconds, round_bytes, total_seconds
+
+    # ϱ = 2, ζ = 4, μ = 16, D = 8, ρ = 4: per unit of batch 2·2·4·16·8/4 = 512 bytes; batches 2 and 3 → 2560;
+    # two edges with 100 LoRA parameters: + 200 (as printed) or + 800 bytes
+    assert round_bytes([2, 3], 2, 16, 8, 4.0, 100, 2) == 2560 + 200
+    assert round_bytes([2, 3], 2, 16, 8, 4.0, 100, 2, lora_bytes=True) == 2560 + 800
+    t = client_seconds(3, 2, 16, 8, 4.0, bandwidth_bytes_s=1536)       # 1536 bytes at 1536 B/s
+    assert t == pytest.approx(1.0) and total_seconds(5, [0.5, t]) == pytest.approx(5.0)
+
+
+def test_privacy_metrics_by_hand_and_the_protections_order():
+    from fedlab.comm import CountSketch, ssop_matrix
+    from fedlab.methods.elsa.privacy_eval import protect, reconstruction, token_accuracy
+
+    h = torch.tensor([[[1.0, 0.0], [0.0, 2.0]]])
+    v = torch.tensor([[[1.0, 1.0], [0.0, -2.0]]])
+    got = reconstruction(h, v)
+    assert got["cos"] == pytest.approx((2 ** -0.5 - 1) / 2) and got["mse"] == pytest.approx((0.5 + 8) / 2)
+    table = torch.eye(4)
+    ids = torch.tensor([[0, 3]])
+    assert token_accuracy(torch.tensor([[[0.9, 0.1, 0, 0], [0, 1, 0, 0.2]]]), ids, table) == 0.5
+    # a model whose layer-p states are its input embeddings: direct recovers every token; SS-OP + sketch hides them
+    g = torch.Generator().manual_seed(0)
+    emb = torch.randn(50, 32, generator=g)
+    ids = torch.randint(0, 50, (4, 16), generator=g)
+    hs = emb[ids]
+    sk = CountSketch(32, 3, 4, seed=1)
+    rot = ssop_matrix(hs.reshape(-1, 32), 8, seed=7)
+    acc = {k: token_accuracy(protect(hs, k, sk, rot), ids, emb) for k in ("direct", "noise", "sketch", "ssop_sketch")}
+    assert acc["direct"] == 1.0 and acc["direct"] >= acc["noise"] > acc["sketch"] >= acc["ssop_sketch"]
+    assert reconstruction(hs, protect(hs, "ssop_sketch", sk, rot))["cos"] < reconstruction(hs, protect(hs, "sketch", sk))["cos"]
+    with pytest.raises(ValueError, match="direct, noise, sketch, ssop_sketch"):
+        protect(hs, "dp")
