@@ -55,3 +55,28 @@ def test_zoo_list_command(pico_zoo, capsys):
     out = capsys.readouterr().out
     for name in ("tiny-llama", "tiny-llama-s", "tiny-gpt2", "tiny-opt", "tiny-bloom", "tiny-qwen2"):
         assert name in out
+
+
+def test_mask_tokens_targets_a_share_of_the_plain_tokens():
+    tok = train_tokenizer(LINES, "wordpiece", 120)
+    ids = torch.tensor(tok(LINES[:8], padding=True)["input_ids"])
+    inputs, labels = zoo.mask_tokens(ids, tok, torch.Generator().manual_seed(0), rate=0.5)
+    special = torch.isin(ids, torch.tensor(tok.all_special_ids))
+    assert (labels[special] == -100).all()                          # [CLS], [SEP], [PAD] are never targets
+    picked = labels != -100
+    assert 0.3 < picked.sum() / (~special).sum() < 0.7 and torch.equal(labels[picked], ids[picked])
+    assert (inputs[picked] == tok.mask_token_id).float().mean() > 0.6 and torch.equal(inputs[~picked], ids[~picked])
+
+
+def test_pico_bert_is_a_masked_lm_pretrained_encoder(pico_zoo):
+    path = zoo.build("pico-bert", progress=False)
+    meta = json.loads((path / "meta.json").read_text())
+    assert meta["family"] == "bert" and meta["recipe"]["objective"] == "masked_lm" and meta["final_loss"] > 0
+    enc, tok = zoo.load_encoder("pico-bert")
+    out = enc(**tok(["where does tom live ?"], return_tensors="pt")).last_hidden_state
+    assert enc.config.model_type == "bert" and enc.config.num_hidden_layers == 3 and out.shape[-1] == 32
+    assert tok.tokenize("utilization")[0] and tok.cls_token == "[CLS]"
+    with pytest.raises(ValueError, match="is an encoder"):
+        zoo.load_model("pico-bert")
+    assert zoo.fingerprint("pico-llama") == zoo.fingerprint("pico-llama")   # decoder recipes unchanged in shape
+    assert "objective" not in zoo.recipe("pico-llama")

@@ -19,7 +19,9 @@ import torch
 from tqdm.auto import tqdm
 from transformers import (
     AutoModelForCausalLM,
+    AutoModelForMaskedLM,
     AutoTokenizer,
+    BertConfig,
     BloomConfig,
     GPT2Config,
     LlamaConfig,
@@ -37,7 +39,7 @@ from fedlab.quiet import quiet_libraries
 @dataclass(frozen=True)
 class ZooSpec:
     name: str
-    family: str                 # llama | gpt2 | opt | bloom | qwen2
+    family: str                 # llama | gpt2 | opt | bloom | qwen2 | bert (an encoder, pretrained by MLM)
     tokenizer_style: str
     vocab_size: int
     make_config: Callable[[int, int, int], object]   # (vocab, pad_id, eos_id) -> transformers config
@@ -84,6 +86,15 @@ def _qwen2(d, layers, heads, ffn, kv):
                                            tie_word_embeddings=True)
 
 
+def _bert(d, layers, heads, ffn):
+    return lambda v, pad, eos: BertConfig(vocab_size=v, hidden_size=d, num_hidden_layers=layers,
+                                          num_attention_heads=heads, intermediate_size=ffn,
+                                          max_position_embeddings=256, pad_token_id=pad,
+                                          hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
+ENCODER_FAMILIES = ("bert",)
+
 ZOO: dict[str, ZooSpec] = {s.name: s for s in [
     ZooSpec("tiny-llama", "llama", "sentencepiece", 1000, _llama(192, 6, 6, 512), steps=1100, lr=3e-3, role="llm",
             about="the embedded 'LLM': LLaMA, 6 blocks, d=192, SentencePiece-style BPE"),
@@ -97,6 +108,8 @@ ZOO: dict[str, ZooSpec] = {s.name: s for s in [
             about="Bloom, 4 blocks, d=96, byte-level BPE, ALiBi positions"),
     ZooSpec("tiny-qwen2", "qwen2", "byte_bpe_digits", 1100, _qwen2(96, 4, 4, 256, 2), steps=500,
             about="Qwen2, 4 blocks, d=96, grouped-query attention, digit-split byte-level BPE"),
+    ZooSpec("tiny-bert", "bert", "wordpiece", 1000, _bert(128, 6, 4, 256), steps=600, role="encoder",
+            about="BERT encoder, 6 blocks, d=128, WordPiece, masked-LM pretraining (ELSA's embedded model)"),
     # pico models: the same families at test scale (seconds to build)
     ZooSpec("pico-llama", "llama", "sentencepiece", 600, _llama(32, 4, 2, 64), steps=40, role="llm",
             batch_size=16, about="test-scale LLaMA"),
@@ -110,6 +123,8 @@ ZOO: dict[str, ZooSpec] = {s.name: s for s in [
             about="test-scale Bloom"),
     ZooSpec("pico-qwen2", "qwen2", "byte_bpe_digits", 650, _qwen2(32, 2, 2, 64, 1), steps=30, batch_size=16,
             about="test-scale Qwen2"),
+    ZooSpec("pico-bert", "bert", "wordpiece", 500, _bert(32, 3, 2, 64), steps=30, batch_size=16, role="encoder",
+            about="test-scale BERT encoder (3 blocks: ELSA's 1/1/1 split)"),
 ]}
 
 TINY_ZOO = [n for n in ZOO if n.startswith("tiny-")]
@@ -137,7 +152,8 @@ def recipe(name: str, world_seed: int = 0) -> dict:
     arch = spec.make_config(spec.vocab_size, 0, 1).to_dict()
     arch = {k: v for k, v in arch.items() if k not in ("transformers_version", "_name_or_path")}
     corpus, tokenizer_text = _text_digests(world_seed)
-    return {"name": name, "zoo_version": ZOO_VERSION, "family": spec.family, "architecture": arch,
+    extra = {"objective": "masked_lm", "mask_rate": MASK_RATE} if spec.family in ENCODER_FAMILIES else {}
+    return {**extra, "name": name, "zoo_version": ZOO_VERSION, "family": spec.family, "architecture": arch,
             "tokenizer_style": spec.tokenizer_style, "vocab_size": spec.vocab_size, "steps": spec.steps,
             "lr": spec.lr, "batch_size": spec.batch_size, "seq_len": spec.seq_len, "world_seed": world_seed,
             "corpus_sha256": corpus, "tokenizer_text_sha256": tokenizer_text,
@@ -181,12 +197,28 @@ def _tokenizer_lines(world_seed: int) -> list[str]:
     return lines
 
 
+MASK_RATE = 0.15
+
+
+def mask_tokens(ids: torch.Tensor, tokenizer, generator: torch.Generator, rate: float = MASK_RATE):
+    """BERT's masked-LM corruption: `rate` of the non-special positions become targets; of those 80 % turn into
+    [MASK], 10 % into a random token, 10 % stay. Returns (inputs, labels with −100 off the targets)."""
+    special = torch.tensor(tokenizer.all_special_ids)
+    pick = (torch.rand(ids.shape, generator=generator) < rate) & ~torch.isin(ids, special)
+    labels = torch.where(pick, ids, torch.full_like(ids, -100))
+    roll = torch.rand(ids.shape, generator=generator)
+    inputs = torch.where(pick & (roll < 0.8), torch.full_like(ids, tokenizer.mask_token_id), ids)
+    rand = torch.randint(len(tokenizer), ids.shape, generator=generator)
+    inputs = torch.where(pick & (roll >= 0.8) & (roll < 0.9), rand, inputs)
+    return inputs, labels
+
+
 class LinePacker:
     """Rows of `seq_len` tokens made of randomly drawn corpus lines (each followed by EOS), drawn anew
     every step: a fixed packing lets a tiny model memorise the chunks instead of the facts."""
 
     def __init__(self, tokenizer: PreTrainedTokenizerBase, lines: list[str], seq_len: int, seed: int):
-        eos = tokenizer.eos_token_id
+        eos = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.sep_token_id
         self.lines = [ids + [eos] for ids in tokenizer(lines, add_special_tokens=False)["input_ids"]]
         self.seq_len = seq_len
         self.rng = random.Random(seed)
@@ -241,7 +273,9 @@ def _build_locked(name: str, world_seed: int, progress: bool, out: Path) -> Path
     torch.manual_seed(derive_seed("zoo", name, world_seed))
     tok = train_tokenizer(_tokenizer_lines(world_seed), spec.tokenizer_style, spec.vocab_size)
     cfg = spec.make_config(len(tok), tok.pad_token_id, tok.eos_token_id)
-    model = AutoModelForCausalLM.from_config(cfg)
+    encoder = spec.family in ENCODER_FAMILIES
+    model = (AutoModelForMaskedLM if encoder else AutoModelForCausalLM).from_config(cfg)
+    masking = torch.Generator().manual_seed(derive_seed("zoo-masks", name, world_seed))
     packer = LinePacker(tok, corpus_lines(world_seed), spec.seq_len, derive_seed("zoo-batches", name, world_seed))
     opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.LambdaLR(
@@ -257,7 +291,12 @@ def _build_locked(name: str, world_seed: int, progress: bool, out: Path) -> Path
     loss_v = float("nan")
     for step in bar:
         batch = packer.batch(spec.batch_size)
-        loss = model(input_ids=batch, labels=batch).loss
+        if encoder:        # [CLS] first, then masked-LM targets on 15 % of the tokens
+            batch = torch.cat([torch.full((len(batch), 1), tok.cls_token_id), batch[:, :-1]], dim=1)
+            inputs, labels = mask_tokens(batch, tok, masking)
+            loss = model(input_ids=inputs, labels=labels).loss
+        else:
+            loss = model(input_ids=batch, labels=batch).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -349,6 +388,9 @@ def load_tokenizer(name: str):
 def load_model(name: str, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32):
     """(model, tokenizer) for a zoo name, a local Hugging Face folder or a Hub id."""
     quiet_libraries()
+    if name in ZOO and ZOO[name].family in ENCODER_FAMILIES:
+        raise ValueError(f"model.name: {name!r} is an encoder ({ZOO[name].family}); it has no causal LM head "
+                         "(load it with fedlab.models.zoo.load_encoder, or use it with an encoder method)")
     path = resolve(name)
     tok = AutoTokenizer.from_pretrained(path)
     if tok.pad_token is None:
