@@ -124,3 +124,15 @@ def test_fedbiot_sends_the_realigned_emulator(pico_zoo, tmp_path):
 def test_offsite_adapters_must_leave_a_middle():
     with pytest.raises(ConfigError, match="method.adapter_front"):
         load_config(None, ["method.name=fedot", "model.name=pico-llama"])
+
+
+def test_server_step_size_scales_the_global_delta(pico_zoo, tmp_path):
+    """η_g = 1 is the paper (Δ applied as it is); η_g = 2 moves φ twice as far in round 1 (same client
+    updates: round 1 starts from the same φ⁰); `denominator: all` is accepted and runs."""
+    a = _run(tmp_path / "a", "federation.rounds=1", "method.pcr_lambda=0")
+    b = _run(tmp_path / "b", "federation.rounds=1", "method.pcr_lambda=0", "method.eta_g=2")
+    assert b.rounds[1]["server/delta_norm"] == pytest.approx(2 * a.rounds[1]["server/delta_norm"], rel=1e-6)
+    c = _run(tmp_path / "c", "federation.rounds=1", "method.denominator=all")
+    assert c.rounds[1]["server/delta_norm"] <= a.rounds[1]["server/delta_norm"] + 1e-9
+    with pytest.raises(ConfigError, match="method.eta_g"):
+        load_config(None, ["method.name=fedproxy", "method.eta_g=0"])

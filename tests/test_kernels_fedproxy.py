@@ -56,6 +56,17 @@ def test_h_ties_by_hand_with_heterogeneity_trim_and_tie():
     assert torch.allclose(h_ties(tau, r0=1.0, delta=0.0), torch.tensor([1.0, 1.0]))
 
 
+def test_h_ties_denominator_all_divides_by_every_clients_weight_by_hand():
+    tau = torch.tensor([[1.0, 0.0], [1.0, 0.0], [-1.0, 1.0]])
+    c = 2 ** -0.5
+    w = torch.softmax(torch.tensor([1 + c, 1 + c, 2 * c]), 0)       # Σ_j≠k |S_kj| with S_02 = S_12 = −1/√2
+    # entry 0: the positive side (clients 0, 1) wins; entry 1: client 2 alone moves it
+    assert torch.allclose(h_ties(tau, delta=0.0, denominator="all"), torch.tensor([w[0] + w[1], w[2]]))
+    assert torch.allclose(h_ties(tau, delta=0.0), torch.tensor([1.0, 1.0]))       # agreeing: the paper's
+    with pytest.raises(ValueError, match="agreeing, all"):
+        h_ties(tau, denominator="mean")
+
+
 def test_h_ties_all_zero_updates_and_bad_rho():
     assert torch.equal(h_ties(torch.zeros(3, 5)), torch.zeros(5))
     with pytest.raises(ValueError, match="rho"):

@@ -69,15 +69,19 @@ def server_analysis(tau: Tensor, *, r0: float = 1.0, delta: float = 0.2) -> dict
 
 
 def h_ties(tau: Tensor, *, r0: float = 1.0, delta: float = 0.2, rho: float = 1.1, eps: float = 1e-8,
-           diagnostics: bool = False):
+           diagnostics: bool = False, denominator: str = "agreeing"):
     """FedProxy Eqs. 5, 6, 10–13 — the global delta Δφ:
     r_k = clip(r0 − δ·h_norm_k, 0, 1); τ̃_k = magnitude_trim(τ_k, r_k); τ̂_k = w_k τ̃_k;
     P_d = Σ_{τ̂>0} |τ̂_k[d]|, N_d = Σ_{τ̂<0} |τ̂_k[d]|;
     Δ[d] = Σ_{τ̂>0} τ̂_k[d] / Σ_{τ̂>0} w_k if P_d/(N_d+ε) ≥ ρ, elif N_d/(P_d+ε) ≥ ρ the same over τ̂ < 0, else 0.
-    With diagnostics=True returns (Δ, `server_analysis(τ)`) so a caller need not recompute S, h, w, r."""
+    `denominator="all"` (SPEC §1.4's ablation) divides the winning sign's mass by Σ_k w_k over every client
+    instead of the agreeing ones. With diagnostics=True returns (Δ, `server_analysis(τ)`) so a caller need
+    not recompute S, h, w, r."""
     _check_tau(tau)
     if rho < 1:
         raise ValueError(f"rho: {rho!r} is not allowed; expected a number >= 1 (sign-dominance ratio)")
+    if denominator not in ("agreeing", "all"):
+        raise ValueError(f"denominator: {denominator!r} is not allowed; allowed: agreeing, all")
     k, p = tau.shape
     if k == 0:
         return (tau.new_zeros(p), server_analysis(tau, r0=r0, delta=delta)) if diagnostics else tau.new_zeros(p)
@@ -100,6 +104,8 @@ def h_ties(tau: Tensor, *, r0: float = 1.0, delta: float = 0.2, rho: float = 1.1
     w_diff = w @ sgn
     w_abs = w @ sgn.abs_()
     w_pos, w_neg = (w_abs + w_diff) / 2, (w_abs - w_diff) / 2
+    if denominator == "all":       # the same total weight under both signs
+        w_pos = w_neg = torch.full_like(p_mass, float(w.sum()))
     one = torch.ones_like(p_mass)
     out = torch.where(pos_wins & (w_pos > 0), p_mass / torch.where(w_pos > 0, w_pos, one),
                       torch.where(neg_wins & (w_neg > 0), -n_mass / torch.where(w_neg > 0, w_neg, one),

@@ -17,6 +17,8 @@ class FedProxyConfig(MethodConfig):
     delta: float = 0.2               # H-TIES heterogeneity penalty δ
     rho: float = 1.1                 # H-TIES sign-dominance ratio ρ ≥ 1 (Eq. 12)
     eps: float = 1e-8
+    eta_g: float = 1.0               # server step size: φ ← φ + η_g·Δ (Eq. 14; 1 is the paper, SPEC §1.4)
+    denominator: str = "agreeing"    # H-TIES: agreeing (Eq. 13) | all (ablation: the total weight of all clients)
     density: float = 0.2             # TIES density (aggregator=ties)
     mu: float = 0.0                  # FedProx μ on the proxy's clients (0: none)
     pooled: bool = False             # centralized training of the proxy on pooled data
@@ -31,6 +33,8 @@ class FedProxyConfig(MethodConfig):
         check(0 <= self.r0 <= 1, f"{p}.r0", self.r0, "a number in [0, 1]")
         check(self.delta >= 0, f"{p}.delta", self.delta, "a number >= 0")
         check(self.rho >= 1, f"{p}.rho", self.rho, "a number >= 1 (the sign-dominance ratio)")
+        check(self.eta_g > 0, f"{p}.eta_g", self.eta_g, "a server step size > 0 (1: the paper)")
+        choose(self.denominator, ["agreeing", "all"], f"{p}.denominator")
         check(0 < self.density <= 1, f"{p}.density", self.density, "a number in (0, 1]")
         check(self.mu >= 0, f"{p}.mu", self.mu, "a number >= 0")
         choose(self.fusion, ["plugin", "proxy_tuning"], f"{p}.fusion")

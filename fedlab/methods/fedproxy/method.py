@@ -96,10 +96,13 @@ class FedProxy(FedMethod):
         m = self.cfg.method
         cids, tau, counts = stack_deltas(results, self.global_state)
         if m.aggregator == "h_ties":
-            delta, info = h_ties(tau, r0=m.r0, delta=m.delta, rho=m.rho, eps=m.eps, diagnostics=True)
+            delta, info = h_ties(tau, r0=m.r0, delta=m.delta, rho=m.rho, eps=m.eps, diagnostics=True,
+                                 denominator=m.denominator)
         else:
             info = server_analysis(tau, r0=m.r0, delta=m.delta)   # logged for every aggregator
             delta = ties(tau, density=m.density, weights=counts) if m.aggregator == "ties" else fedavg(tau, counts)
+        if m.eta_g != 1.0:             # η_g = 1 (the paper) applies Δ as it is, bit for bit
+            delta = delta * m.eta_g
         self.global_state = apply_delta(self.global_state, delta)
         self.conflict = conflict_scores(tau)  # on the raw τ; broadcast with φ^(t) next round
         self.similarity = info["sim"]
