@@ -136,3 +136,21 @@ def test_server_step_size_scales_the_global_delta(pico_zoo, tmp_path):
     assert c.rounds[1]["server/delta_norm"] <= a.rounds[1]["server/delta_norm"] + 1e-9
     with pytest.raises(ConfigError, match="method.eta_g"):
         load_config(None, ["method.name=fedproxy", "method.eta_g=0"])
+
+
+def test_fedbiot_realigns_against_the_llm_with_its_adapters_plugged_in(pico_zoo, tmp_path):
+    """With an emulator that is the whole middle (κ = 0) the student (adapters + emulator) is the teacher
+    (LLM + the same adapters): the re-alignment KL is 0 however far the adapters moved. A raw-LLM teacher
+    would see the adapters' change as an error to distil away."""
+    from fedlab.data.federated import build_federated_data
+    from fedlab.methods.fedproxy.offsite import OffsiteTuning
+
+    cfg = load_config(None, ["method.name=fedbiot", *SMALL, f"output_dir={tmp_path}/runs", "method.adapter_front=0",
+                             "method.adapter_back=2", "method.kappa=0", "method.realign_steps=1",
+                             "model.lora.dropout=0.0"])
+    ot = OffsiteTuning(cfg, build_federated_data(cfg.data, 0))
+    ot.setup()
+    assert len(ot.kept_layers) == 4                              # nothing dropped: emulator = middle
+    torch.manual_seed(0)
+    ot.global_state = {k: v + 0.3 * torch.randn_like(v) for k, v in ot.global_state.items()}   # adapters moved
+    assert ot._realign(1) == pytest.approx(0.0, abs=1e-6)

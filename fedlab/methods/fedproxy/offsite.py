@@ -60,10 +60,14 @@ class OffsiteTuning(FedProxy):
         return [k for pos in self.emulator_positions for k in resident.keys[f"block/{pos}"]]
 
     def _realign(self, rnd: int) -> float:
-        """FedBiOT's server step: distil the full LLM into the adapter+emulator model on public data,
-        training the emulator's base weights only (KL on next-token distributions; see README)."""
+        """FedBiOT's server step: distil the full LLM *with the current adapters plugged in* into the
+        adapter+emulator model on public data, training the emulator's base weights only (KL on next-token
+        distributions; see README). Teacher and student carry the same adapters, so the emulator learns to
+        stand in for the middle blocks it replaces, not to cancel the adapters."""
         m = self.cfg.method
         res = self.resident
+        teacher_model = self.fused_llm()          # the LLM with the global adapters plugged in (a copy)
+        teacher_model.eval()
         set_state(res.model, self.global_state)
         names = self._emulator_names(res)
         before = get_state(res.model, names)  # clients may share this resident: they get the result via aux only
@@ -82,8 +86,8 @@ class OffsiteTuning(FedProxy):
             for _ in range(m.realign_steps):
                 batch = next(batches)
                 with torch.no_grad():
-                    teacher = F.log_softmax(self.llm(input_ids=batch["input_ids"],
-                                                     attention_mask=batch["attention_mask"]).logits.float(), -1)
+                    teacher = F.log_softmax(teacher_model(input_ids=batch["input_ids"],
+                                                          attention_mask=batch["attention_mask"]).logits.float(), -1)
                 student = F.log_softmax(res.model(input_ids=batch["input_ids"],
                                                   attention_mask=batch["attention_mask"]).logits.float(), -1)
                 kl = (teacher.exp() * (teacher - student)).sum(-1)
