@@ -163,3 +163,17 @@ def test_translate_topk_merges_duplicates_by_max_and_falls_back_to_one_hot():
     assert probs[2].sum() == 0
     ids_t, probs_t, _ = translate_topk([(0, 0)], t_ids, t_logits, nxt, vmap, temperature=2.0)
     assert torch.allclose(probs_t[0, [0, 2]], torch.softmax(torch.tensor([1.5, 0.5]), 0))
+
+
+def test_paper_sentence_logit_positions_pair_by_the_token_they_predict():
+    """SPEC §2.2: LLaMA position i (predicting token i + 1) takes BLOOM position j only when tokens i + 1 and
+    j + 1 cover the same characters: '▁we' (predicting 'util') has no partner, '▁dynamic' (predicting
+    '▁program') none either; '▁the' pairs with 'Ġthe' because both predict 'dynamic'."""
+    from fedlab.align import next_token_pairs
+
+    pairs = next_token_pairs(align_sequences(LLAMA, BLOOM), (len(LLAMA) + 1, len(BLOOM) + 1))
+    got = [(LLAMA[i], BLOOM[j]) for i, j in pairs if i < len(LLAMA) and j < len(BLOOM)]
+    assert got == [("ize", "Ġutilize"), ("▁the", "Ġthe"), ("ming", "Ġprogramming"), ("▁approach", "Ġapproach"),
+                   ("▁to", "Ġto"), ("▁align", "Ġalign"), ("▁tokens", "Ġtokens")]
+    # the token-level pairs would have paired '▁we' with 'we', whose logits predict different tokens
+    assert (0, 0) in align_sequences(LLAMA, BLOOM) and (0, 0) not in pairs

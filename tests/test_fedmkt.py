@@ -140,3 +140,46 @@ def test_holdout_public_set_is_a_labelled_fifth_of_each_task():
 def test_standalone_accepts_the_uploads_of_heterogeneous_clients(hetero_zoo, tmp_path):
     h = _run(tmp_path, "method.name=standalone", "federation.rounds=1")
     assert h.rounds[1]["rejected"] == 0 and h.rounds[1]["clients/ok"] == 4
+
+
+def test_the_selection_score_is_the_summed_answer_nll_whatever_the_tokenizer():
+    """SPEC §2.1: a coarse tokenizer's one answer token at p = 1/4 and a fine one's two tokens at p = 1/2
+    each give the answer the same probability, so the same score ln 4; a per-token mean would give the fine
+    tokenizer ln 2 and make it win DualMinCE."""
+    import math
+
+    from fedlab.objectives.terms import per_sample_target_ce, per_sample_target_nll
+
+    def logits_for(probs):           # [1, S, V]: position s puts probs[s] on token 1
+        rows = [torch.log(torch.tensor([(1 - p) / 3] * 1 + [p] + [(1 - p) / 3] * 2)) for p in probs]
+        return torch.stack(rows)[None]
+    coarse_labels = torch.tensor([[-100, 1]])             # prompt token, then one answer token
+    fine_labels = torch.tensor([[-100, 1, 1]])            # prompt token, then two answer tokens
+    coarse = per_sample_target_nll(logits_for([0.25, 0.9]), coarse_labels)
+    fine = per_sample_target_nll(logits_for([0.5, 0.5, 0.9]), fine_labels)
+    assert float(coarse) == pytest.approx(math.log(4)) and float(fine) == pytest.approx(math.log(4))
+    assert float(per_sample_target_ce(logits_for([0.5, 0.5, 0.9]), fine_labels)) == pytest.approx(math.log(2))
+
+
+def test_every_public_sample_carries_the_task_loss_and_only_the_selected_carry_kd(pico_zoo):
+    from fedlab.data.tasks import task_examples
+    from fedlab.knowledge import Aligner, PublicSet, distill_items, kept_by_task, public_knowledge
+    from fedlab.models.zoo import load_model, load_tokenizer
+
+    examples = task_examples("friend", "train", 3) + task_examples("sentiment", "train", 3)
+    student = PublicSet(load_tokenizer("pico-llama"), examples, 48)
+    teacher_model, teacher_tok = load_model("pico-gpt2")
+    teacher = PublicSet(teacher_tok, examples, 48)
+    knowledge = public_knowledge(teacher_model, teacher, 4)
+    from fedlab.align import cached_vocab_map
+
+    vmap = cached_vocab_map(teacher_tok, load_tokenizer("pico-llama"))
+    items = distill_items(Aligner(student), {1: ("t", teacher, knowledge), 4: ("t", teacher, knowledge)},
+                          {"t": vmap}, 1.0, "target", 4)
+    assert len(items) == 6 and [bool(it["kd_mask"].any()) for it in items] == [False, True, False, False, True, False]
+    assert all(it["kd_ids"].shape == (len(it["input_ids"]), 4) for it in items)
+    assert kept_by_task(student, [False, True, False, False, True, True]) == {"friend": 1 / 3, "sentiment": 2 / 3}
+    # generative answers end with EOS on both sides: the positions predicting the end pair too
+    assert student.ends[0] and teacher.ends[0] and not student.ends[3]
+    pairs = Aligner(student).pairs("t", teacher, 0)
+    assert (len(teacher.tokens[0]) - 2, len(student.tokens[0]) - 2) in pairs

@@ -6,11 +6,12 @@ from fedlab.knowledge.public import (
     DistillCollator,
     PublicSet,
     distill_items,
+    kept_by_task,
     public_knowledge,
     student_next,
 )
 from fedlab.knowledge.train import train_distill
 from fedlab.knowledge.view import StudentView, student_view
 
-__all__ = ["Aligner", "DistillCollator", "PublicSet", "StudentView", "distill_items", "public_knowledge",
+__all__ = ["Aligner", "DistillCollator", "PublicSet", "StudentView", "distill_items", "kept_by_task", "public_knowledge",
            "student_next", "student_view", "train_distill"]

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import torch
 
-from fedlab.align import align_sequences, translate_topk
+from fedlab.align import align_sequences, next_token_pairs, translate_topk
 from fedlab.comm.knowledge import pack_knowledge, sample_topk
 from fedlab.data.collate import PadCollator, encode_example
-from fedlab.objectives.terms import per_sample_target_ce
+from fedlab.objectives.terms import per_sample_target_nll
 
 
 class PublicSet:
@@ -19,6 +19,10 @@ class PublicSet:
         self.items = [encode_example(tokenizer, e, max_length) for e in examples]
         self.tokens = [tokenizer.convert_ids_to_tokens(it["input_ids"]) for it in self.items]
         self.pad_id = tokenizer.pad_token_id
+        # whether a sample ends with the tokenizer's EOS (generative answers, not cut by max_length)
+        eos = tokenizer.eos_token_id
+        self.ends = [eos is not None and bool(it["input_ids"]) and it["input_ids"][-1] == eos for it in self.items]
+        self.tasks = [e.task for e in examples]
 
     def __len__(self):
         return len(self.items)
@@ -33,15 +37,16 @@ class PublicSet:
 @torch.no_grad()
 def public_knowledge(model, public: PublicSet, k: int, batch_size: int = 32,
                      logit_dtype: torch.dtype = torch.float32) -> dict:
-    """SPEC.md §2.1 step 2/4: per public sample l^i (mean CE over its target positions) and the top-K
-    (id, logit) at every position that has a next token. k = 0: the losses only."""
+    """SPEC.md §2.1 step 2/4: per public sample l^i = −log p(answer | prompt), the NLL *summed* over the
+    answer's tokens (it does not depend on how a tokenizer cuts the answer; a per-token mean favours finer
+    tokenizers), and the top-K (id, logit) at every position that has a next token. k = 0: the losses only."""
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
     losses, ids, logits = [], [], []
     for _, batch in public.batches(batch_size, device):
         out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-        losses.append(per_sample_target_ce(out, batch["labels"]).cpu())
+        losses.append(per_sample_target_nll(out, batch["labels"]).cpu())
         if k:
             lengths = batch["attention_mask"].sum(1).tolist()
             top = out.float().topk(k, dim=-1)
@@ -74,31 +79,50 @@ class Aligner:
         self.student = student
         self._pairs: dict[tuple, list] = {}
 
-    def pairs(self, teacher_key, teacher_tokens: list[str], i: int) -> list[tuple[int, int]]:
+    def pairs(self, teacher_key, teacher: PublicSet, i: int) -> list[tuple[int, int]]:
+        """(teacher position, student position) whose logits predict the same next token (SPEC §2.2): the
+        tokens matched by `align_sequences` shifted by one, and the last positions when both samples end with
+        their EOS (both then predict the end of the answer)."""
         key = (teacher_key, i)
         if key not in self._pairs:
-            self._pairs[key] = align_sequences(teacher_tokens, self.student.tokens[i])
+            s_tokens = self.student.tokens[i]
+            both_end = teacher.ends[i] and self.student.ends[i]
+            self._pairs[key] = next_token_pairs(align_sequences(teacher.tokens[i], s_tokens),
+                                                (len(teacher.tokens[i]), len(s_tokens)) if both_end else None)
         return self._pairs[key]
 
     def matched_fraction(self, teacher_key) -> float:
-        done = [(len(p), len(self.student.tokens[i])) for (t, i), p in self._pairs.items() if t == teacher_key]
+        """The share of the student's positions with a next token that pair with a teacher position."""
+        done = [(len(p), len(self.student.tokens[i]) - 1) for (t, i), p in self._pairs.items() if t == teacher_key]
         return sum(a for a, _ in done) / max(1, sum(b for _, b in done))
 
 
-def distill_items(aligner: Aligner, indices: list[int], teachers: list[tuple], vmaps: dict,
-                  temperature: float, kd_positions: str) -> list[dict]:
-    """Training items for the student: each kept public sample i with its sparse soft targets from the
-    teacher chosen for it. `teachers[n]` = (teacher key, teacher token lists, knowledge) for indices[n];
-    `vmaps[teacher key]` maps teacher ids to student ids."""
+def distill_items(aligner: Aligner, teachers: dict[int, tuple], vmaps: dict, temperature: float,
+                  kd_positions: str, k: int) -> list[dict]:
+    """Training items for the student, one per public sample, in order: L_FT covers every sample (SPEC §2.1);
+    a selected sample i carries sparse soft targets from the teacher chosen for it, `teachers[i]` = (teacher
+    key, the teacher's PublicSet, its knowledge), with `vmaps[teacher key]` mapping teacher ids to student ids;
+    the others carry none (kd_mask all False, so only the task loss trains on them)."""
     items = []
-    for i, (key, tokens, knowledge) in zip(indices, teachers):
-        item = aligner.student.items[i]
-        t_ids, t_logits = sample_topk(knowledge, i)
-        pairs = aligner.pairs(key, tokens[i], i)
-        kd_ids, kd_probs, kd_mask = translate_topk(pairs, t_ids, t_logits, student_next(item, kd_positions),
-                                                   vmaps[key], temperature)
+    for i, item in enumerate(aligner.student.items):
+        if i in teachers:
+            key, teacher, knowledge = teachers[i]
+            t_ids, t_logits = sample_topk(knowledge, i)
+            kd_ids, kd_probs, kd_mask = translate_topk(aligner.pairs(key, teacher, i), t_ids, t_logits,
+                                                       student_next(item, kd_positions), vmaps[key], temperature)
+        else:
+            n = len(item["input_ids"])
+            kd_ids, kd_probs, kd_mask = torch.zeros(n, k, dtype=torch.long), torch.zeros(n, k), torch.zeros(n, dtype=torch.bool)
         items.append({**item, "kd_ids": kd_ids, "kd_probs": kd_probs, "kd_mask": kd_mask})
     return items
+
+
+def kept_by_task(public: PublicSet, keep) -> dict[str, float]:
+    """Per task, the share of its public samples selected (where the other side's knowledge won)."""
+    out: dict[str, list] = {}
+    for t, kept in zip(public.tasks, [bool(x) for x in keep]):
+        out.setdefault(t, []).append(kept)
+    return {t: sum(v) / len(v) for t, v in out.items()}
 
 
 class DistillCollator(PadCollator):

@@ -15,13 +15,13 @@ class StudentView:
         self._teachers: dict[str, tuple] = {}
 
     def teacher_view(self, name: str):
-        """(the teacher model's token strings of the public set, its vocabulary map into the student's)."""
+        """(the public set as the teacher model's tokenizer cuts it, its vocabulary map into the student's)."""
         from fedlab.models.zoo import load_tokenizer
 
         if name not in self._teachers:
             tok = load_tokenizer(name)
-            tokens = PublicSet(tok, self.host.data.public, self.host.cfg.model.max_length).tokens
-            self._teachers[name] = (tokens, cached_vocab_map(tok, self.tokenizer))
+            teacher = PublicSet(tok, self.host.data.public, self.host.cfg.model.max_length)
+            self._teachers[name] = (teacher, cached_vocab_map(tok, self.tokenizer))
         return self._teachers[name]
 
 

@@ -19,6 +19,14 @@ def target_cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
     return F.cross_entropy(shift_logits[mask], shift_labels[mask])
 
 
+def per_sample_target_nll(logits: Tensor, labels: Tensor) -> Tensor:
+    """[B] Σ over each sample's target tokens of −log p(token | prefix) (FedMKT's l_k^i, SPEC §2.1)."""
+    shift_logits = logits[:, :-1, :].float()
+    shift_labels = labels[:, 1:]
+    ce = F.cross_entropy(shift_logits.transpose(1, 2), shift_labels.clamp(min=0), reduction="none")
+    return (ce * (shift_labels != -100)).sum(1)
+
+
 def per_sample_target_ce(logits: Tensor, labels: Tensor) -> Tensor:
     """[B] mean target-token cross-entropy per sample (FedMKT's l_k^i)."""
     shift_logits = logits[:, :-1, :].float()

@@ -7,7 +7,7 @@ import time
 import torch
 
 from fedlab.comm.messages import FitRes
-from fedlab.knowledge import distill_items, public_knowledge, student_view, train_distill
+from fedlab.knowledge import distill_items, kept_by_task, public_knowledge, student_view, train_distill
 from fedlab.methods.client import LoraClient
 from fedlab.objectives.distill import dual_min_ce
 from fedlab.seeding import derive_seed
@@ -48,10 +48,11 @@ class FedMKTClient(LoraClient):
             keep = torch.ones_like(local, dtype=torch.bool)
         indices = keep.nonzero().flatten().tolist()
         metrics = {"distill/kept": len(indices) / max(1, len(public))}
-        if indices:
-            tokens, vmap = view.teacher_view(self.cfg.model.name)
-            items = distill_items(view.aligner, indices, [(LLM, tokens, knowledge)] * len(indices), {LLM: vmap},
-                                  m.temperature, m.kd_positions)
+        metrics.update({f"distill/kept/{t}": v for t, v in kept_by_task(public, keep).items()})
+        if len(public):      # L_FT on every public sample, KD on the selected ones (SPEC §2.1 step 5)
+            teacher, vmap = view.teacher_view(self.cfg.model.name)
+            items = distill_items(view.aligner, {i: (LLM, teacher, knowledge) for i in indices}, {LLM: vmap},
+                                  m.temperature, m.kd_positions, knowledge["ids"].shape[1])
             seed = derive_seed(self.cfg.seed, "distill", ins.round, self.cid)
             out = train_distill(self.cfg, res, items, m.distill_epochs, self.learning_rate(), seed, m.lam)
             metrics.update({f"distill/{k.split('/', 1)[1]}": v for k, v in out.items() if k.startswith("loss/")})

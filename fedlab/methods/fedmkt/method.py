@@ -22,7 +22,7 @@ from fedlab.comm.knowledge import num_positions, paper_estimate
 from fedlab.comm.messages import EvalIns, FitIns
 from fedlab.eval.summary import summarize_eval
 from fedlab.eval.tasks import evaluate_server_model
-from fedlab.knowledge import Aligner, PublicSet, distill_items, public_knowledge, train_distill
+from fedlab.knowledge import Aligner, PublicSet, distill_items, kept_by_task, public_knowledge, train_distill
 from fedlab.methods.base import FedMethod
 from fedlab.objectives.distill import dual_min_ce
 from fedlab.objectives.modules import ServerModule
@@ -43,12 +43,12 @@ class FedMKT(FedMethod):
         self.global_state = {k: v.clone() for k, v in llm.init_state.items()}   # the LLM's LoRA ω
         self.public = PublicSet(llm.tokenizer, self.data.public, cfg.model.max_length)
         self.aligner = Aligner(self.public)
-        self.client_tokens: dict[str, list] = {}
+        self.client_tokens: dict[str, PublicSet] = {}     # the public set as each client model's tokenizer cuts it
         self.vmaps: dict[str, object] = {}
         if cfg.method.mutual:
             for name in sorted({cfg.model.client_model(c) for c in range(self.data.num_clients)}):
                 tok = load_tokenizer(name)
-                self.client_tokens[name] = PublicSet(tok, self.data.public, cfg.model.max_length).tokens
+                self.client_tokens[name] = PublicSet(tok, self.data.public, cfg.model.max_length)
                 self.vmaps[name] = cached_vocab_map(tok, llm.tokenizer)
         self.server_knowledge = None
         self._llm_eval: dict | None = None
@@ -90,21 +90,22 @@ class FedMKT(FedMethod):
                 keep, which = torch.ones_like(local, dtype=torch.bool), losses.argmin(0)
             indices = keep.nonzero().flatten().tolist()
             stats["server_kept"] = len(indices) / max(1, len(local))
+            stats.update({f"server_kept/{t}": v for t, v in kept_by_task(self.public, keep).items()})
             for n, c in enumerate(cids):
                 stats[f"chosen_client_{c}"] = sum(1 for i in indices if int(which[i]) == n) / max(1, len(local))
                 stats[f"public_loss_client_{c}"] = float(losses[n].mean())
             stats["public_loss_llm"] = float(local.mean())
-            if indices:
-                teachers = []
+            if len(local):        # L_FT on every public sample, KD on the selected ones (SPEC §2.1 step 3)
+                teachers = {}
                 for i in indices:
                     c = cids[int(which[i])]
                     name = self.cfg.model.client_model(c)
-                    teachers.append((name, self.client_tokens[name], results[c].aux))
-                items = distill_items(self.aligner, indices, teachers, self.vmaps, m.temperature, m.kd_positions)
+                    teachers[i] = (name, self.client_tokens[name], results[c].aux)
+                items = distill_items(self.aligner, teachers, self.vmaps, m.temperature, m.kd_positions, m.topk)
                 out = train_distill(self.cfg, llm, items, m.server_epochs, m.server_lr or self.cfg.federation.lr,
                                     derive_seed(self.cfg.seed, "server-distill", rnd), m.lam, module_cls=ServerModule)
                 stats.update({f"llm_{k.split('/', 1)[1]}_loss": v for k, v in out.items() if k.startswith("loss/")})
-                for name in self.client_tokens:
+                for name in self.client_tokens:     # the share of the LLM's positions that pair (§2.2)
                     stats[f"aligned_{name}"] = self.aligner.matched_fraction(name)
                 self.global_state = get_state(llm.model, llm.spec.communicated)
                 self._llm_eval = None
