@@ -181,6 +181,10 @@ def cmd_sweep(args) -> int:
                      num_cpus=args.num_cpus, cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
                      max_failures=args.max_failures, metric=args.metric, heatmap_axes=axes, resume=not args.fresh)
     print(format_ranked(rows, list(grid), args.metric))
+    if "seed" in grid:           # a seed axis: each point's mean and interval over its seeds
+        from fedlab.sweep import format_over_seeds
+
+        print("\nover seeds:\n" + format_over_seeds(rows, list(grid), args.metric))
     return 0
 
 

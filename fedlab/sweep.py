@@ -206,3 +206,29 @@ def format_ranked(rows: list[dict], keys: list[str], metric: str, limit: int = 2
              for i, r in enumerate(rows[:limit])]
     scored = sorted({r["score_metric"] for r in rows if r.get("score_metric")})
     return format_table(table, ["rank", *keys, "clients acc/mean", f"score ({', '.join(scored) or '-'})", "status"])
+
+
+def over_seeds(rows: list[dict], keys: list[str], metric: str) -> list[dict]:
+    """With `seed` among the grid's axes: one row per point of the other axes, the metric's mean over the
+    seeds that finished, the half-width of its 95 % t-interval and the number of seeds; best mean first."""
+    from fedlab.stats import mean_ci
+
+    others = [k for k in keys if k != "seed"]
+    points: dict[tuple, list[float]] = {}
+    for r in rows:
+        if r["status"] == "OK" and r[metric] is not None:
+            points.setdefault(tuple(r[k] for k in others), []).append(float(r[metric]))
+    out = []
+    for point, values in points.items():
+        mean, half = mean_ci(values)
+        out.append({**dict(zip(others, point)), "mean": mean, "half": half, "seeds": len(values)})
+    return sorted(out, key=lambda x: -x["mean"])
+
+
+def format_over_seeds(rows: list[dict], keys: list[str], metric: str) -> str:
+    from fedlab.tables import format_table
+
+    summary = over_seeds(rows, keys, metric)
+    others = [k for k in keys if k != "seed"]
+    return format_table([[*[str(s[k]) for k in others], f"{s['mean']:.4f} ± {s['half']:.4f}", s["seeds"]]
+                         for s in summary], [*others, f"{metric} (mean ± 95 %)", "seeds"])

@@ -86,3 +86,16 @@ def test_a_failing_trial_is_retried_within_the_sweep(pico_zoo, tmp_path):
     # the injected failure hits the rho=1.5 trial once; Tune retries it and the sweep ends complete
     assert (tmp_path / "sw" / "retry" / "fail_once").exists()
     assert [r["status"] for r in rows] == ["OK", "OK"]
+
+
+def test_a_seed_axis_summarises_each_point_over_its_seeds():
+    from fedlab.sweep import format_over_seeds, over_seeds
+
+    rows = [{"method.alpha": a, "seed": s, "score": v, "status": "OK"}
+            for a, vals in ((0.2, [0.5, 0.7, 0.6]), (0.8, [0.4, 0.4, 0.4])) for s, v in enumerate(vals)]
+    rows.append({"method.alpha": 0.8, "seed": 3, "score": None, "status": "ERROR"})
+    got = over_seeds(rows, ["method.alpha", "seed"], "score")
+    assert [g["method.alpha"] for g in got] == [0.2, 0.8] and got[0]["seeds"] == 3 and got[1]["seeds"] == 3
+    assert got[0]["mean"] == pytest.approx(0.6) and got[1]["half"] == pytest.approx(0.0)
+    assert got[0]["half"] == pytest.approx(4.303 * 0.1 / 3 ** 0.5, rel=1e-3)      # t(0.975, 2) · s / √n
+    assert "0.6000 ± " in format_over_seeds(rows, ["method.alpha", "seed"], "score")
