@@ -109,3 +109,20 @@ def test_privacy_metrics_by_hand_and_the_protections_order():
     assert reconstruction(hs, protect(hs, "ssop_sketch", sk, rot))["cos"] < reconstruction(hs, protect(hs, "sketch", sk))["cos"]
     with pytest.raises(ValueError, match="direct, noise, sketch, ssop_sketch"):
         protect(hs, "dp")
+
+
+def test_hierarchical_aggregation_by_hand():
+    from fedlab.methods.elsa.aggregate import cloud_weights, edge_average, state_distance, weighted_average
+
+    s1, s2 = {"a": torch.tensor([1.0, 0.0])}, {"a": torch.tensor([0.0, 4.0])}
+    assert torch.allclose(edge_average([s1, s2], [1, 3])["a"], torch.tensor([0.25, 3.0]))
+    trust = np.array([1.0, 0.5, 0.8, 0.6])
+    div = np.array([[0, 2.0, 0, 0], [2.0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]])
+    # edge 0: clients 0, 1 → w̄ = 0.75, R̄ = 2 → α = 0.25; edge 1: client 2 alone → α = 0.8 / 1
+    got = cloud_weights({0: [0, 1], 1: [2]}, trust, div)
+    assert got[0] == pytest.approx(0.25 / 1.05) and got[1] == pytest.approx(0.8 / 1.05)
+    g = weighted_average([s1, s2], [got[0], got[1]])
+    assert torch.allclose(g["a"], torch.tensor([got[0], 4 * got[1]]))
+    assert state_distance(s1, s2) == pytest.approx(17 ** 0.5)
+    with pytest.raises(ValueError, match="2 states, 1 weights"):
+        weighted_average([s1, s2], [1.0])
