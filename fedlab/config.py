@@ -82,6 +82,10 @@ class DataConfig:
     # > 0: each client is scored on up to this many items per task of its own, drawn from the shared test set
     # with its training domain mix (a domain-matched test set, larger than a held-out fraction can be)
     client_test_per_task: int = 0
+    # clients whose training labels are partly wrong (ELSA's mislabeled clients, SPEC §3.4): in each, this
+    # fraction of its multiple-choice samples gets another choice as its answer (seeded)
+    mislabeled_clients: list[int] = field(default_factory=list)
+    mislabel_fraction: float = 0.5
 
     def public_count(self) -> int:
         """Size of the public (server) set: public_size instruction pairs, or with `holdout` the share of each
@@ -104,6 +108,9 @@ class DataConfig:
         check(0 < self.public_fraction < 1, f"{p}.public_fraction", self.public_fraction, "a number in (0, 1)")
         check(0 <= self.client_test_fraction < 1, f"{p}.client_test_fraction", self.client_test_fraction,
               "a number in [0, 1)")
+        check(all(0 <= c < self.num_clients for c in self.mislabeled_clients), f"{p}.mislabeled_clients",
+              self.mislabeled_clients, f"client ids in 0..{self.num_clients - 1}")
+        check(0 < self.mislabel_fraction <= 1, f"{p}.mislabel_fraction", self.mislabel_fraction, "a fraction in (0, 1]")
         check(self.client_test_per_task >= 0, f"{p}.client_test_per_task", self.client_test_per_task, "an integer >= 0")
         check(not (self.client_test_per_task and self.client_test_fraction), f"{p}.client_test_per_task",
               self.client_test_per_task, "0 when data.client_test_fraction is set (one kind of per-client test set)")

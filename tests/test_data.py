@@ -128,3 +128,17 @@ def test_client_test_per_task_scores_each_client_on_its_own_domains():
         assert own and {e.domain for e in own} <= seen and len(own) <= 2 * 20
     with pytest.raises(ConfigError, match="data.client_test_per_task"):
         load_config(None, ["data.client_test_per_task=5", "data.client_test_fraction=0.2"])
+
+
+def test_mislabeled_clients_get_a_share_of_wrong_answers():
+    cfg = load_config(None, ["data.tasks=[sentiment,recall]", "data.partition=iid", "data.num_clients=4",
+                             "data.train_per_task=80", "data.mislabeled_clients=[1,3]", "data.mislabel_fraction=0.5"])
+    data = build_federated_data(cfg.data, 0)
+    clean = build_federated_data(load_config(None, ["data.tasks=[sentiment,recall]", "data.partition=iid",
+                                                    "data.num_clients=4", "data.train_per_task=80"]).data, 0)
+    for c in range(4):
+        wrong = [a for a, b in zip(data.train[c], clean.train[c]) if a.label != b.label]
+        assert all(a.target == a.choices[a.label] and a.meta.get("mislabeled") for a in wrong)
+        assert (len(wrong) == round(0.5 * len(data.train[c]))) if c in (1, 3) else not wrong
+    with pytest.raises(ConfigError, match="data.mislabeled_clients"):
+        load_config(None, ["data.num_clients=4", "data.mislabeled_clients=[4]"])

@@ -86,12 +86,32 @@ def _build(cfg_json: str, seed: int) -> FederatedData:
         public = tuple(public_examples(c["public_size"], c["world_seed"]))
     parts = partition(c["partition"], pooled, c["num_clients"], c["alpha"], derive_seed(seed, "partition"))
     train = tuple(tuple(pooled[i] for i in idx) for idx in parts)
+    if c.get("mislabeled_clients"):
+        train = tuple(mislabel(part, c["mislabel_fraction"], derive_seed(seed, f"mislabel/{cid}"))
+                      if cid in c["mislabeled_clients"] else part for cid, part in enumerate(train))
     client_test = None
     if c.get("client_test_fraction", 0.0) > 0:
         train, client_test = _split_clients(train, c["client_test_fraction"], derive_seed(seed, "client-test"))
     elif c.get("client_test_per_task", 0) > 0:
         client_test = _matched_tests(train, test, c["client_test_per_task"], derive_seed(seed, "client-test"))
     return FederatedData(train=train, test=test, public=public, chance=chance, client_test=client_test)
+
+
+def mislabel(part, fraction: float, seed: int) -> tuple:
+    """A client's samples with round(fraction·m) of its m multiple-choice ones answered by another choice,
+    drawn at random (seeded); generative samples are kept as they are."""
+    import random
+
+    rng = random.Random(seed)
+    choice = [i for i, e in enumerate(part) if e.is_choice and len(e.choices) > 1]
+    flip = set(rng.sample(choice, round(fraction * len(choice))))
+    out = []
+    for i, e in enumerate(part):
+        if i in flip:
+            label = rng.choice([j for j in range(len(e.choices)) if j != e.label])
+            e = dataclasses.replace(e, label=label, target=e.choices[label], meta={**e.meta, "mislabeled": True})
+        out.append(e)
+    return tuple(out)
 
 
 def _matched_tests(train, test: dict, n: int, seed: int):
