@@ -53,7 +53,8 @@ class ModelConfig:
         return self.clients[cid] if self.clients else self.name
 
 
-PartitionKind = Literal["iid", "by_task", "dirichlet_label", "dirichlet_domain", "dirichlet_mix", "quantity"]
+PartitionKind = Literal["iid", "by_task", "dirichlet_label", "dirichlet_label_quantity", "dirichlet_domain",
+                        "dirichlet_mix", "quantity"]
 
 
 @dataclass(frozen=True)

@@ -142,3 +142,14 @@ def test_mislabeled_clients_get_a_share_of_wrong_answers():
         assert (len(wrong) == round(0.5 * len(data.train[c]))) if c in (1, 3) else not wrong
     with pytest.raises(ConfigError, match="data.mislabeled_clients"):
         load_config(None, ["data.num_clients=4", "data.mislabeled_clients=[4]"])
+
+
+def test_label_skew_with_linear_quantity_skew():
+    pooled = task_examples("topic", "train", 2000)
+    parts = partition("dirichlet_label_quantity", pooled, 4, 100.0, seed=0)   # α large: sizes alone vary
+    sizes = [len(p) for p in parts]
+    assert sizes == sorted(sizes) and sizes[3] / sizes[0] == pytest.approx(4, rel=0.2)
+    skewed = partition("dirichlet_label_quantity", pooled, 4, 0.1, seed=0)
+    top = lambda ps: [max(c.values()) / sum(c.values()) for c in (collections.Counter(pooled[i].target for i in p)
+                                                                  for p in ps)]
+    assert all(t > 0.2 for t in top(skewed)) and all(t < 0.2 for t in top(parts))   # 10 topics: 0.1 is uniform

@@ -37,12 +37,14 @@ def by_task(examples: list[Example], k: int, seed: int) -> list[list[int]]:
     return _ensure_nonempty(parts, rng)
 
 
-def _dirichlet_by(keys: list[str], k: int, alpha: float, seed: int) -> list[list[int]]:
+def _dirichlet_by(keys: list[str], k: int, alpha: float, seed: int, sizes=None) -> list[list[int]]:
     rng = np.random.default_rng(seed)
     parts: list[list[int]] = [[] for _ in range(k)]
     for key in sorted(set(keys)):
         idx = rng.permutation([i for i, x in enumerate(keys) if x == key])
         props = rng.dirichlet([alpha] * k)
+        if sizes is not None:         # quantity skew on top: client n's share scaled by sizes[n]
+            props = props * sizes / (props * sizes).sum()
         cuts = (np.cumsum(props) * len(idx)).astype(int)[:-1]
         for c, chunk in enumerate(np.split(idx, cuts)):
             parts[c] += chunk.tolist()
@@ -52,6 +54,12 @@ def _dirichlet_by(keys: list[str], k: int, alpha: float, seed: int) -> list[list
 def dirichlet_label(examples: list[Example], k: int, alpha: float, seed: int) -> list[list[int]]:
     """Label skew: the share of each (task, answer) class per client ~ Dir(α)."""
     return _dirichlet_by([f"{e.task}/{e.target}" for e in examples], k, alpha, seed)
+
+
+def dirichlet_label_quantity(examples: list[Example], k: int, alpha: float, seed: int) -> list[list[int]]:
+    """ELSA's setting (SPEC §3.4): label skew Dir(α) per (task, answer) class, with quantity skew on top —
+    client n's share of every class scaled by n + 1, so |D_n| ∝ n + 1 on average."""
+    return _dirichlet_by([f"{e.task}/{e.target}" for e in examples], k, alpha, seed, np.arange(1, k + 1, dtype=float))
 
 
 def dirichlet_domain(examples: list[Example], k: int, alpha: float, seed: int) -> list[list[int]]:
@@ -109,7 +117,8 @@ def quantity(examples: list[Example], k: int, alpha: float, seed: int) -> list[l
 
 
 PARTITIONERS = {"iid": iid, "by_task": by_task, "dirichlet_label": dirichlet_label,
-                "dirichlet_domain": dirichlet_domain, "dirichlet_mix": dirichlet_mix, "quantity": quantity}
+                "dirichlet_label_quantity": dirichlet_label_quantity, "dirichlet_domain": dirichlet_domain,
+                "dirichlet_mix": dirichlet_mix, "quantity": quantity}
 
 
 def partition(kind: str, examples: list[Example], k: int, alpha: float, seed: int) -> list[list[int]]:
