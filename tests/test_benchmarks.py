@@ -54,3 +54,12 @@ def test_round_overhead_benchmark_runs():
 def test_eval_speed_benchmark_runs(pico_zoo):
     out = _run("benchmarks/eval_speed.py", "--model", "pico-llama", "--n", "8", "--threads", "1")
     assert "speed-up" in out and "identical accuracy on 8/8 tasks" in out
+
+
+def test_floe_inference_benchmark_runs(pico_zoo):
+    from fedlab.models import zoo
+
+    zoo.build("pico-llama-s", progress=False)
+    out = _run("benchmarks/floe_inference.py", "--model", "pico-llama-s", "--llm", "pico-llama", "--experts", "2",
+               "--rank", "4", "--prompts", "2", "--tokens", "2")
+    assert "Floe, mixture merged per prompt" in out and "stage 1 (regular expressions, keywords)" in out
