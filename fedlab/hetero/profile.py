@@ -11,7 +11,7 @@ sequence length, LoRA targets and scale, torch threads, device kind, torch versi
 Both are then made non-decreasing in the rank (isotonic regression); the raw measurements are kept in the
 profile's `meta`.
 
-A run records the profile it used (MLflow artifact `floe/profile.json`); a pinned file can be passed
+A run records the profile it used (MLflow artifact `floe/floe_profile.json`); a pinned file can be passed
 instead of measuring (`method.profile`)."""
 from __future__ import annotations
 

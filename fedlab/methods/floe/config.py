@@ -33,7 +33,7 @@ class FloeConfig(MethodConfig):
     profile: Optional[str] = None        # a profile JSON to use instead of measuring this machine
     # synchronous (deadline-based, the paper's protocol) or asynchronous (Eq. 5, our extra mode)
     mode: str = "sync"
-    async_beta: Optional[float] = None   # β of exp(−β·τ̃); null: ln 2 / T (one deadline late weighs ½)
+    async_beta: Optional[float] = None   # β of exp(−β·τ), τ in simulated seconds; null: ln 2 / T (one deadline late weighs ½)
     async_max_lag: float = 3.0       # async: a device trains only at a rank whose latency is ≤ this many deadlines
     # clustered aggregation (Eq. 4)
     cluster: bool = True             # False (Floe^-P): one cluster

@@ -8,7 +8,7 @@
      component j over the members that have it (Eq. 4): the cluster centres are the expert pool;
   4. every device evaluates its cluster's expert.
 
-Logged per round: each client's rank (`rank_client_<id>`, 0 = sat out), its predicted memory and latency,
+Logged per round: each client's rank (`rank_client_<id>`, 0 = sat out), its free memory and predicted latency,
 the simulated round time, the clusters and their silhouette; the profile as an artifact."""
 from __future__ import annotations
 
