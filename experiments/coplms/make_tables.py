@@ -6,7 +6,7 @@
     python experiments/coplms/make_tables.py --render-only       # RESULTS.md from results.json
 
 Scores are Rouge-L and exact match (×100) on the generated answers of the generative tasks, per device (its
-SLM on its own held-out fifth) and for the server's LLM (on the shared test sets); the multiple-choice
+SLM on its domain-matched test items) and for the server's LLM (on the shared test sets); the multiple-choice
 accuracy of the same models is in results.json. Rows run in plan order: heterogeneous, ablations, then the
 homogeneous families."""
 from __future__ import annotations
@@ -75,7 +75,8 @@ def render(r: Results) -> str:
     lines = ["# Co-PLMs results (embedded scale)", "",
              f"Produced by `python experiments/coplms/make_tables.py` (seeds {_seeds(r)}; 2 CPU cores). Each cell "
              "is Rouge-L / EM ×100 on generated answers, the mean over seeds ± the half-width of its 95 % "
-             "t-interval; devices are scored on their own held-out fifth, the LLM on the shared test sets. "
+             "t-interval; each device is scored on 30 items per task drawn from the shared test sets with its own "
+             "domain mix, the LLM on the shared test sets. "
              "`results.json` holds every run's command, resolved config, wall time and MLflow run id.", ""]
     head = "| λ | method | Device-1 | Device-2 | Device-3 | Server LLM | device mean |"
     lines += ["## Table 1, heterogeneous devices (tiny-gpt2, tiny-opt, tiny-bloom; LLM tiny-llama)", "", head,
