@@ -124,3 +124,15 @@ def test_an_expert_without_public_samples_is_one_clear_error():
 
     with pytest.raises(ValueError, match="method.router_k: experts \\[1\\]"):
         expert_embeddings(lambda t: torch.ones(len(t), 3), [["a"], []])
+
+
+def test_merging_the_routed_mixture_gives_the_same_scores(pico_zoo, tmp_path, profile_file):
+    from fedlab.experiment import run_experiment
+
+    base = _over(tmp_path / "a", profile_file, "method.llm=pico-gpt2", "method.fusion_eval_per_task=2",
+                 "method.fusion_positions=16", "method.fusion_epochs=1", "data.test_per_task=4")
+    a = run_experiment(load_config(None, base), progress=False).final
+    merged = [x if not x.startswith("output_dir=") else f"output_dir={tmp_path}/b/runs" for x in base]
+    b = run_experiment(load_config(None, [*merged, "method.router_merge=true"]), progress=False).final
+    for k in ("routed/acc/mean", "routed/rougeL/mean", "fused/acc/mean"):
+        assert a[k] == pytest.approx(b[k], abs=1e-9), k

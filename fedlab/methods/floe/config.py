@@ -48,6 +48,7 @@ class FloeConfig(MethodConfig):
     router_temperature: float = 1.0  # 1: no temperature (SPEC §4.3)
     router_kind: str = "free"        # free: Eq. 9–11's cosine gate | dense: a trained linear gate (LLM-FedMoE)
     router_top: Optional[int] = None     # keep each gate's top-k experts, renormalised; null: all of them
+    router_merge: bool = False       # fold each prompt's mixture into the weights (one plain forward per token)
     router_epochs: int = 30          # dense gate: epochs over the public samples
     router_lr: float = 0.05
     # inference: LLM–SLM logit fusion (Eq. 12–15); null llm: no fusion

@@ -70,6 +70,24 @@ class Router:
         return mixture_state(self.centres, weights, self.axes)
 
 
+def load_mixture(model, state: dict, merge: bool) -> None:
+    """Load a prompt's routed mixture into the rank-M·r_max LoRA model; with `merge`, fold W + s·B_cat A_cat into
+    the base weights (PEFT's merge_adapter) so that every token costs a plain forward (undone before the next
+    prompt's mixture is loaded)."""
+    unmerge(model)
+    set_state(model, state)
+    if merge:
+        model.merge_adapter()
+        model.fedlab_merged = True
+
+
+def unmerge(model) -> None:
+    """Undo `load_mixture`'s merge (no-op when nothing is merged)."""
+    if getattr(model, "fedlab_merged", False):
+        model.unmerge_adapter()
+        model.fedlab_merged = False
+
+
 def evaluate_routed(router: Router, resident, data, cfg, tasks=None, scorer=None, prefix: str = "routed") -> dict:
     """{"routed/acc/<task>" | "routed/rougeL/<task>", …, "routed/acc/mean", "routed/top1_share/<task>"}: each test
     example scored by the routed SLM (`resident` is the rank-M·r_max LoRA model), and how often the top-1 expert
@@ -84,7 +102,7 @@ def evaluate_routed(router: Router, resident, data, cfg, tasks=None, scorer=None
         w = router.gates([e.prompt for e in examples])
         score = 0.0
         for ex, wi in zip(examples, w):
-            set_state(resident.model, router.state(wi))
+            load_mixture(resident.model, router.state(wi), cfg.method.router_merge)
             if ex.is_choice:
                 score += mc_accuracy(model, tok, [ex], cfg.eval.length_normalized, cfg.model.max_length, 1)
             else:
@@ -95,6 +113,7 @@ def evaluate_routed(router: Router, resident, data, cfg, tasks=None, scorer=None
         (accs if key == "acc" else rouges).append(score)
         top = w.argmax(dim=1).tolist()
         out[f"{prefix}/top1_share/{task}"] = sum(router.domains[j] == task for j in top) / max(len(top), 1)
+    unmerge(resident.model)
     if accs:
         out[f"{prefix}/acc/mean"] = sum(accs) / len(accs)
     if rouges:

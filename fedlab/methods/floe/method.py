@@ -387,6 +387,7 @@ class Floe(FedMethod):
         from fedlab.align.vocab import cached_vocab_map
         from fedlab.data.privacy_prompts import privacy_prompts
         from fedlab.methods.floe.fusion import Fusion, FusionGate, evaluate_fused, gate_examples
+        from fedlab.methods.floe.inference import load_mixture, unmerge
         from fedlab.models.zoo import load_encoder, load_model
         from fedlab.objectives.training import make_trainer
         from fedlab.privacy.detector import PrivacyDetector
@@ -400,7 +401,7 @@ class Floe(FedMethod):
 
         def slm_for(prompt):
             if loaded.get("prompt") != prompt:
-                set_state(mixed.model, router.state(router.gates([prompt])[0]))
+                load_mixture(mixed.model, router.state(router.gates([prompt])[0]), m.router_merge)
                 loaded["prompt"] = prompt
             return mixed.model, mixed.tokenizer
 
@@ -425,6 +426,7 @@ class Floe(FedMethod):
         fusion = Fusion(slm_for, (llm, llm_tok), gate, vmap, flagged, cfg.model.max_length, m.fusion_rtt,
                         m.fusion_rtt_jitter, m.tau_wait, seed=cfg.seed)
         out = evaluate_fused(fusion, self.data, m.fusion_eval_per_task)
+        unmerge(mixed.model)
         out["fused/gate_train_nll"] = float(trainer.callback_metrics.get("fusion/nll", float("nan")))
         out["fused/gate_positions"] = len(ys)
         if ctx is not None:
