@@ -17,6 +17,7 @@ SMALL = PICO + ["data.partition=by_task", "data.num_clients=2", "data.tasks=[rec
 FIT_PICO = {m: ["method.adapter_front=1", "method.adapter_back=1"] for m in ("ot", "fedot", "fedbiot", "fedot_et")}
 # LLM-FedAvg proxy-tunes an LLM that shares the SLM's tokenizer
 FIT_PICO["llm_fedavg"] = ["model.name=pico-llama-s", "method.llm=pico-llama"]
+FIT_PICO["llm_fedmoe"] = ["model.name=pico-llama-s", "method.llm=pico-llama"]
 PROXY = ["data.public_size=16", "method.bi_samples=16"]
 
 

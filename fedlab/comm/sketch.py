@@ -9,7 +9,7 @@ edge) build the same sketch from the same seed:
 
 The compression ratio is ρ = D / (Y·Z). `compress` is linear; `decompress` (a median) is only homogeneous
 (f(a·x) = a·f(x)). Both are vectorised over any leading dimensions (no Python loop over D) and differentiable; callers that want the paper's straight-through
-backward wrap them (fedlab.methods.elsa)."""
+backward wrap them (fedlab.splitfed)."""
 from __future__ import annotations
 
 import torch
