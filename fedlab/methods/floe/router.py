@@ -95,6 +95,7 @@ def top_k_gates(scores: torch.Tensor, k: int | None) -> torch.Tensor:
 def example_nll(model, tokenizer, examples, max_length: int, batch_size: int = 32) -> torch.Tensor:
     """[N] Σ over each example's target tokens of −log p(token | prefix) under `model`."""
     from fedlab.data.collate import PadCollator, TokenizedExamples
+    from fedlab.objectives.terms import per_sample_target_nll
 
     ds = TokenizedExamples(tokenizer, list(examples), max_length)
     collate = PadCollator(tokenizer.pad_token_id)
@@ -103,8 +104,5 @@ def example_nll(model, tokenizer, examples, max_length: int, batch_size: int = 3
     for s in range(0, len(ds), batch_size):
         batch = collate([ds[i] for i in range(s, min(len(ds), s + batch_size))])
         logits = model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device)).logits
-        labels = batch["labels"].to(device)[:, 1:]
-        ce = torch.nn.functional.cross_entropy(logits[:, :-1].float().transpose(1, 2), labels.clamp(min=0),
-                                               reduction="none")
-        out.append((ce * (labels != -100)).sum(1).cpu())
+        out.append(per_sample_target_nll(logits, batch["labels"].to(device)).cpu())
     return torch.cat(out) if out else torch.zeros(0)
