@@ -80,3 +80,19 @@ def test_pico_bert_is_a_masked_lm_pretrained_encoder(pico_zoo):
         zoo.load_model("pico-bert")
     assert zoo.fingerprint("pico-llama") == zoo.fingerprint("pico-llama")   # decoder recipes unchanged in shape
     assert "objective" not in zoo.recipe("pico-llama")
+
+
+def test_a_build_runs_on_one_thread_and_gives_the_caller_its_threads_back(tmp_path, monkeypatch):
+    """A zoo model's weights must not depend on the caller's thread count (tiny-gpt2 built on 2 threads
+    differed from its 1-thread build): the build pins one thread and restores the caller's."""
+    seen = []
+    real = zoo._pretrain
+    monkeypatch.setattr(zoo, "_pretrain", lambda *a: (seen.append(torch.get_num_threads()), real(*a))[1])
+    monkeypatch.setenv("FEDLAB_HOME", str(tmp_path))
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        zoo.build("pico-gpt2", progress=False)
+        assert seen == [1] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
