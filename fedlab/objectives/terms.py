@@ -28,13 +28,8 @@ def per_sample_target_nll(logits: Tensor, labels: Tensor) -> Tensor:
 
 
 def per_sample_target_ce(logits: Tensor, labels: Tensor) -> Tensor:
-    """[B] mean target-token cross-entropy per sample (FedMKT's l_k^i)."""
-    shift_logits = logits[:, :-1, :].float()
-    shift_labels = labels[:, 1:]
-    mask = shift_labels != -100
-    ce = F.cross_entropy(shift_logits.transpose(1, 2), shift_labels.clamp(min=0), reduction="none")
-    ce = ce * mask
-    return ce.sum(1) / mask.sum(1).clamp(min=1)
+    """[B] mean target-token cross-entropy per sample: the summed NLL over the number of target tokens."""
+    return per_sample_target_nll(logits, labels) / (labels[:, 1:] != -100).sum(1).clamp(min=1)
 
 
 class TaskLoss(nn.Module):
