@@ -209,6 +209,15 @@ def log_to_parent(results: Results, paths: list[Path], folder: str = "figures") 
     return len(paths)
 
 
+def stale_models(record: dict) -> list[str]:
+    """The zoo models a record was made with whose recipe has changed since (another fingerprint now, e.g.
+    after a ZOO_VERSION bump): its numbers came from other weights than a rerun would use, so it is stale."""
+    from fedlab.models.zoo import ZOO, fingerprint
+
+    return [name for name, d in (record.get("models") or {}).items()
+            if name in ZOO and d.get("fingerprint") and d["fingerprint"] != fingerprint(name)]
+
+
 def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tuple[str, ...] = (),
             rerun: bool = False, title: str = "", summarize: Callable | None = None,
             progress: bool = True, jobs: int | None = None) -> int:
@@ -223,7 +232,7 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
         for seed in seeds:
             cfg = load_config(p.config, [*p.overrides, *extra, f"seed={seed}"])
             old = results.records.get(record_key(p.key, seed))
-            if rerun or old is None or old.get("config_hash") != run_key(cfg):
+            if rerun or old is None or old.get("config_hash") != run_key(cfg) or stale_models(old):
                 todo.append((p, seed, cfg))
     if not todo:
         return 0

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from conftest import PICO
-from fedlab.runner import Planned, Results, execute, run_table
+from fedlab.runner import Planned, Results, execute, run_table, stale_models
 from fedlab.stats import fmt_ci, mean_ci, paired_difference
 
 
@@ -47,13 +47,17 @@ def test_runner_records_resumes_and_reruns_what_changed(pico_zoo, tmp_path):
     assert execute(_plan(tmp_path), again, [0, 1], progress=False) == 0            # resumed: nothing to do
     assert execute(_plan(tmp_path, lr="0.02"), again, [0, 1], progress=False) == 2   # changed config: re-run
     assert len(again.runs("t/fedavg")) == 2 and again.cell("t/zeroshot", lambda r: r["final"]["acc/mean"]) != "-"
+    # a record made with a zoo model whose recipe has changed since (other weights) is stale too
+    again.records["t/zeroshot@seed0"]["models"]["pico-llama"]["fingerprint"] = "0" * 16
+    assert stale_models(again.records["t/zeroshot@seed0"]) == ["pico-llama"]
+    assert execute(_plan(tmp_path, lr="0.02"), again, [0, 1], progress=False) == 1
     # both seeds in one MLflow parent
     import mlflow
 
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
     children = mlflow.search_runs(experiment_names=["fedlab"], output_format="list",
                                   filter_string=f"tags.mlflow.parentRunId = '{data['_meta']['parent_run_id']}'")
-    assert len(children) == 6
+    assert len(children) == 7
 
 
 def test_run_table_renders_from_records(pico_zoo, tmp_path, capsys):
