@@ -34,6 +34,11 @@ def preflight(cfg: ExperimentConfig) -> None:
     if empty:
         raise ConfigError(f"data.num_clients: clients {empty} get no training data with partition="
                           f"{cfg.data.partition}; use fewer clients or more data.train_per_task")
+    from fedlab import registry
+
+    check = getattr(registry.get(cfg.method.name).method_cls, "preflight", None)
+    if check is not None:     # what a method needs of the model and the data (a ConfigError, one line)
+        check(cfg, data)
 
 
 def _is_hub_id(name: str) -> bool:

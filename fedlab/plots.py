@@ -162,3 +162,32 @@ def bars_with_intervals(bars: list[tuple[str, str, float, float]], path: str | P
     ax.set_title(title)
     ax.legend(fontsize=7)
     return _save(fig, path)
+
+
+def elsa_topology(clients, edges, groups: dict[int, list[int]], excluded: dict[int, str], trust, path: str | Path,
+                  mislabeled=(), title: str = "") -> Path:
+    """ELSA's placement: clients (colour = their edge's group, size = relative trust; × excluded, ringed when
+    mislabeled) and edges (squares), a line from each member to its edge."""
+    fig, ax = plt.subplots(figsize=(5.6, 5.2))
+    colours = plt.get_cmap("tab10")
+    edge_of = {c: k for k, members in groups.items() for c in members}
+    for c, (x, y) in enumerate(clients):
+        if c in edge_of:
+            k = edge_of[c]
+            ex, ey = edges[k]
+            ax.plot([x, ex], [y, ey], color=colours(k % 10), alpha=0.35, linewidth=1)
+            ax.scatter([x], [y], s=30 + 120 * float(trust[c]), color=colours(k % 10), zorder=3)
+        else:
+            ax.scatter([x], [y], marker="x", s=60, color="grey", zorder=3)
+        if c in mislabeled:
+            ax.scatter([x], [y], s=220, facecolors="none", edgecolors="red", linewidths=1.2, zorder=4)
+        ax.annotate(str(c), (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    for k, (x, y) in enumerate(edges):
+        ax.scatter([x], [y], marker="s", s=140, color=colours(k % 10), edgecolors="black", zorder=5)
+        ax.annotate(f"edge {k}", (x, y), fontsize=7, xytext=(4, -10), textcoords="offset points")
+    ax.set_xlabel("km")
+    ax.set_ylabel("km")
+    ax.set_aspect("equal")
+    ax.grid(alpha=0.3)
+    ax.set_title(title or f"ELSA topology: {len(groups)} groups, {len(excluded)} excluded (×), red ring = mislabeled")
+    return _save(fig, path, dpi=110)

@@ -7,7 +7,8 @@ Lifecycle, driven by `fedlab.runtime.federation.run_federation`:
     setup()                      build server-side state (every start, resume included)
     evaluate(0, ctx)             zero-shot
     begin(ctx)                   once before round 1 (not on resume: what it learns belongs in state_dict)
-    run_round(t, ctx)            t = 1..rounds, then evaluate(t, ctx) on evaluation rounds; checkpoint
+    run_round(t, ctx)            t = 1..rounds, then evaluate(t, ctx) on evaluation rounds; checkpoint;
+                                 should_stop(t) ends the run early
     finalize(ctx)                metrics of the end (e.g. a fused model)
 """
 from __future__ import annotations
@@ -53,6 +54,10 @@ class FedMethod:
     def evaluate(self, rnd: int, ctx) -> dict:
         """Metrics of an evaluation round: every client scores the model `configure_evaluate` names."""
         return summarize_eval(ctx.evaluate(self.configure_evaluate(rnd, ctx.clients)))
+
+    def should_stop(self, rnd: int) -> bool:
+        """True ends the run after round `rnd` (e.g. a convergence rule); checked after every round."""
+        return False
 
     def finalize(self, ctx) -> dict:
         return {}

@@ -409,14 +409,35 @@ def load_model(name: str, device: str | torch.device = "cpu", dtype: torch.dtype
     return model, tok
 
 
+def is_encoder(name: str) -> bool:
+    """Whether `name` is an encoder (BERT family: a zoo encoder, `minilm-l6`, or a folder/Hub id whose config
+    says so), i.e. loaded with `load_encoder`, not `load_model`."""
+    if name in ZOO:
+        return ZOO[name].family in ENCODER_FAMILIES
+    from fedlab.models import real
+
+    if name in real.REAL_MODELS:
+        return name == "minilm-l6"
+    from transformers import AutoConfig
+
+    try:
+        return getattr(AutoConfig.from_pretrained(resolve(name)), "model_type", "") in ENCODER_FAMILIES
+    except (OSError, ValueError):
+        return False
+
+
 def load_encoder(name: str, device: str | torch.device = "cpu"):
-    """(encoder, tokenizer) for a sentence/encoder model (e.g. `minilm-l6`, any BERT folder or Hub id)."""
+    """(encoder, tokenizer) for a sentence/encoder model (e.g. `minilm-l6`, any BERT folder or Hub id). Weights a
+    checkpoint lacks (a masked-LM checkpoint has no pooler) are initialised from a fixed seed, so every load of
+    the same name gives the same model."""
     from transformers import AutoModel
 
     quiet_libraries()
     path = resolve(name)
     tok = AutoTokenizer.from_pretrained(path)
-    model = AutoModel.from_pretrained(path).to(device)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = AutoModel.from_pretrained(path).to(device)
     model.eval()
     return model, tok
 

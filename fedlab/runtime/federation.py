@@ -165,9 +165,10 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
         ctx = context(rnd)
         ctx.log({"bytes/down": 0, "bytes/up": 0})
         method.run_round(rnd, ctx)
+        stop = method.should_stop(rnd)
         m = {"round": rnd, **ctx.round_metrics()}
         m["time/fit_round"] = time.perf_counter() - t0
-        if rnd % cfg.eval.every == 0 or rnd == rounds:
+        if rnd % cfg.eval.every == 0 or rnd == rounds or stop:
             m.update(method.evaluate(rnd, ctx))
         m["time/round"] = time.perf_counter() - t0
         history.rounds.append(m)
@@ -178,6 +179,9 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
         log_round(m)
         if progress:
             log_line(_progress(method, m, rounds, m["time/round"]))
+        if stop:
+            log_line(f"[fedlab] stopped after round {rnd} of {rounds}: the method's stopping rule was met")
+            break
     end = method.finalize(context(rounds))
     numbers = {k: v for k, v in end.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     if numbers:      # the end-of-run metrics (fused or routed models) reach the tracker at the last round

@@ -32,26 +32,27 @@ class Resident:
 def base_payload(name: str):
     """(config, tokenizer, numpy state dict) of a base model: what a Ray worker needs to rebuild it
     without touching a disk or the network (shipped through the object store once)."""
-    from fedlab.models.zoo import load_model
+    from fedlab.models.zoo import is_encoder, load_encoder, load_model
 
     quiet_libraries()
-    model, tok = load_model(name)
+    model, tok = (load_encoder if is_encoder(name) else load_model)(name)
     state = {k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}
     return model.config, tok, state
 
 
 def _base_model(name: str, payload):
+    from fedlab.models.zoo import ENCODER_FAMILIES, is_encoder, load_encoder, load_model
+
     if payload is not None:
-        from transformers import AutoModelForCausalLM
+        from transformers import AutoModel, AutoModelForCausalLM
 
         config, tok, state = payload
-        model = AutoModelForCausalLM.from_config(config)
+        auto = AutoModel if getattr(config, "model_type", "") in ENCODER_FAMILIES else AutoModelForCausalLM
+        model = auto.from_config(config)
         model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in state.items()}, strict=False)
         model.eval()
         return model, tok
-    from fedlab.models.zoo import load_model
-
-    return load_model(name)
+    return (load_encoder if is_encoder(name) else load_model)(name)
 
 
 def get_resident(cfg, name: str | None = None, payload=None, chain: Chain = ()) -> Resident:

@@ -47,12 +47,14 @@ def lora_targets(model: torch.nn.Module, target_modules: list[str] | None) -> li
 
 
 def apply_lora(model: torch.nn.Module, r: int, alpha: float, dropout: float,
-               target_modules: list[str] | None = None, seed: int = 0, layers: list[int] | None = None):
+               target_modules: list[str] | None = None, seed: int = 0, layers: list[int] | None = None,
+               task_type: str | None = "CAUSAL_LM"):
     """Wrap `model` with one LoRA adapter (A random with a seeded init, B = 0) and freeze the base;
-    `layers` restricts LoRA to those decoder blocks (None: all). Returns (peft_model, AdapterSpec) where
+    `layers` restricts LoRA to those blocks (None: all); `task_type` None wraps any module (PEFT's plain
+    PeftModel, e.g. an encoder with fedlab's own head). Returns (peft_model, AdapterSpec) where
     every LoRA A/B matrix is trainable and communicated."""
     cfg = PeftLoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout,
-                         target_modules=lora_targets(model, target_modules), task_type="CAUSAL_LM",
+                         target_modules=lora_targets(model, target_modules), task_type=task_type,
                          layers_to_transform=list(layers) if layers is not None else None,
                          exclude_modules=NOT_LORA if _has_fedlab_adapters(model) else None)
     with torch.random.fork_rng(devices=[]):

@@ -1,0 +1,216 @@
+"""ELSA's client (paper 002 §3.1–3.2): a classification loss on the encoder's [CLS] head, trained
+
+- `mode: warmup` — the whole model locally (uncompressed) for `warmup_steps`, then the [CLS] embeddings of the
+  public probe texts go up (T_n [Q, D]: the fingerprint's samples; no parameters leave);
+- `mode: split` — the client's view of the split model for ϱ steps with its edge (`fedlab.methods.elsa.edge`):
+  it sends sketched, SS-OP-rotated activations and receives the edge's; it uploads [θ₁, θ₃, head];
+
+and evaluated with the whole model (the cloud's θ_g) on its own test items."""
+from __future__ import annotations
+
+import time
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+from fedlab.comm.messages import EvalIns, EvalRes, FitIns, FitRes
+from fedlab.comm.ssop import client_seed, ssop_matrix
+from fedlab.methods.client import LoraClient
+from fedlab.methods.elsa.chains import client_chain, full_chain, label_space, task_classes
+from fedlab.methods.elsa.edge import ClientLink, EdgeHandle, link_sketch
+from fedlab.methods.elsa.model import root_of
+from fedlab.objectives.modules import ClientModule, Weighted
+from fedlab.objectives.terms import ProximalTerm
+from fedlab.objectives.training import make_trainer, optimizer_args
+from fedlab.seeding import derive_seed, seed_everything
+from fedlab.transforms import get_state, set_state
+from fedlab.transforms.lora import flatten_state
+
+
+class ClassExamples(Dataset):
+    """(token ids, class index, the task's allowed classes) per example."""
+
+    def __init__(self, tokenizer, examples, space: tuple[str, ...], allowed: dict, max_length: int):
+        index = {c: i for i, c in enumerate(space)}
+        self.items = []
+        for e in examples:
+            ids = tokenizer(e.prompt, truncation=True, max_length=max_length)["input_ids"]
+            self.items.append({"input_ids": ids, "label": index[e.target], "allowed": allowed[e.task]})
+        self.num_labels = len(space)
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+
+class ClassCollator:
+    def __init__(self, pad_id: int, num_labels: int):
+        self.pad_id, self.num_labels = pad_id, num_labels
+
+    def __call__(self, items):
+        n = max(len(it["input_ids"]) for it in items)
+        ids = torch.full((len(items), n), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(items), n), dtype=torch.long)
+        allowed = torch.zeros((len(items), self.num_labels), dtype=torch.bool)
+        for i, it in enumerate(items):
+            ids[i, :len(it["input_ids"])] = torch.tensor(it["input_ids"])
+            mask[i, :len(it["input_ids"])] = 1
+            allowed[i, list(it["allowed"])] = True
+        return {"input_ids": ids, "attention_mask": mask, "allowed": allowed,
+                "class_label": torch.tensor([it["label"] for it in items])}
+
+
+def masked_logits(logits: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    """Logits with the classes outside the example's task pushed to −1e4 (softmax weight ≈ 0)."""
+    return logits.masked_fill(~allowed, -1e4)
+
+
+class ClassificationLoss(nn.Module):
+    """L = CE(softmax over the task's classes of W·h_[CLS], y)."""
+    name = "task"
+
+    def forward(self, module, batch, outputs):
+        return nn.functional.cross_entropy(masked_logits(outputs.logits, batch["allowed"]), batch["class_label"])
+
+
+class ClassifierModule(ClientModule):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.task = ClassificationLoss()
+
+
+@torch.no_grad()
+def cls_embeddings(model, tokenizer, texts: list[str], max_length: int, batch_size: int = 32) -> torch.Tensor:
+    """[Q, D] [CLS] vectors of the whole model's last layer."""
+    model.eval()
+    out = []
+    for i in range(0, len(texts), batch_size):
+        enc = tokenizer(texts[i:i + batch_size], padding=True, truncation=True, max_length=max_length,
+                        return_tensors="pt")
+        out.append(model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).cls.cpu())
+    return torch.cat(out)
+
+
+class _CaptureLink:
+    """Stands in for the edge while J_n is gathered: records the layer-p outputs, returns them unchanged."""
+
+    def __init__(self):
+        self.mask, self.rows = None, []
+
+    def forward(self, hidden, train):
+        self.rows.append(hidden.detach()[self.mask.bool()])
+        return hidden
+
+
+class ElsaClient(LoraClient):
+    def __init__(self, host, cid):
+        super().__init__(host, cid)
+        self.link_bytes = (0, 0)
+
+    # ------------------------------------------------------------------ data
+    def _space(self):
+        data = self.host.data
+        if "elsa_space" not in self.host.shared:
+            self.host.shared["elsa_space"] = (label_space(data), task_classes(data))
+        return self.host.shared["elsa_space"]
+
+    def class_dataset(self, key: str, examples):
+        if key not in self._datasets:
+            space, allowed = self._space()
+            self._datasets[key] = ClassExamples(self.resident.tokenizer, list(examples), space, allowed,
+                                                self.cfg.model.max_length)
+        return self._datasets[key]
+
+    def loader(self, ds, seed: int, shuffle: bool = True) -> DataLoader:
+        return DataLoader(ds, batch_size=self.cfg.federation.batch_size, shuffle=shuffle,
+                          generator=torch.Generator().manual_seed(seed),
+                          collate_fn=ClassCollator(self.resident.tokenizer.pad_token_id, ds.num_labels))
+
+    # ------------------------------------------------------------------ fit
+    def use_model(self, ins) -> None:
+        mode = ins.config.get("mode", "eval")
+        self.chain = client_chain(self.cfg) if mode == "split" else full_chain(self.cfg)
+
+    def fit(self, ins: FitIns) -> FitRes:
+        self.use_model(ins)
+        res = self.resident
+        start = {k: v for k, v in ins.state.items() if k in set(res.spec.communicated)}
+        set_state(res.model, start)
+        seed = derive_seed(self.cfg.seed, "fit", ins.round, self.cid)
+        seed_everything(seed)
+        ds = self.class_dataset("own", self.host.data.train[self.cid])
+        mode = ins.config["mode"]
+        m = self.cfg.method
+        t0 = time.perf_counter()
+        link = None
+        if mode == "split":
+            link = self.make_link(res, ds, seed, ins.config["edge"])
+            root_of(res.model).link = link
+        terms = []
+        if m.prox_mu > 0 and mode == "split":
+            keys = tuple(res.spec.communicated)
+            terms.append(Weighted(1.0, ProximalTerm(keys, flatten_state(start, keys), m.prox_mu)))
+        module = ClassifierModule(res.model, res.spec.trainable, terms, **optimizer_args(self.cfg, self.cfg.federation.lr))
+        steps = m.warmup_steps if mode == "warmup" else m.rho_steps
+        res.model.train()
+        try:
+            make_trainer(self.cfg, max_steps=steps).fit(module, self.loader(ds, seed))
+        finally:
+            res.model.eval()
+            root_of(res.model).link = None
+        metrics = {k: float(v) for k, v in module.trainer.callback_metrics.items()}
+        metrics["time/fit"] = time.perf_counter() - t0
+        if mode == "warmup":
+            probe = [e.prompt for e in self.host.data.public[:m.probe_size]]
+            emb = cls_embeddings(res.model, res.tokenizer, probe, self.cfg.model.max_length)
+            return FitRes(self.cid, ins.round, None, len(ds), metrics, aux={"probe": emb})
+        metrics.update({"link/bytes_up": float(link.bytes_up), "link/bytes_down": float(link.bytes_down),
+                        "link/steps": float(link.steps),
+                        "link/batch": float(min(self.cfg.federation.batch_size, len(ds)))})
+        state = get_state(res.model, res.spec.communicated)
+        self.own_state = state
+        return FitRes(self.cid, ins.round, state, len(ds), metrics)
+
+    def make_link(self, res, ds, seed: int, edge_name: str) -> ClientLink:
+        """The link to this round's edge: the pair's sketch and, with SS-OP, 𝒬_n from J_n = the layer-p
+        outputs (token vectors) of the client's first batches."""
+        m = self.cfg.method
+        dim = res.model.config.hidden_size
+        rotation = None
+        if m.ssop_rank > 0:
+            capture = _CaptureLink()
+            root = root_of(res.model)
+            root.link = capture
+            rows = 0
+            with torch.no_grad():
+                for batch in self.loader(ds, derive_seed(seed, "ssop"), shuffle=True):
+                    res.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+                    rows += int(batch["attention_mask"].sum())
+                    if rows >= m.ssop_tokens:
+                        break
+            root.link = None
+            J = torch.cat(capture.rows)[:m.ssop_tokens]
+            rotation = ssop_matrix(J, m.ssop_rank, client_seed(m.ssop_salt, self.cid))
+        return ClientLink(EdgeHandle(edge_name), self.cid, link_sketch(self.cfg, self.cid, dim), rotation)
+
+    # ------------------------------------------------------------------ evaluation
+    @torch.no_grad()
+    def evaluate(self, ins: EvalIns) -> EvalRes:
+        self.use_model(ins)
+        res = self.resident
+        set_state(res.model, {k: v for k, v in ins.state.items() if k in set(res.spec.communicated)})
+        res.model.eval()
+        metrics = {}
+        for task in self.host.data.client_tasks(self.cid):
+            ds = self.class_dataset(f"test/{task}", self.host.data.test_examples(task, self.cid))
+            correct = 0
+            for batch in self.loader(ds, 0, shuffle=False):
+                out = res.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+                pred = masked_logits(out.logits, batch["allowed"]).argmax(-1)
+                correct += int((pred == batch["class_label"]).sum())
+            metrics[f"acc/{task}"] = correct / max(1, len(ds))
+            metrics[f"n/{task}"] = len(ds)
+        return EvalRes(self.cid, ins.round, metrics)

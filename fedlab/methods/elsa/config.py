@@ -1,0 +1,82 @@
+"""Config of `elsa` and of the baselines that run in its split + sketch pipeline (light: imported by config
+validation). SPEC.md §3; the defaults are the paper's where it gives them (§3.4), scaled where the embedded
+model is smaller (README)."""
+from dataclasses import dataclass
+from typing import Optional
+
+from fedlab.validation import MethodConfig, check, choose
+
+GROUPINGS = ("trust", "nearest", "random", "single")
+AGGREGATIONS = ("trust", "sizes")
+SERVER_OPTS = ("none", "amsgrad")
+
+
+@dataclass(frozen=True)
+class ElsaConfig(MethodConfig):
+    name: str = "elsa"
+    # split p / q / o of the encoder's blocks (client front / edge middle / client back); null: the model's
+    # default (pico-bert 1/1/1, tiny-bert 3/2/1, minilm-l6 3/2/1, BERT-base 6/4/2)
+    split: Optional[tuple[int, int, int]] = None
+    rho_steps: int = 4               # ϱ client–edge rounds (mini-batch steps) per global round
+    # compression of the client–edge link: count sketch at ratio ρ (≤ 1: raw floats) and SS-OP rank r (0: none)
+    ratio: float = 4.2
+    sketch_rows: int = 3             # Y (odd: the median of the rows is defined)
+    ssop_rank: int = 8
+    ssop_salt: str = "elsa"
+    ssop_tokens: int = 256           # layer-p token vectors of the client's first batches that form J_n
+    # fingerprints and trust (§3.1)
+    warmup_steps: int = 8            # local, uncompressed steps before the probe embeddings
+    probe_size: int = 32             # Q public probe texts
+    shrinkage: Optional[float] = None   # fingerprint covariance shrinkage; null: Ledoit–Wolf
+    divergence_scale: str = "per_dim"   # per_dim: R/D (the declared temperature) | raw: R
+    gamma: float = 1.0               # affinity exp(−γ R̂)
+    w_excl: float = 0.1              # relative trust below which a client is excluded
+    w_min: float = 0.3               # mean relative trust below which a group is merged
+    # topology (§3.1)
+    num_edges: int = 4
+    area_km: float = 8.0
+    tau_max_ms: float = 200.0
+    # who trains under which edge and how the cloud aggregates
+    grouping: str = "trust"          # trust (ELSA) | nearest (nearest feasible edge) | random (FedAvg(Random):
+    #                                  a random half of the clients each round, random feasible edges) |
+    #                                  single (Simple SL: one edge for everyone, the cloud)
+    aggregation: str = "trust"       # trust: α_k = w̄_k/(1+R̄_k) | sizes: Σ|D| over the edges
+    server_opt: str = "none"         # none | amsgrad (FedAMS: AMSGrad on the aggregated update)
+    server_lr: float = 1.0
+    server_betas: tuple[float, float] = (0.9, 0.99)
+    server_eps: float = 1e-3
+    prox_mu: float = 0.0             # FedProx's μ on the client's parameters (0: none)
+    xi: float = 0.0                  # stop when ‖θ_g − θ_{g−1}‖ ≤ ξ (0: run every round)
+    # communication model (Eq. 14–15)
+    bandwidth_mbps: tuple[float, float] = (50.0, 100.0)   # B_eff drawn per client in this range (seeded)
+
+    def validate(self, p):
+        if self.split is not None:
+            check(len(self.split) == 3 and all(int(x) >= 1 for x in self.split), f"{p}.split", self.split,
+                  "null or three integers >= 1 (p, q, o)")
+        check(self.rho_steps >= 1, f"{p}.rho_steps", self.rho_steps, "an integer >= 1")
+        check(self.ratio == 1 or self.ratio > 1, f"{p}.ratio", self.ratio,
+              "1 (no sketch) or a compression ratio > 1 (a sketch with ρ ≤ 1 does not compress)")
+        check(self.sketch_rows >= 1 and self.sketch_rows % 2 == 1, f"{p}.sketch_rows", self.sketch_rows,
+              "an odd integer >= 1")
+        check(self.ssop_rank >= 0, f"{p}.ssop_rank", self.ssop_rank, "an integer >= 0 (0: no SS-OP)")
+        check(self.warmup_steps >= 1, f"{p}.warmup_steps", self.warmup_steps, "an integer >= 1")
+        check(self.probe_size >= 2, f"{p}.probe_size", self.probe_size, "an integer >= 2")
+        check(self.shrinkage is None or 0 <= self.shrinkage <= 1, f"{p}.shrinkage", self.shrinkage,
+              "null or a number in [0, 1]")
+        choose(self.divergence_scale, ["per_dim", "raw"], f"{p}.divergence_scale")
+        check(0 <= self.w_excl <= 1, f"{p}.w_excl", self.w_excl, "a number in [0, 1]")
+        check(0 <= self.w_min <= 1, f"{p}.w_min", self.w_min, "a number in [0, 1]")
+        check(self.num_edges >= 1, f"{p}.num_edges", self.num_edges, "an integer >= 1")
+        check(self.tau_max_ms > 0, f"{p}.tau_max_ms", self.tau_max_ms, "a number > 0")
+        check(self.area_km > 0, f"{p}.area_km", self.area_km, "a number > 0")
+        choose(self.grouping, GROUPINGS, f"{p}.grouping")
+        choose(self.aggregation, AGGREGATIONS, f"{p}.aggregation")
+        check(self.aggregation == "sizes" or self.grouping == "trust", f"{p}.aggregation", self.aggregation,
+              "'sizes' unless method.grouping is 'trust' (α_k needs the trust of the groups)")
+        choose(self.server_opt, SERVER_OPTS, f"{p}.server_opt")
+        check(self.server_lr > 0, f"{p}.server_lr", self.server_lr, "a number > 0")
+        check(self.prox_mu >= 0, f"{p}.prox_mu", self.prox_mu, "a number >= 0")
+        check(self.xi >= 0, f"{p}.xi", self.xi, "a number >= 0")
+        lo, hi = self.bandwidth_mbps
+        check(0 < lo <= hi, f"{p}.bandwidth_mbps", self.bandwidth_mbps, "[low, high] Mbps with 0 < low <= high")

@@ -1,0 +1,277 @@
+"""ELSA's edge servers and the client's end of the link (paper 002 §3.2, SPEC §3.2 and §3.4).
+
+Per training step of client n (one mini-batch; see `fedlab.splitfed.split_step` for the same exchange as one
+function):
+
+  client: H = front(x);  H̃ = H 𝒬_nᵀ (SS-OP, uplink only);  S_up = sketch(H̃)                      → edge
+  edge:   Ĥ = unsketch(S_up);  H₂ = middle_θ₂ⁿ(Ĥ);  S_down = sketch(H₂)                           → client
+  client: Ĥ₂ = unsketch(S_down);  loss = L(back(Ĥ₂), y);  G_down = sketch(∂L/∂Ĥ₂)                 → edge
+  edge:   H₂.backward(unsketch(G_down)); AdamW step of θ₂ⁿ;  G_up = sketch(∂L/∂Ĥ)                   → client
+  client: ∂L/∂H = unsketch(G_up) 𝒬_n;  the rest of the backward; its optimiser steps θ₁, θ₃, head
+
+The edge is its own party: an `EdgeServer` object in-process, a Ray actor on the Ray backend (the clients'
+actors call it by name), so activations and gradients cross a process boundary at every step. It keeps one
+θ₂ⁿ per member (leaf tensors run through the shared frozen middle model with `torch.func.functional_call`) for
+the ϱ steps of a global round, then averages its group: θ_{g,k} = Σ_n |D_n| [θ₁ⁿ, θ₂ⁿ, θ₃ⁿ, headⁿ] / Σ |D_n|.
+
+The pair's count sketch is built on both sides from the same seed (`link_sketch`); the edge never sees the
+text, the labels, 𝒬_n or the client's parameters. Dropout on the edge draws from a generator seeded by
+(run seed, round, client, step), so the numbers do not depend on where the edge runs."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from fedlab.comm.sketch import sketch_for_ratio
+from fedlab.seeding import derive_seed
+from fedlab.splitfed.aggregate import edge_average
+
+_LOCAL_EDGES: dict[str, EdgeServer] = {}
+_RAY_EDGES: dict[str, object] = {}    # the creator's handles: a named actor lives as long as one is held
+
+
+def link_sketch(cfg, cid: int, dim: int):
+    """The count sketch client `cid` and its edge share (None: raw floats, ρ = 1)."""
+    m = cfg.method
+    if m.ratio <= 1:
+        return None
+    return sketch_for_ratio(dim, m.ratio, derive_seed(cfg.seed, "elsa-sketch", cid), rows=m.sketch_rows)
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+class ClientLink:
+    """The client's end: rotation 𝒬_n (None: no SS-OP), the pair's sketch, the edge, and the bytes sent each
+    way (activations, the int8 mask and gradients)."""
+
+    def __init__(self, edge, cid: int, sketch=None, rotation: torch.Tensor | None = None):
+        self.edge, self.cid, self.sketch, self.rotation = edge, cid, sketch, rotation
+        self.mask = None
+        self.bytes_up = self.bytes_down = 0
+        self.steps = 0
+
+    def pack(self, x):
+        return x if self.sketch is None else self.sketch.compress(x)
+
+    def unpack(self, x):
+        return x if self.sketch is None else self.sketch.decompress(x)
+
+    def forward(self, hidden: torch.Tensor, train: bool) -> torch.Tensor:
+        h = hidden.detach()
+        if self.rotation is not None:
+            h = h @ self.rotation.T.to(h.dtype)
+        up = self.pack(h)
+        mask8 = self.mask.to(torch.int8)
+        down = self.edge.forward(self.cid, up, mask8, train)
+        self.bytes_up += _nbytes(up) + _nbytes(mask8)
+        self.bytes_down += _nbytes(down)
+        return self.unpack(down).to(hidden.dtype)
+
+    def backward(self, grad: torch.Tensor) -> torch.Tensor:
+        g_down = self.pack(grad.detach())
+        g_up = self.edge.backward(self.cid, g_down)
+        self.bytes_up += _nbytes(g_down)
+        self.bytes_down += _nbytes(g_up)
+        self.steps += 1
+        g = self.unpack(g_up).to(grad.dtype)
+        return g if self.rotation is None else g @ self.rotation.to(g.dtype)
+
+
+class EdgeServer:
+    """One edge (module docstring). `start(round, state, members)` gives each member θ₂ⁿ = the global middle
+    state; `forward`/`backward` serve the members' steps; `aggregate` averages the group."""
+
+    def __init__(self, cfg, edge_id: int, payload=None):
+        from fedlab.methods.elsa.chains import middle_chain
+        from fedlab.runtime.resident import get_resident
+
+        torch.set_num_threads(cfg.backend.threads)
+        self.cfg, self.edge_id = cfg, edge_id
+        res = get_resident(cfg, cfg.model.name, payload, middle_chain(cfg))
+        self.model, self.keys = res.model, res.spec.trainable
+        self.dim = res.model.config.hidden_size
+        self.params: dict[int, dict] = {}
+        self.opts: dict[int, torch.optim.Optimizer] = {}
+        self.sketches: dict[int, object] = {}
+        self.pending: dict[int, tuple] = {}
+        self.steps: dict[int, int] = {}
+        self.round = 0
+
+    def ready(self) -> bool:
+        return True
+
+    def start(self, rnd: int, state: dict, members: list[int]) -> None:
+        f = self.cfg.federation
+        self.round = rnd
+        self.params, self.opts, self.pending, self.steps = {}, {}, {}, {}
+        for cid in members:
+            p = {k: _tensor(state[k]).clone().requires_grad_(True) for k in self.keys}
+            self.params[cid] = p
+            self.opts[cid] = torch.optim.AdamW(list(p.values()), lr=f.lr, weight_decay=f.weight_decay,
+                                               betas=tuple(f.betas))
+            self.steps[cid] = 0
+            if cid not in self.sketches:
+                self.sketches[cid] = link_sketch(self.cfg, cid, self.dim)
+
+    def _run(self, cid: int, hidden: torch.Tensor, mask: torch.Tensor, train: bool) -> torch.Tensor:
+        from torch.func import functional_call
+
+        from fedlab.transforms.split import _root
+
+        root = _root(self.model)
+        self.model.train(train)
+        gen_seed = derive_seed(self.cfg.seed, "elsa-edge", self.round, cid, self.steps[cid])
+        root.fedlab_split_input = hidden
+        try:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(gen_seed)
+                ids = torch.zeros(mask.shape, dtype=torch.long)
+                functional_call(self.model, self.params[cid], (), {"input_ids": ids, "attention_mask": mask.long()},
+                                strict=False)
+        finally:
+            root.fedlab_split_input = None
+        out = root.fedlab_split_output
+        root.fedlab_split_output = None
+        return out
+
+    def forward(self, cid: int, payload, mask, train: bool):
+        payload, mask = _tensor(payload), _tensor(mask)
+        sk = self.sketches[cid]
+        h = payload if sk is None else sk.decompress(payload)
+        if not train:
+            with torch.no_grad():
+                return _like(self._pack(cid, self._run(cid, h, mask, False)), payload)
+        with torch.enable_grad():     # in-process the call comes from inside the client's autograd function
+            h = h.detach().requires_grad_(True)
+            out = self._run(cid, h, mask, True)
+        self.pending[cid] = (h, out)
+        return _like(self._pack(cid, out.detach()), payload)
+
+    def _pack(self, cid, x):
+        sk = self.sketches[cid]
+        return x if sk is None else sk.compress(x)
+
+    def backward(self, cid: int, grad_payload):
+        grad_payload = _tensor(grad_payload)
+        h, out = self.pending.pop(cid)
+        sk = self.sketches[cid]
+        opt = self.opts[cid]
+        opt.zero_grad(set_to_none=True)
+        with torch.enable_grad():
+            out.backward(grad_payload if sk is None else sk.decompress(grad_payload))
+        params = list(self.params[cid].values())
+        torch.nn.utils.clip_grad_norm_(params, 1.0)      # as the client's trainer clips its own
+        opt.step()
+        self.steps[cid] += 1
+        return _like(self._pack(cid, h.grad), grad_payload)
+
+    def states(self) -> dict[int, dict]:
+        return {cid: {k: v.detach().clone() for k, v in p.items()} for cid, p in self.params.items()}
+
+    def aggregate(self, client_states: dict, sizes: dict) -> dict:
+        """θ_{g,k}: each member's [θ₁, θ₃, head] (uploaded to this edge) joined with its θ₂ⁿ, averaged by
+        |D_n|."""
+        cids = sorted(client_states)
+        whole = [{**{k: _tensor(v) for k, v in client_states[c].items()},
+                  **{k: v.detach() for k, v in self.params[c].items()}} for c in cids]
+        return edge_average(whole, [sizes[c] for c in cids])
+
+
+def _tensor(x):
+    if isinstance(x, np.ndarray):
+        return torch.from_numpy(x.copy())
+    if isinstance(x, dict):
+        return {k: _tensor(v) for k, v in x.items()}
+    return x
+
+
+def _like(t: torch.Tensor, ref):
+    """`t` in the form its request came in (numpy over Ray, tensors in-process)."""
+    return t.numpy() if isinstance(ref, np.ndarray) else t
+
+
+class _RayEdge(EdgeServer):
+    """The edge as a Ray actor: the config arrives as a mapping (rebuilt here), tensors travel as numpy arrays."""
+
+    def __init__(self, cfg_tree, edge_id, payload):
+        from fedlab.config import build_config
+
+        super().__init__(build_config(cfg_tree), edge_id, payload)
+
+    def aggregate(self, client_states, sizes):
+        return {k: v.numpy() for k, v in super().aggregate(client_states, sizes).items()}
+
+    def states(self):
+        return {c: {k: v.numpy() for k, v in s.items()} for c, s in super().states().items()}
+
+
+class EdgeHandle:
+    """How a client (or the cloud) reaches an edge by name: the in-process object, or the named Ray actor."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.local = _LOCAL_EDGES.get(name)
+        if self.local is None:
+            import ray
+
+            self.actor = _RAY_EDGES.get(name) or ray.get_actor(name)
+
+    def _call(self, method: str, *args):
+        if self.local is not None:
+            return getattr(self.local, method)(*args)
+        import ray
+
+        args = tuple(a.numpy() if isinstance(a, torch.Tensor) else a for a in args)
+        return _tensor(ray.get(getattr(self.actor, method).remote(*args)))
+
+    def forward(self, cid, payload, mask, train):
+        return self._call("forward", cid, payload, mask, train)
+
+    def backward(self, cid, grad):
+        return self._call("backward", cid, grad)
+
+    def start(self, rnd, state, members):
+        if self.local is not None:
+            return self.local.start(rnd, state, members)
+        import ray
+
+        return ray.get(self.actor.start.remote(rnd, {k: v.numpy() for k, v in state.items()}, members))
+
+    def aggregate(self, client_states, sizes):
+        if self.local is not None:
+            return self.local.aggregate(client_states, sizes)
+        import ray
+
+        wire = {c: {k: v.numpy() for k, v in s.items()} for c, s in client_states.items()}
+        return _tensor(ray.get(self.actor.aggregate.remote(wire, sizes)))
+
+
+def start_edges(cfg, names: list[str]) -> None:
+    """Create the named edges: objects in this process, or Ray actors on the Ray backend."""
+    from fedlab.runtime.resident import base_payload
+
+    if cfg.backend.name != "ray":
+        for i, name in enumerate(names):
+            _LOCAL_EDGES[name] = EdgeServer(cfg, i)
+        return
+    import ray
+
+    payload = ray.put(base_payload(cfg.model.name))
+    actors = [ray.remote(_RayEdge).options(name=name, num_cpus=0).remote(cfg.to_dict(), i, payload)
+              for i, name in enumerate(names)]
+    ray.get([a.ready.remote() for a in actors])
+    _RAY_EDGES.update(zip(names, actors))
+
+
+def stop_edges(cfg, names: list[str]) -> None:
+    for name in names:
+        _LOCAL_EDGES.pop(name, None)
+    if cfg.backend.name == "ray":
+        import ray
+
+        for name in names:
+            actor = _RAY_EDGES.pop(name, None)
+            if actor is not None:
+                ray.kill(actor)

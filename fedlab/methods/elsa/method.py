@@ -1,0 +1,283 @@
+"""ELSA (paper 002, SPEC.md §3), a method that owns its round.
+
+Before round 1 (`begin`):
+  1. every client warms up the whole model locally and sends the [CLS] embeddings of the public probe texts;
+  2. the cloud fits a Gaussian fingerprint per client, R̂ = symmetric KL / D, trust w_n (log domain,
+     `fedlab.splitfed.trust`), places clients and edges (`fedlab.splitfed.topology`) and groups the clients
+     under the edges (`fedlab.splitfed.grouping`: exclusion, spectral clustering, matching, repair);
+  3. the topology plot and the trust of every client are logged; with mislabeled clients in the data, the
+     precision and recall of the low-trust exclusion.
+Global round g:
+  1. each edge k receives θ₂ of θ_{g−1} for its members; each member receives [θ₁, θ₃, head] of θ_{g−1} and
+     trains ϱ split steps with its edge (activations and gradients sketched; uplink SS-OP-rotated);
+  2. each edge averages its group by |D_n| (θ_{g,k});
+  3. the cloud: θ_g = Σ_k α̃_k θ_{g,k} with α_k = w̄_k/(1 + R̄_k) (or by data sizes), optionally through
+     AMSGrad on the update (FedAMS); the run stops once ‖θ_g − θ_{g−1}‖ ≤ ξ;
+  4. logged: measured link bytes and time at each client's bandwidth, Eq. 14–15's model of them, Δθ.
+The baselines are the same round with other `grouping`, `aggregation`, `server_opt`, `prox_mu`, `ratio` and
+`ssop_rank` (README)."""
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import torch
+
+from fedlab.comm.messages import EvalIns, FitIns
+from fedlab.methods.base import FedMethod
+from fedlab.methods.elsa.chains import client_chain, full_chain, middle_chain, model_dims, split_of
+from fedlab.methods.elsa.edge import EdgeHandle, link_sketch, start_edges, stop_edges
+from fedlab.runtime.context import log_line
+from fedlab.runtime.resident import get_resident
+from fedlab.seeding import derive_seed
+from fedlab.splitfed.aggregate import cloud_weights, state_distance, weighted_average
+from fedlab.splitfed.comm_model import client_seconds, round_bytes
+from fedlab.splitfed.grouping import Grouping, group_clients
+from fedlab.splitfed.topology import place
+from fedlab.splitfed.trust import divergence_matrix, log_trust, relative_trust
+
+
+class Elsa(FedMethod):
+    per_client_metrics = ("loss/task", "time/fit", "link/bytes_up")
+    progress_metrics = {"acc": "acc/mean", "task-loss": "loss/task", "Δθ": "server/delta",
+                        "link-MB": "server/link_mb"}
+
+    @staticmethod
+    def preflight(cfg, data) -> None:
+        """What the config alone cannot tell (one ConfigError line, before anything is written): an encoder
+        model, p + q + o = its blocks, r < D, no more edges than clients, some client within τ_max of an
+        edge, classification tasks only."""
+        from fedlab.config import ConfigError
+        from fedlab.models.zoo import is_encoder
+
+        m = cfg.method
+        if not is_encoder(cfg.model.name):
+            raise ConfigError(f"model.name: {cfg.model.name!r} is not an encoder; elsa fine-tunes a BERT-family "
+                              "encoder (pico-bert, tiny-bert, minilm-l6 or a BERT folder)")
+        if list(cfg.model.lora.target_modules or []) == ["all-linear"]:
+            raise ConfigError("model.lora.target_modules: [all-linear] cannot be limited to one party's blocks; elsa "
+                              "puts LoRA on the attention of each part: set e.g. [query, value] or null (the "
+                              "encoder's default attention projections)")
+        blocks, dim = model_dims(cfg.model.name)
+        if m.split is not None and sum(m.split) != blocks:
+            raise ConfigError(f"method.split: {list(m.split)} sums to {sum(m.split)}, but {cfg.model.name} has "
+                              f"{blocks} blocks; p + q + o must equal {blocks}")
+        if m.ssop_rank >= dim:
+            raise ConfigError(f"method.ssop_rank: {m.ssop_rank} is not allowed; expected 0 (no SS-OP) or a rank "
+                              f"below the hidden size D = {dim} of {cfg.model.name}")
+        if m.num_edges > data.num_clients:
+            raise ConfigError(f"method.num_edges: {m.num_edges} edges for {data.num_clients} clients; expected at "
+                              f"most data.num_clients")
+        topo = place(data.num_clients, m.num_edges, derive_seed(cfg.seed, "elsa-topology"), m.area_km, m.area_km,
+                     tau_max_ms=m.tau_max_ms)
+        if m.grouping != "single" and not topo.feasible.any():
+            raise ConfigError(f"method.tau_max_ms: {m.tau_max_ms} leaves every client without a feasible edge "
+                              f"(the shortest round trip is {topo.latency_ms.min():.0f} ms)")
+        generative = sorted({e.task for part in data.train for e in part if not e.choices})
+        if generative:
+            raise ConfigError(f"data.tasks: elsa classifies; {generative} have no classes (use classification or "
+                              "multiple-choice tasks)")
+
+    # ------------------------------------------------------------------ lifecycle
+    def setup(self) -> None:
+        cfg, m = self.cfg, self.cfg.method
+        full = get_resident(cfg, chain=full_chain(cfg))
+        self.global_state = {k: v.clone() for k, v in full.init_state.items()}
+        self.client_keys = tuple(get_resident(cfg, chain=client_chain(cfg)).spec.communicated)
+        self.middle_keys = tuple(get_resident(cfg, chain=middle_chain(cfg)).spec.communicated)
+        n = self.data.num_clients
+        self.topology = place(n, m.num_edges, derive_seed(cfg.seed, "elsa-topology"), m.area_km, m.area_km,
+                              tau_max_ms=m.tau_max_ms)
+        rng = np.random.default_rng(derive_seed(cfg.seed, "elsa-bandwidth"))
+        self.bandwidth = rng.uniform(*m.bandwidth_mbps, n) * 1e6 / 8            # bytes/s per client
+        self.trust = np.ones(n)
+        self.divergence = np.zeros((n, n))
+        self.grouping: Grouping | None = None
+        self.server = {"m": None, "v": None, "vhat": None}
+        self.link_seconds = 0.0
+        self.stopped = False
+        self.edge_names: list[str] = []
+
+    def _ensure_edges(self) -> None:
+        if not self.edge_names:
+            tag = uuid.uuid4().hex[:10]
+            self.edge_names = [f"fedlab-elsa-{tag}-edge{k}" for k in range(self.cfg.method.num_edges)]
+            start_edges(self.cfg, self.edge_names)
+
+    def begin(self, ctx) -> None:
+        m = self.cfg.method
+        warm = ctx.fit({cid: FitIns(0, self.global_state, {"mode": "warmup"}) for cid in ctx.clients})
+        if m.grouping == "trust":
+            if len(warm) < len(ctx.clients):
+                raise RuntimeError(f"elsa: {len(ctx.clients) - len(warm)} clients failed the warm-up; trust needs "
+                                   "every client's fingerprint")
+            emb = [warm[c].aux["probe"] for c in ctx.clients]
+            div = divergence_matrix(emb, m.divergence_scale, m.shrinkage)
+            self.divergence = div.numpy()
+            self.trust = relative_trust(log_trust(emb, div)).numpy()
+        self.grouping = self.make_grouping(0)
+        ctx.log(self.trust_metrics(), prefix="server/")
+        self.log_topology(ctx)
+
+    def make_grouping(self, rnd: int) -> Grouping:
+        m, topo = self.cfg.method, self.topology
+        feasible = topo.feasible
+        n = len(feasible)
+        if m.grouping == "trust":
+            return group_clients(self.trust, self.divergence, topo.latency_ms, feasible, m.w_excl, m.w_min,
+                                 m.gamma, derive_seed(self.cfg.seed, "elsa-spectral"))
+        excluded = {c: "no feasible edge" for c in range(n) if not feasible[c].any()}
+        ok = [c for c in range(n) if c not in excluded]
+        groups: dict[int, list[int]] = {}
+        if m.grouping == "single":       # Simple SL: the middle part on the cloud, one group, no latency bound
+            return Grouping({0: list(range(n))}, {})
+        if m.grouping == "nearest":
+            for c in ok:
+                k = int(np.argmin(np.where(feasible[c], topo.latency_ms[c], np.inf)))
+                groups.setdefault(k, []).append(c)
+        else:                            # random: half the feasible clients, each at a random feasible edge
+            rng = np.random.default_rng(derive_seed(self.cfg.seed, "elsa-random", rnd))
+            chosen = sorted(rng.choice(ok, size=max(1, len(ok) // 2), replace=False).tolist()) if ok else []
+            for c in chosen:
+                k = int(rng.choice(np.flatnonzero(feasible[c])))
+                groups.setdefault(k, []).append(c)
+        return Grouping({k: sorted(v) for k, v in sorted(groups.items())}, excluded)
+
+    # ------------------------------------------------------------------ the round
+    def run_round(self, rnd: int, ctx) -> None:
+        m = self.cfg.method
+        self._ensure_edges()
+        grouping = self.make_grouping(rnd) if m.grouping == "random" else self.grouping
+        sizes = self.data.sizes()
+        middle = {k: self.global_state[k] for k in self.middle_keys}
+        front_back = {k: self.global_state[k] for k in self.client_keys}
+        instructions = {}
+        for k, members in grouping.groups.items():
+            EdgeHandle(self.edge_names[k]).start(rnd, middle, members)
+            for c in members:
+                instructions[c] = FitIns(rnd, front_back, {"mode": "split", "edge": self.edge_names[k]})
+        results = ctx.fit(dict(sorted(instructions.items())))
+        edge_states, edge_members = {}, {}
+        for k, members in grouping.groups.items():
+            done = [c for c in members if c in results]
+            if done:
+                edge_states[k] = EdgeHandle(self.edge_names[k]).aggregate({c: results[c].state for c in done},
+                                                                          {c: sizes[c] for c in done})
+                edge_members[k] = done
+        if not edge_states:
+            raise RuntimeError(f"elsa round {rnd}: no client of any edge answered")
+        if m.aggregation == "trust":
+            alpha = cloud_weights(edge_members, self.trust, self.divergence)
+        else:
+            alpha = {k: float(sum(sizes[c] for c in ms)) for k, ms in edge_members.items()}
+        ks = sorted(edge_states)
+        averaged = weighted_average([edge_states[k] for k in ks], [alpha[k] for k in ks])
+        new = self.server_step(averaged)
+        delta = state_distance(new, self.global_state)
+        self.global_state = new
+        self.stopped = m.xi > 0 and delta <= m.xi
+        ctx.log({"delta": delta, "edges": len(ks), "clients": len(results),
+                 **{f"alpha_edge_{k}": alpha[k] / sum(alpha.values()) for k in ks},
+                 **self.comm_metrics(results, len(ks))}, prefix="server/")
+
+    def server_step(self, averaged: dict) -> dict:
+        """θ_g = the average (server_opt none) or θ_{g−1} + η m̂/√v̂ with AMSGrad on Δ = average − θ_{g−1}
+        (FedAMS: v̂ = max(v̂, v, ε))."""
+        m = self.cfg.method
+        if m.server_opt == "none":
+            return averaged
+        b1, b2 = m.server_betas
+        out = {}
+        s = self.server
+        for key in ("m", "v", "vhat"):
+            if s[key] is None:
+                s[key] = {k: torch.zeros_like(v, dtype=torch.float32) for k, v in averaged.items()}
+        for k, v in averaged.items():
+            d = v.float() - self.global_state[k].float()
+            s["m"][k] = b1 * s["m"][k] + (1 - b1) * d
+            s["v"][k] = b2 * s["v"][k] + (1 - b2) * d * d
+            s["vhat"][k] = torch.maximum(torch.maximum(s["vhat"][k], s["v"][k]), torch.full_like(d, m.server_eps))
+            out[k] = (self.global_state[k].float() + m.server_lr * s["m"][k] / s["vhat"][k].sqrt()).to(v.dtype)
+        return out
+
+    def comm_metrics(self, results: dict, num_edges: int) -> dict:
+        """Measured bytes on the client–edge links and the time they take at each client's bandwidth, beside
+        Eq. 14–15's model of them (μ = model.max_length, ρ the sketch's achieved ratio)."""
+        m = self.cfg.method
+        _, dim = model_dims(self.cfg.model.name)
+        sk = link_sketch(self.cfg, 0, dim)
+        ratio = 1.0 if sk is None else sk.ratio
+        link = {c: r.metrics.get("link/bytes_up", 0.0) + r.metrics.get("link/bytes_down", 0.0)
+                for c, r in results.items()}
+        adapters = sum(sum(v.numel() * v.element_size() for v in r.state.values()) for r in results.values())
+        seconds = max((link[c] / self.bandwidth[c] for c in link), default=0.0)
+        self.link_seconds += seconds
+        batches = [r.metrics.get("link/batch", 0.0) for r in results.values()]
+        lora = sum(v.numel() for v in self.global_state.values())
+        model_s = max((client_seconds(r.metrics.get("link/batch", 0.0), m.rho_steps, self.cfg.model.max_length,
+                                      dim, ratio, self.bandwidth[c]) for c, r in results.items()), default=0.0)
+        return {"link_bytes": sum(link.values()), "link_mb": sum(link.values()) / 1e6, "adapter_bytes": adapters,
+                "link_seconds": seconds, "link_seconds_total": self.link_seconds,
+                "eq14_bytes": round_bytes(batches, m.rho_steps, self.cfg.model.max_length, dim, ratio, lora,
+                                          num_edges),
+                "eq15_seconds": model_s, "sketch_ratio": ratio}
+
+    def should_stop(self, rnd: int) -> bool:
+        return self.stopped
+
+    # ------------------------------------------------------------------ reporting
+    def trust_metrics(self) -> dict:
+        g = self.grouping
+        out = {f"trust_client_{c}": float(w) for c, w in enumerate(self.trust)}
+        out.update({"groups": len(g.groups), "excluded": len(g.excluded), "moved": len(g.moved),
+                    "merged": len(g.merged)})
+        bad = set(self.cfg.data.mislabeled_clients)
+        if bad and self.cfg.method.grouping == "trust":
+            flagged = {c for c, why in g.excluded.items() if why == "low trust"}
+            hit = len(flagged & bad)
+            out["trust/precision"] = hit / len(flagged) if flagged else 0.0
+            out["trust/recall"] = hit / len(bad)
+            lowest = set(np.argsort(self.trust)[:len(bad)].tolist())
+            out["trust/recall_at_m"] = len(lowest & bad) / len(bad)
+        return out
+
+    def log_topology(self, ctx) -> None:
+        from fedlab.plots import elsa_topology
+
+        g = self.grouping
+        path = ctx.out_dir / "elsa_topology.png"
+        elsa_topology(self.topology.clients, self.topology.edges, g.groups, g.excluded, self.trust, path,
+                      mislabeled=tuple(self.cfg.data.mislabeled_clients))
+        ctx.log_artifact(path, "figures")
+        line = "; ".join(f"edge {k}: {ms}" for k, ms in g.groups.items())
+        why = ", ".join(f"{c} ({w})" for c, w in sorted(g.excluded.items())) or "none"
+        p, q, o = split_of(self.cfg)
+        log_line(f"[fedlab] elsa: split {p}/{q}/{o}; groups {line}; excluded {why}")
+
+    # ------------------------------------------------------------------ evaluation, end, checkpoints
+    def configure_evaluate(self, rnd: int, cids: list[int]) -> dict:
+        return {c: EvalIns(rnd, self.global_state, {"mode": "eval"}) for c in cids}
+
+    def check_upload(self, res):
+        if res.state is None:
+            return None if res.aux is not None else "no state"
+        bad = sorted(set(res.state) - set(self.client_keys))
+        return f"unexpected keys {bad[:2]}" if bad else None
+
+    def finalize(self, ctx) -> dict:
+        if self.edge_names:
+            stop_edges(self.cfg, self.edge_names)
+            self.edge_names = []
+        return {}
+
+    def state_dict(self) -> dict:
+        g = self.grouping
+        return {"global_state": self.global_state, "trust": self.trust, "divergence": self.divergence,
+                "grouping": None if g is None else (g.groups, g.excluded, g.moved, g.merged),
+                "server": self.server, "link_seconds": self.link_seconds, "stopped": self.stopped}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.global_state = state["global_state"]
+        self.trust, self.divergence = state["trust"], state["divergence"]
+        self.grouping = None if state["grouping"] is None else Grouping(*state["grouping"])
+        self.server, self.link_seconds, self.stopped = state["server"], state["link_seconds"], state["stopped"]
