@@ -27,3 +27,11 @@ def client_seconds(batch_size: float, rho_steps: int, seq_len: int, hidden: int,
 def total_seconds(global_rounds: int, per_client: list[float]) -> float:
     """Eq. 15: G · max_n T_{g,n}."""
     return global_rounds * max(per_client, default=0.0)
+
+
+def link_step_bytes(batch: int, seq_len: int, width: int, float_bytes: int = 4) -> tuple[int, int]:
+    """(client → edge, edge → client) bytes of one split step as fedlab sends them: each way one activation
+    and one gradient of [B, T, width] floats (width = Y·Z sketched, D raw), plus the int8 attention mask
+    [B, T] up. Eq. 14's activation term counts the two activation transfers only."""
+    act = batch * seq_len * width * float_bytes
+    return 2 * act + batch * seq_len, 2 * act

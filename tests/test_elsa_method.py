@@ -1,0 +1,242 @@
+"""The ELSA method on pico-bert: the client's split model against the whole model (exact gradients without
+compression and with SS-OP, the edge's parameters included), the bytes its link counts, FedAMS's server step by
+hand, the bad inputs it refuses before writing anything, and the same numbers on both backends."""
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+
+from fedlab.comm import ssop_matrix
+from fedlab.config import ConfigError, load_config
+
+BASE = ["model.name=pico-bert", "model.lora.target_modules=[query,value]", "model.lora.dropout=0",
+        "model.max_length=32", "data.tasks=[sentiment,topic]", "data.num_clients=4", "data.train_per_task=24",
+        "data.test_per_task=8", "federation.batch_size=4", "federation.rounds=2", "method.name=elsa",
+        "method.num_edges=2", "method.rho_steps=2", "method.warmup_steps=2", "method.probe_size=8",
+        "method.w_excl=0", "method.w_min=0", "tracking.enabled=false"]
+
+
+@pytest.fixture()
+def bert_home(fedlab_home):
+    from fedlab.models import zoo
+
+    zoo.build("pico-bert", progress=False)
+    return fedlab_home
+
+
+def _cfg(tmp_path, *extra):
+    return load_config(None, [*BASE, f"output_dir={tmp_path}/runs", *extra])
+
+
+def _setup(cfg):
+    """The whole model and the client's view with the same state, an in-process edge, one batch."""
+    from fedlab.data.federated import build_federated_data
+    from fedlab.methods.elsa.chains import client_chain, full_chain, label_space, task_classes
+    from fedlab.methods.elsa.client import ClassCollator, ClassExamples
+    from fedlab.methods.elsa.edge import EdgeServer
+    from fedlab.runtime.resident import clear_residents, get_resident
+    from fedlab.transforms import set_state
+
+    clear_residents()
+    data = build_federated_data(cfg.data, cfg.seed)
+    full = get_resident(cfg, chain=full_chain(cfg))
+    client = get_resident(cfg, chain=client_chain(cfg))
+    g = torch.Generator().manual_seed(3)
+    state = {k: v + 0.05 * torch.randn(v.shape, generator=g) for k, v in full.init_state.items()}  # B ≠ 0
+    set_state(full.model, state)
+    set_state(client.model, {k: state[k] for k in client.spec.communicated})
+    edge = EdgeServer(cfg, 0)
+    edge.start(1, state, [0])
+    space, allowed = label_space(data), task_classes(data)
+    ds = ClassExamples(full.tokenizer, list(data.train[0][:4]), space, allowed, cfg.model.max_length)
+    batch = ClassCollator(full.tokenizer.pad_token_id, len(space))([ds[i] for i in range(len(ds))])
+    return full, client, edge, state, batch
+
+
+def _loss(model, batch):
+    from fedlab.methods.elsa.client import masked_logits
+
+    out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+    return torch.nn.functional.cross_entropy(masked_logits(out.logits, batch["allowed"]), batch["class_label"])
+
+
+def _grads(model, keys):
+    params = dict(model.named_parameters())
+    return {k: params[k].grad.clone() for k in keys}
+
+
+def test_vanilla_split_gives_the_whole_models_gradients(bert_home, tmp_path):
+    from fedlab.methods.elsa.edge import ClientLink, EdgeHandle
+    from fedlab.methods.elsa.model import root_of
+
+    cfg = _cfg(tmp_path, "method.ratio=1", "method.ssop_rank=0")
+    full, client, edge, state, batch = _setup(cfg)
+    full.model.zero_grad()
+    ref = _loss(full.model, batch)
+    ref.backward()
+    want = _grads(full.model, full.spec.communicated)
+    from fedlab.methods.elsa import edge as edge_mod
+
+    edge_mod._LOCAL_EDGES["t"] = edge
+    try:
+        root_of(client.model).link = ClientLink(EdgeHandle("t"), 0, None, None)
+        client.model.zero_grad()
+        got_loss = _loss(client.model, batch)
+        got_loss.backward()
+    finally:
+        root_of(client.model).link = None
+        edge_mod._LOCAL_EDGES.pop("t")
+    assert float(got_loss.detach()) == pytest.approx(float(ref.detach()), abs=1e-6)
+    got = _grads(client.model, client.spec.communicated)
+    got.update({k: p.grad for k, p in edge.params[0].items()})   # the edge's θ₂ gradient, before its step
+    assert set(got) == set(want)
+    for k in want:
+        torch.testing.assert_close(got[k], want[k], atol=1e-6, rtol=1e-4)
+
+
+def test_ssop_split_gradient_is_that_of_the_rotated_composition(bert_home, tmp_path, monkeypatch):
+    """With 𝒬_n and no sketch the client's gradients equal those of back(middle(front(x) 𝒬ᵀ)) in one graph."""
+    from torch.func import functional_call
+
+    from fedlab.methods.elsa.edge import ClientLink, EdgeHandle
+    from fedlab.methods.elsa.model import root_of
+
+    cfg = _cfg(tmp_path, "method.ratio=1", "method.ssop_rank=4")
+    full, client, edge, state, batch = _setup(cfg)
+    d = full.model.config.hidden_size
+    q = ssop_matrix(torch.randn(40, d, generator=torch.Generator().manual_seed(5)), 4, seed=11)
+    from fedlab.methods.elsa import edge as edge_mod
+
+    edge_mod._LOCAL_EDGES["t"] = edge
+    try:
+        root_of(client.model).link = ClientLink(EdgeHandle("t"), 0, None, q)
+        client.model.zero_grad()
+        got_loss = _loss(client.model, batch)
+        got_loss.backward()
+    finally:
+        edge_mod._LOCAL_EDGES.pop("t")
+    got = _grads(client.model, client.spec.communicated)
+    got_edge = {k: p.grad.clone() for k, p in edge.params[0].items()}
+
+    # the reference: the client's model whose remote block runs the edge's middle on H 𝒬ᵀ inside the graph
+    theta2 = {k: state[k].clone().requires_grad_(True) for k in edge.keys}
+
+    class InGraph:
+        mask = None
+
+        def forward(self, hidden, train):
+            from fedlab.transforms.split import _root
+
+            self.mask = root_of(client.model).mask
+
+            root = _root(edge.model)
+            root.fedlab_split_input = hidden @ q.T
+            functional_call(edge.model, theta2, (), {"input_ids": torch.zeros_like(self.mask),
+                                                     "attention_mask": self.mask}, strict=False)
+            root.fedlab_split_input = None
+            return root.fedlab_split_output
+
+    from fedlab.methods.elsa.model import RemoteMiddle
+
+    # the remote block calls the in-graph stand-in directly (no autograd function around it)
+    monkeypatch.setattr(RemoteMiddle, "forward", lambda self, h, *a, **k: self._root[0].link.forward(h, True))
+    root_of(client.model).link = InGraph()
+    try:
+        client.model.zero_grad()
+        ref = _loss(client.model, batch)
+        ref.backward()
+    finally:
+        root_of(client.model).link = None
+    assert float(got_loss.detach()) == pytest.approx(float(ref.detach()), abs=1e-6)
+    want = _grads(client.model, client.spec.communicated)
+    for k in want:
+        torch.testing.assert_close(got[k], want[k], atol=1e-6, rtol=1e-4)
+    for k in theta2:
+        torch.testing.assert_close(got_edge[k], theta2[k].grad, atol=1e-6, rtol=1e-4)
+
+
+def test_link_bytes_are_what_the_communication_model_counts(bert_home, tmp_path):
+    """Per step: sketched activations up and down, sketched gradients down and up (4·B·T·Y·Z·ζ in all) and the
+    int8 mask (B·T); Eq. 14's activation term counts the two activation transfers, 2·ζ·μ·D/ρ·B."""
+    from fedlab.methods.elsa import edge as edge_mod
+    from fedlab.methods.elsa.edge import ClientLink, EdgeHandle, link_sketch
+    from fedlab.methods.elsa.model import root_of
+    from fedlab.splitfed.comm_model import link_step_bytes, round_bytes
+
+    cfg = _cfg(tmp_path)
+    full, client, edge, state, batch = _setup(cfg)
+    d = full.model.config.hidden_size
+    sk = link_sketch(cfg, 0, d)
+    edge.sketches[0] = sk
+    edge_mod._LOCAL_EDGES["t"] = edge
+    link = ClientLink(EdgeHandle("t"), 0, sk, None)
+    try:
+        root_of(client.model).link = link
+        for _ in range(2):
+            _loss(client.model, batch).backward()
+    finally:
+        root_of(client.model).link = None
+        edge_mod._LOCAL_EDGES.pop("t")
+    b, t = batch["input_ids"].shape
+    up, down = link_step_bytes(b, t, sk.rows * sk.cols)
+    assert (link.bytes_up, link.bytes_down, link.steps) == (2 * up, 2 * down, 2)
+    assert up == 2 * 4 * b * t * sk.rows * sk.cols + b * t and down == 2 * 4 * b * t * sk.rows * sk.cols
+    activations = round_bytes([b], 2, t, d, d / (sk.rows * sk.cols), 0, 1)
+    assert activations == pytest.approx(2 * 2 * 4 * b * t * sk.rows * sk.cols)
+    assert link.bytes_up + link.bytes_down == pytest.approx(2 * activations + 2 * b * t)
+
+
+def test_fedams_server_step_by_hand():
+    from fedlab.methods.elsa.method import Elsa
+
+    m = types.SimpleNamespace(server_opt="amsgrad", server_betas=(0.9, 0.99), server_eps=1e-3, server_lr=1.0)
+    e = Elsa.__new__(Elsa)
+    e.cfg = types.SimpleNamespace(method=m)
+    e.server = {"m": None, "v": None, "vhat": None}
+    e.global_state = {"w": torch.tensor([0.0, 1.0])}
+    out = e.server_step({"w": torch.tensor([1.0, 1.0])})
+    # Δ = (1, 0): m = (0.1, 0), v = (0.01, 0), v̂ = max(v, ε) = (0.01, 1e-3); θ + m/√v̂ = (0 + 0.1/0.1, 1 + 0)
+    torch.testing.assert_close(out["w"], torch.tensor([1.0, 1.0]))
+    e.global_state = out
+    out2 = e.server_step({"w": torch.tensor([1.0, 1.0])})
+    # Δ = 0: m = (0.09, 0), v = (0.0099, 0), v̂ keeps its max 0.01: θ₁ + 0.09/0.1
+    torch.testing.assert_close(out2["w"], torch.tensor([1.9, 1.0]))
+
+
+@pytest.mark.parametrize("extra,key", [
+    (["method.split=[1,1,2]"], "method.split"),
+    (["method.ratio=0.8"], "method.ratio"),
+    (["method.num_edges=5"], "method.num_edges"),
+    (["method.tau_max_ms=1"], "method.tau_max_ms"),
+    (["method.ssop_rank=32"], "method.ssop_rank"),
+    (["data.tasks=[sentiment,describe]"], "data.tasks"),
+    (["model.name=pico-llama"], "model.name"),
+    (["model.lora.target_modules=[all-linear]"], "model.lora.target_modules"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(bert_home, tmp_path, extra, key):
+    from fedlab.experiment import run_experiment
+
+    with pytest.raises(ConfigError) as e:
+        run_experiment(_cfg(tmp_path, *extra), progress=False)
+    msg = str(e.value)
+    assert msg.startswith(key) and "\n" not in msg
+    assert not (tmp_path / "runs").exists()
+
+
+def test_elsa_same_numbers_on_both_backends_and_trains(bert_home, tmp_path):
+    ray = pytest.importorskip("ray")
+    from fedlab.experiment import run_experiment
+
+    a = run_experiment(_cfg(tmp_path / "a"), progress=False)
+    try:
+        b = run_experiment(_cfg(tmp_path / "b", "backend.name=ray", "backend.num_workers=2", "backend.num_cpus=2"),
+                           progress=False)
+    finally:
+        ray.shutdown()
+    keys = [k for k in a.final if k.startswith(("acc/", "loss/task", "server/delta", "server/link_bytes"))]
+    assert keys and {k: a.final[k] for k in keys} == {k: b.final[k] for k in keys}
+    r1 = a.rounds[1]
+    assert r1["server/link_bytes"] > 0 and r1["server/delta"] > 0 and r1["server/edges"] >= 1
+    assert a.rounds[0]["server/groups"] >= 1 and "server/trust_client_0" in a.rounds[0]
