@@ -78,6 +78,38 @@ def _absolute_tracking(overrides: list[str], base: str) -> list[str]:
             f"output_dir={Path(cfg.output_dir).resolve()}"]
 
 
+def sweep_identity(base: str, grid: dict, overrides: list[str], points) -> dict:
+    """What a sweep's trials are made from: the base config (its run key), the grid, the overrides and the
+    zoo recipe fingerprint of every model a point uses. Finished trials are resumed only under the same."""
+    from fedlab.config import load_config
+    from fedlab.models.zoo import ZOO, fingerprint
+    from fedlab.runtime.federation import run_key
+
+    names = sorted({n for c in points for n in (c.model.name, *(c.model.clients or []))})
+    return {"base": run_key(load_config(base, overrides)), "grid": json.dumps(grid, sort_keys=True, default=str),
+            "overrides": list(overrides), "zoo": {n: fingerprint(n) for n in names if n in ZOO}}
+
+
+def _same_identity(folder: Path, identity: dict) -> bool:
+    """True when the folder's finished trials were made from `identity` (then they are resumed); otherwise the
+    old trials move aside (tune.stale-<n>) and the identity is recorded for the fresh sweep."""
+    path = folder / "identity.json"
+    old = json.loads(path.read_text()) if path.exists() else None
+    if old == identity:
+        return True
+    tune_dir = folder / "tune"
+    if tune_dir.exists():
+        n = 1
+        while (folder / f"tune.stale-{n}").exists():
+            n += 1
+        tune_dir.rename(folder / f"tune.stale-{n}")
+        why = "other zoo weights" if old and old.get("zoo") != identity["zoo"] else "another config"
+        print(f"[fedlab] sweep {folder.name}: its finished trials were made with {why}; starting afresh (old "
+              f"trials kept in {folder / f'tune.stale-{n}'})", file=sys.stderr)
+    path.write_text(json.dumps(identity, indent=1))
+    return False
+
+
 def run_sweep(base: str, grid: dict[str, list], overrides: list[str], name: str, storage: str = "sweeps/results",
               address: str | None = None, num_cpus: int | None = None, cpus_per_trial: float = 1.0,
               gpus_per_trial: float = 0.0, max_failures: int = 1, metric: str = "score",
@@ -99,6 +131,7 @@ def run_sweep(base: str, grid: dict[str, list], overrides: list[str], name: str,
         resolve(model)  # build zoo models once here, before trials start in parallel
     folder = Path(storage).resolve() / name
     folder.mkdir(parents=True, exist_ok=True)
+    resume = resume and _same_identity(folder, sweep_identity(base, grid, overrides, points))
 
     os.environ["RAY_CHDIR_TO_TRIAL_DIR"] = "0"
     connect(address, num_cpus, "--address")

@@ -62,7 +62,10 @@ def test_trust_is_lowest_for_the_client_whose_embeddings_drift():
     w = relative_trust(log_trust(emb, div))
     assert int(w.argmin()) == 5 and float(w[5]) < 0.5 * float(w[:5].min())
     assert torch.allclose(divergence_matrix(emb, scale="raw"), div * 8)
-    with pytest.raises(ValueError, match="per_dim, raw"):
+    med = divergence_matrix(emb, scale="median")
+    off = div[~torch.eye(6, dtype=torch.bool)]
+    assert torch.allclose(med, div / off.median()) and float(med[~torch.eye(6, dtype=torch.bool)].median()) == 1.0
+    with pytest.raises(ValueError, match="median, per_dim, raw"):
         divergence_matrix(emb, scale="log")
 
 

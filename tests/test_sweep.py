@@ -99,3 +99,17 @@ def test_a_seed_axis_summarises_each_point_over_its_seeds():
     assert got[0]["mean"] == pytest.approx(0.6) and got[1]["half"] == pytest.approx(0.0)
     assert got[0]["half"] == pytest.approx(4.303 * 0.1 / 3 ** 0.5, rel=1e-3)      # t(0.975, 2) · s / √n
     assert "0.6000 ± " in format_over_seeds(rows, ["method.alpha", "seed"], "score")
+
+
+def test_a_sweep_resumes_only_trials_made_from_the_same_config_and_zoo_weights(tmp_path, capsys):
+    from fedlab.sweep import _same_identity
+
+    a = {"base": "k1", "grid": "{}", "overrides": [], "zoo": {"tiny-bloom": "2922a2c5"}}
+    assert not _same_identity(tmp_path, a)            # nothing recorded yet: a fresh sweep, identity written
+    (tmp_path / "tune").mkdir()
+    assert _same_identity(tmp_path, a)                # same identity: its trials are resumed
+    b = {**a, "zoo": {"tiny-bloom": "dc8ff4c5"}}      # a rebuilt zoo model: other weights
+    assert not _same_identity(tmp_path, b)
+    assert (tmp_path / "tune.stale-1").is_dir() and not (tmp_path / "tune").exists()
+    assert "other zoo weights" in capsys.readouterr().err
+    assert _same_identity(tmp_path, b)

@@ -1,7 +1,8 @@
 """ELSA's divergences and trust (paper 002 Eq. 4–6, SPEC §3.1 and §3.4), in the log domain.
 
   R(n, n') = KL(n‖n') + KL(n'‖n)          closed form between the clients' Gaussian fingerprints
-  R̂ = R / D                               the declared per-dimension temperature (scale="raw": R itself)
+  R̂ = R / D                               the declared per-dimension temperature (scale="raw": R itself;
+                                          scale="median": R / median_{n≠n'} R, our scale-free option)
   log w_n = −mean_j 1/‖T_n^j‖ − mean_{n'≠n} R̂(n, n')        trust (Eq. 6), kept as a logarithm
 
 A client whose embeddings drift away from everyone else's (e.g. one trained on flipped labels) has a large
@@ -16,8 +17,8 @@ from fedlab.clustering import gaussian_fingerprint, symmetric_kl
 def divergence_matrix(embeddings: list[torch.Tensor], scale: str = "per_dim",
                       shrinkage: float | None = None) -> torch.Tensor:
     """[N, N] R̂ between the fingerprints of each client's probe embeddings T_n [Q, D] (0 on the diagonal)."""
-    if scale not in ("per_dim", "raw"):
-        raise ValueError(f"divergence scale: {scale!r} is not allowed; allowed: per_dim, raw")
+    if scale not in ("per_dim", "raw", "median"):
+        raise ValueError(f"divergence scale: {scale!r} is not allowed; allowed: median, per_dim, raw")
     prints = [gaussian_fingerprint(t.double(), shrinkage) for t in embeddings]
     n, d = len(prints), embeddings[0].shape[-1]
     out = torch.zeros(n, n, dtype=torch.float64)
@@ -25,6 +26,9 @@ def divergence_matrix(embeddings: list[torch.Tensor], scale: str = "per_dim",
         for j in range(i + 1, n):
             r = symmetric_kl(*prints[i], *prints[j])
             out[i, j] = out[j, i] = r / d if scale == "per_dim" else r
+    if scale == "median" and n > 1:     # a typical pair at 1, whatever the embeddings' spread
+        off = out[~torch.eye(n, dtype=torch.bool)]
+        out = out / off.median().clamp_min(1e-12)
     return out
 
 

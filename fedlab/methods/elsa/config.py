@@ -28,7 +28,7 @@ class ElsaConfig(MethodConfig):
     warmup_steps: int = 8            # local, uncompressed steps before the probe embeddings
     probe_size: int = 32             # Q public probe texts
     shrinkage: Optional[float] = None   # fingerprint covariance shrinkage; null: Ledoit–Wolf
-    divergence_scale: str = "per_dim"   # per_dim: R/D (the declared temperature) | raw: R
+    divergence_scale: str = "per_dim"   # per_dim: R/D (SPEC's temperature) | raw: R | median: R / median R
     gamma: float = 1.0               # affinity exp(−γ R̂)
     w_excl: float = 0.1              # relative trust below which a client is excluded
     w_min: float = 0.3               # mean relative trust below which a group is merged
@@ -64,7 +64,7 @@ class ElsaConfig(MethodConfig):
         check(self.probe_size >= 2, f"{p}.probe_size", self.probe_size, "an integer >= 2")
         check(self.shrinkage is None or 0 <= self.shrinkage <= 1, f"{p}.shrinkage", self.shrinkage,
               "null or a number in [0, 1]")
-        choose(self.divergence_scale, ["per_dim", "raw"], f"{p}.divergence_scale")
+        choose(self.divergence_scale, ["per_dim", "raw", "median"], f"{p}.divergence_scale")
         check(0 <= self.w_excl <= 1, f"{p}.w_excl", self.w_excl, "a number in [0, 1]")
         check(0 <= self.w_min <= 1, f"{p}.w_min", self.w_min, "a number in [0, 1]")
         check(self.num_edges >= 1, f"{p}.num_edges", self.num_edges, "an integer >= 1")
