@@ -108,7 +108,7 @@ class _CaptureLink:
 class ElsaClient(LoraClient):
     def __init__(self, host, cid):
         super().__init__(host, cid)
-        self.link_bytes = (0, 0)
+        self.rotation = None     # 𝒬_n, drawn at the client's first split round and kept
 
     # ------------------------------------------------------------------ data
     def _space(self):
@@ -176,11 +176,12 @@ class ElsaClient(LoraClient):
 
     def make_link(self, res, ds, seed: int, edge_name: str) -> ClientLink:
         """The link to this round's edge: the pair's sketch and, with SS-OP, 𝒬_n from J_n = the layer-p
-        outputs (token vectors) of the client's first batches."""
+        outputs (token vectors) of the client's first batches at its first split round. 𝒬_n is kept for the
+        run: the edge's θ₂ learns on rotated activations, and a rotation drawn anew every round would move
+        them under it (a run resumed from a checkpoint draws it again from the model it resumes)."""
         m = self.cfg.method
         dim = res.model.config.hidden_size
-        rotation = None
-        if m.ssop_rank > 0:
+        if m.ssop_rank > 0 and self.rotation is None:
             capture = _CaptureLink()
             root = root_of(res.model)
             root.link = capture
@@ -193,8 +194,8 @@ class ElsaClient(LoraClient):
                         break
             root.link = None
             J = torch.cat(capture.rows)[:m.ssop_tokens]
-            rotation = ssop_matrix(J, m.ssop_rank, client_seed(m.ssop_salt, self.cid))
-        return ClientLink(EdgeHandle(edge_name), self.cid, link_sketch(self.cfg, self.cid, dim), rotation)
+            self.rotation = ssop_matrix(J, m.ssop_rank, client_seed(m.ssop_salt, self.cid))
+        return ClientLink(EdgeHandle(edge_name), self.cid, link_sketch(self.cfg, self.cid, dim), self.rotation)
 
     # ------------------------------------------------------------------ evaluation
     @torch.no_grad()
