@@ -210,12 +210,21 @@ def log_to_parent(results: Results, paths: list[Path], folder: str = "figures") 
 
 
 def stale_models(record: dict) -> list[str]:
-    """The zoo models a record was made with whose recipe has changed since (another fingerprint now, e.g.
-    after a ZOO_VERSION bump): its numbers came from other weights than a rerun would use, so it is stale."""
-    from fedlab.models.zoo import ZOO, fingerprint
+    """The zoo models a record was made with whose weights differ from the current recipe's: its numbers came
+    from other weights than a rerun would use, so it is stale. A recipe whose fingerprint changed (e.g. a
+    ZOO_VERSION bump) but that builds the same weights keeps the record; the comparison builds the model if
+    it is not built yet (the run would need it anyway)."""
+    from fedlab.models.zoo import ZOO, build, fingerprint, is_built, read_meta
 
-    return [name for name, d in (record.get("models") or {}).items()
-            if name in ZOO and d.get("fingerprint") and d["fingerprint"] != fingerprint(name)]
+    out = []
+    for name, d in (record.get("models") or {}).items():
+        if name not in ZOO or not d.get("fingerprint") or d["fingerprint"] == fingerprint(name):
+            continue
+        if not is_built(name):
+            build(name)
+        if read_meta(name).get("weights_sha256") != d.get("weights_sha256"):
+            out.append(name)
+    return out
 
 
 def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tuple[str, ...] = (),

@@ -47,8 +47,11 @@ def test_runner_records_resumes_and_reruns_what_changed(pico_zoo, tmp_path):
     assert execute(_plan(tmp_path), again, [0, 1], progress=False) == 0            # resumed: nothing to do
     assert execute(_plan(tmp_path, lr="0.02"), again, [0, 1], progress=False) == 2   # changed config: re-run
     assert len(again.runs("t/fedavg")) == 2 and again.cell("t/zeroshot", lambda r: r["final"]["acc/mean"]) != "-"
-    # a record made with a zoo model whose recipe has changed since (other weights) is stale too
-    again.records["t/zeroshot@seed0"]["models"]["pico-llama"]["fingerprint"] = "0" * 16
+    # a record made with a zoo model whose recipe has changed since is stale when the weights differ too
+    made_with = again.records["t/zeroshot@seed0"]["models"]["pico-llama"]
+    made_with["fingerprint"] = "0" * 16                 # another recipe, the same weights: still current
+    assert stale_models(again.records["t/zeroshot@seed0"]) == []
+    made_with["weights_sha256"] = "0" * 64              # other weights: stale
     assert stale_models(again.records["t/zeroshot@seed0"]) == ["pico-llama"]
     assert execute(_plan(tmp_path, lr="0.02"), again, [0, 1], progress=False) == 1
     # both seeds in one MLflow parent
