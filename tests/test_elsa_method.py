@@ -240,3 +240,11 @@ def test_elsa_same_numbers_on_both_backends_and_trains(bert_home, tmp_path):
     r1 = a.rounds[1]
     assert r1["server/link_bytes"] > 0 and r1["server/delta"] > 0 and r1["server/edges"] >= 1
     assert a.rounds[0]["server/groups"] >= 1 and "server/trust_client_0" in a.rounds[0]
+
+
+def test_the_xi_rule_stops_the_run_and_the_last_round_is_evaluated(bert_home, tmp_path):
+    from fedlab.experiment import run_experiment
+
+    h = run_experiment(_cfg(tmp_path, "federation.rounds=4", "method.xi=1000", "eval.every=3"), progress=False)
+    assert [r["round"] for r in h.rounds] == [0, 1]          # ‖θ_1 − θ_0‖ ≤ ξ: no round 2
+    assert h.rounds[1]["server/delta"] <= 1000 and "acc/mean" in h.rounds[1]
