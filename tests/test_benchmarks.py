@@ -63,3 +63,11 @@ def test_floe_inference_benchmark_runs(pico_zoo):
     out = _run("benchmarks/floe_inference.py", "--model", "pico-llama-s", "--llm", "pico-llama", "--experts", "2",
                "--rank", "4", "--prompts", "2", "--tokens", "2")
     assert "Floe, mixture merged per prompt" in out and "stage 1 (regular expressions, keywords)" in out
+
+
+def test_elsa_split_benchmark_runs(fedlab_home):
+    from fedlab.models import zoo
+
+    zoo.build("pico-bert", progress=False)
+    out = _run("benchmarks/elsa_split.py", "--model", "pico-bert", "--batch", "2", "--seq", "8", "--repeat", "1")
+    assert "compress+decompress" in out and "split, SS-OP + sketch" in out and "split, raw floats" in out

@@ -7,9 +7,12 @@ edge) build the same sketch from the same seed:
     compress:    S[y, z] = Σ_{i : h_y(i) = z} s_y(i) · x_i                      (Eq. 12)
     decompress:  x̂_i   = median_y  s_y(i) · S[y, h_y(i)]                        (Eq. 13)
 
-The compression ratio is ρ = D / (Y·Z). `compress` is linear; `decompress` (a median) is only homogeneous
-(f(a·x) = a·f(x)). Both are vectorised over any leading dimensions (no Python loop over D) and differentiable; callers that want the paper's straight-through
-backward wrap them (fedlab.splitfed)."""
+The compression ratio is ρ = D / (Y·Z). `compress` is linear: S = x·P with P ∈ {−1, 0, +1}^{D×(Y·Z)} the
+signed bucket matrix (one matrix product); `decompress` reads every row's estimate with the transposed
+blocks (s_y(i)·S[y, h_y(i)] = (S_y P_yᵀ)_i, one batched product) and takes their median (for Y = 3 by
+min/max, without a sort). The median is only homogeneous (f(a·x) = a·f(x)). Both are vectorised over any
+leading dimensions and differentiable; callers that want the paper's straight-through backward wrap them
+(fedlab.methods.elsa, fedlab.splitfed)."""
 from __future__ import annotations
 
 import torch
@@ -30,43 +33,50 @@ class CountSketch:
         g = torch.Generator().manual_seed(self.seed)
         self.buckets = torch.randint(0, self.cols, (self.rows, self.dim), generator=g)            # h_y(i)
         self.signs = torch.randint(0, 2, (self.rows, self.dim), generator=g).mul_(2).sub_(1)    # s_y(i)
-        # flat bucket index y·Z + h_y(i), for one index_add over all rows at once
-        self._flat = (torch.arange(self.rows)[:, None] * self.cols + self.buckets).reshape(-1)
-        self._on: dict[tuple[torch.device, torch.dtype], tuple[Tensor, Tensor, Tensor]] = {}
+        # P[i, y·Z + h_y(i)] = s_y(i): compress is x·P, row y's estimates are S_y·P_yᵀ
+        proj = torch.zeros(self.dim, self.rows * self.cols)
+        flat = (torch.arange(self.rows)[:, None] * self.cols + self.buckets)                   # [Y, D]
+        for y in range(self.rows):
+            proj[torch.arange(self.dim), flat[y]] = self.signs[y].float()
+        self._proj = proj
+        self._on: dict[tuple[torch.device, torch.dtype], tuple[Tensor, Tensor]] = {}
 
     @property
     def ratio(self) -> float:
         """ρ = D / (Y·Z), the achieved compression ratio."""
         return self.dim / (self.rows * self.cols)
 
-    def _tables(self, like: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def _tables(self, like: Tensor) -> tuple[Tensor, Tensor]:
+        """(P [D, Y·Z], its row blocks transposed [Y, Z, D]) on `like`'s device and dtype."""
         key = (like.device, like.dtype)
         if key not in self._on:
-            self._on[key] = (self.buckets.to(like.device), self.signs.to(like.device, like.dtype),
-                             self._flat.to(like.device))
+            p = self._proj.to(like.device, like.dtype)
+            self._on[key] = (p, p.T.reshape(self.rows, self.cols, self.dim).contiguous())
         return self._on[key]
 
     def compress(self, x: Tensor) -> Tensor:
         """x[..., D] → S[..., Y, Z] (Eq. 12)."""
         if x.shape[-1] != self.dim:
             raise ValueError(f"CountSketch.compress: last dimension {x.shape[-1]} != dim {self.dim}")
-        _, signs, flat = self._tables(x)
+        proj, _ = self._tables(x)
         lead = x.shape[:-1]
-        signed = (x.reshape(-1, 1, self.dim) * signs).reshape(-1, self.rows * self.dim)     # [N, Y·D]
-        out = x.new_zeros(signed.shape[0], self.rows * self.cols)
-        out = out.index_add(1, flat, signed)
-        return out.reshape(*lead, self.rows, self.cols)
+        return (x.reshape(-1, self.dim) @ proj).reshape(*lead, self.rows, self.cols)
 
     def decompress(self, s: Tensor) -> Tensor:
         """S[..., Y, Z] → x̂[..., D] (Eq. 13: the median over rows of the signed bucket values)."""
         if tuple(s.shape[-2:]) != (self.rows, self.cols):
             raise ValueError(f"CountSketch.decompress: trailing shape {tuple(s.shape[-2:])} != "
                              f"(rows, cols) = ({self.rows}, {self.cols})")
-        buckets, signs, _ = self._tables(s)
+        _, blocks = self._tables(s)
         lead = s.shape[:-2]
         flat = s.reshape(-1, self.rows, self.cols)
-        picked = torch.gather(flat, 2, buckets.unsqueeze(0).expand(flat.shape[0], -1, -1)) * signs   # [N, Y, D]
-        if self.rows % 2 == 1:
+        picked = torch.einsum("nyz,yzd->nyd", flat, blocks)                                  # [N, Y, D]
+        if self.rows == 1:
+            est = picked[:, 0]
+        elif self.rows == 3:       # median of three: max(min(a, b), min(max(a, b), c))
+            a, b, c = picked[:, 0], picked[:, 1], picked[:, 2]
+            est = torch.maximum(torch.minimum(a, b), torch.minimum(torch.maximum(a, b), c))
+        elif self.rows % 2 == 1:
             est = picked.median(dim=1).values
         else:
             ordered = picked.sort(dim=1).values

@@ -1,0 +1,106 @@
+"""ELSA's compute overheads, each as a ratio against a baseline measured in the same run (issue 13 item 9):
+
+1. count-sketch compress + decompress of [batch·seq, D] activations against a copy of the same floats
+   (target ≤ 5×), at the paper's ρ = 4.2 (Y = 3);
+2. one split training step — client front → SS-OP → sketch → edge middle → sketch → client back + head, and the
+   backward through the edge (straight-through), the edge's AdamW step included — against one step of the
+   unsplit model on the same batch (target ≤ 1.5×, in-process).
+
+    python benchmarks/elsa_split.py                      # tiny-bert, batch 16 × 48 tokens, 1 torch thread
+    python benchmarks/elsa_split.py --model pico-bert --batch 8"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import best_time, table  # noqa: E402
+
+
+def bench_sketch(dim: int, rows: int, ratio: float, repeat: int) -> list[list]:
+    from fedlab.comm.sketch import sketch_for_ratio
+
+    sk = sketch_for_ratio(dim, ratio, seed=0)
+    x = torch.randn(rows, dim)
+    copy = best_time(lambda: x.clone(), repeat)
+    both = best_time(lambda: sk.decompress(sk.compress(x)), repeat)
+    return [[f"sketch ρ={sk.ratio:.2f} [{rows}, {dim}] compress+decompress", both * 1e3, copy * 1e3, both / copy, "≤ 5×"]]
+
+
+def bench_step(model: str, batch: int, seq: int, repeat: int) -> list[list]:
+    from fedlab.config import load_config
+    from fedlab.data.federated import build_federated_data
+    from fedlab.methods.elsa import edge as edge_mod
+    from fedlab.methods.elsa.chains import client_chain, full_chain, label_space
+    from fedlab.methods.elsa.client import ClassifierModule, masked_logits
+    from fedlab.methods.elsa.edge import ClientLink, EdgeHandle, EdgeServer, link_sketch
+    from fedlab.methods.elsa.model import root_of
+    from fedlab.runtime.resident import get_resident
+    from fedlab.transforms import set_state
+
+    cfg = load_config("experiments/elsa/base.yaml", [f"model.name={model}", "method.split=null", "model.lora.dropout=0"])
+    full = get_resident(cfg, chain=full_chain(cfg))
+    client = get_resident(cfg, chain=client_chain(cfg))
+    set_state(client.model, {k: full.init_state[k] for k in client.spec.communicated})
+    classes = len(label_space(build_federated_data(cfg.data, cfg.seed)))
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(5, len(full.tokenizer), (batch, seq), generator=g)
+    mask = torch.ones(batch, seq, dtype=torch.long)
+    b = {"input_ids": ids, "attention_mask": mask, "allowed": torch.ones(batch, classes, dtype=torch.bool),
+         "class_label": torch.randint(0, classes, (batch,), generator=g)}
+
+    def stepper(res):
+        module = ClassifierModule(res.model, res.spec.trainable, lr=1e-3)
+        opt = module.configure_optimizers()
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            out = res.model(input_ids=b["input_ids"], attention_mask=b["attention_mask"])
+            torch.nn.functional.cross_entropy(masked_logits(out.logits, b["allowed"]), b["class_label"]).backward()
+            opt.step()
+        return step
+
+    edge = EdgeServer(cfg, 0)
+    edge.start(1, full.init_state, [0])
+    edge_mod._LOCAL_EDGES["bench"] = edge
+    dim = full.model.config.hidden_size
+    rows = []
+    try:
+        unsplit = best_time(stepper(full), repeat)
+        for label, sketch, rotation in (("split, raw floats (Vanilla)", None, None),
+                                        ("split, SS-OP + sketch ρ=4.2", link_sketch(cfg, 0, dim),
+                                         torch.linalg.qr(torch.randn(dim, dim, generator=g))[0])):
+            edge.sketches[0] = sketch
+            root_of(client.model).link = ClientLink(EdgeHandle("bench"), 0, sketch, rotation)
+            split = best_time(stepper(client), repeat)
+            rows.append([f"{label} [{batch}×{seq}]", split * 1e3, unsplit * 1e3, split / unsplit, "≤ 1.5×"])
+    finally:
+        root_of(client.model).link = None
+        edge_mod._LOCAL_EDGES.pop("bench", None)
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="tiny-bert")
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--seq", type=int, default=48)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=10)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    from fedlab.methods.elsa.chains import model_dims
+
+    dim = model_dims(args.model)[1]
+    rows = bench_sketch(dim, args.batch * args.seq, 4.2, args.repeat)
+    rows += bench_sketch(768, args.batch * args.seq, 4.2, args.repeat)          # BERT-base's width
+    rows += bench_step(args.model, args.batch, args.seq, args.repeat)
+    print(table(rows, ["what", "ms", "baseline ms", "ratio", "target"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
