@@ -248,3 +248,27 @@ def test_the_xi_rule_stops_the_run_and_the_last_round_is_evaluated(bert_home, tm
     h = run_experiment(_cfg(tmp_path, "federation.rounds=4", "method.xi=1000", "eval.every=3"), progress=False)
     assert [r["round"] for r in h.rounds] == [0, 1]          # ‖θ_1 − θ_0‖ ≤ ξ: no round 2
     assert h.rounds[1]["server/delta"] <= 1000 and "acc/mean" in h.rounds[1]
+
+
+def test_elsa_resumes_after_a_crash_with_the_clients_rotations(bert_home, tmp_path, monkeypatch):
+    """A run that dies in round 2 resumes from round 1's checkpoint — θ_g, trust, grouping, the FedAMS
+    moments and each client's SS-OP rotation — and ends where an uninterrupted run ends."""
+    from fedlab.experiment import run_experiment
+    from fedlab.methods.elsa.method import Elsa
+
+    over = ["federation.rounds=3", "method.server_opt=amsgrad", "method.aggregation=sizes", "method.grouping=nearest"]
+    clean = run_experiment(_cfg(tmp_path / "clean", *over), progress=False)
+    original = Elsa.run_round
+
+    def dies_in_round_2(self, rnd, ctx):
+        if rnd == 2:
+            raise RuntimeError("killed")
+        return original(self, rnd, ctx)
+
+    monkeypatch.setattr(Elsa, "run_round", dies_in_round_2)
+    with pytest.raises(RuntimeError, match="killed"):
+        run_experiment(_cfg(tmp_path / "crash", *over), progress=False)
+    monkeypatch.setattr(Elsa, "run_round", original)
+    resumed = run_experiment(_cfg(tmp_path / "crash", *over, "resume=true"), progress=False)
+    for key in ("acc/mean", "loss/task", "server/delta", "server/link_bytes"):
+        assert resumed.rounds[-1][key] == pytest.approx(clean.rounds[-1][key], rel=1e-6), key

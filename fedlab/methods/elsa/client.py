@@ -107,8 +107,18 @@ class _CaptureLink:
 
 class ElsaClient(LoraClient):
     def __init__(self, host, cid):
-        super().__init__(host, cid)
         self.rotation = None     # 𝒬_n, drawn at the client's first split round and kept
+        super().__init__(host, cid)
+
+    # what the client keeps between rounds (checkpointed, restored on resume): its rotation 𝒬_n only — every
+    # fit starts from the state the cloud sends
+    @property
+    def own_state(self):
+        return None if self.rotation is None else {"rotation": self.rotation}
+
+    @own_state.setter
+    def own_state(self, value):
+        self.rotation = None if not value else value["rotation"]
 
     # ------------------------------------------------------------------ data
     def _space(self):
@@ -171,14 +181,13 @@ class ElsaClient(LoraClient):
                         "link/steps": float(link.steps),
                         "link/batch": float(min(self.cfg.federation.batch_size, len(ds)))})
         state = get_state(res.model, res.spec.communicated)
-        self.own_state = state
         return FitRes(self.cid, ins.round, state, len(ds), metrics)
 
     def make_link(self, res, ds, seed: int, edge_name: str) -> ClientLink:
         """The link to this round's edge: the pair's sketch and, with SS-OP, 𝒬_n from J_n = the layer-p
         outputs (token vectors) of the client's first batches at its first split round. 𝒬_n is kept for the
-        run: the edge's θ₂ learns on rotated activations, and a rotation drawn anew every round would move
-        them under it (a run resumed from a checkpoint draws it again from the model it resumes)."""
+        run (and checkpointed with the client): the edge's θ₂ learns on rotated activations, and a rotation
+        drawn anew every round would move them under it."""
         m = self.cfg.method
         dim = res.model.config.hidden_size
         if m.ssop_rank > 0 and self.rotation is None:
