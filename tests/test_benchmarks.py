@@ -38,6 +38,7 @@ def test_per_tensor_baselines_agree_with_the_kernels():
     assert torch.equal(pt_conflict_scores(chunks), conflict_scores(tau))
 
 
+@pytest.mark.slow   # 22 s: the slowest benchmark smoke test runs in the slow tier (default tier ≤ 10 min)
 def test_train_step_and_memory_benchmarks_run(pico_zoo):
     out = _run("benchmarks/train_step.py", "--model", "pico-llama", "--steps", "3", "--trials", "1")
     assert "ratio" in out
@@ -65,6 +66,7 @@ def test_floe_inference_benchmark_runs(pico_zoo):
     assert "Floe, mixture merged per prompt" in out and "stage 1 (regular expressions, keywords)" in out
 
 
+@pytest.mark.slow
 def test_elsa_split_benchmark_runs(fedlab_home):
     from fedlab.models import zoo
 
