@@ -325,3 +325,30 @@ def test_elsa_runs_on_hugging_face_rows_of_its_papers_data_sets(bert_home, tmp_p
                             "data.train_per_task=16", "data.test_per_task=8", "federation.rounds=1"), progress=False)
     assert set(h.final) >= {"acc/task_ag_news", "acc/task_cb"}
     assert all(round(8 * h.final[f"acc/task_{t}"], 6).is_integer() for t in ("ag_news", "cb"))   # 8 test rows
+
+
+def test_fedcada_baseline_carries_the_moments_and_counts_their_bytes(bert_home, tmp_path):
+    from fedlab.experiment import run_experiment
+
+    a = run_experiment(_cfg(tmp_path / "a", "method.grouping=nearest", "method.aggregation=sizes"), progress=False)
+    b = run_experiment(_cfg(tmp_path / "b", "method.grouping=nearest", "method.aggregation=sizes",
+                            "method.client_opt=fedcada"), progress=False)
+    # the moments (m and v of every client parameter) go up beside the state: three times the adapter bytes
+    assert b.rounds[1]["server/adapter_bytes"] == pytest.approx(3 * a.rounds[1]["server/adapter_bytes"])
+    assert b.final["loss/task_client_0"] != a.final["loss/task_client_0"]
+
+
+@pytest.mark.slow
+def test_fedcada_same_numbers_on_both_backends(bert_home, tmp_path):
+    ray = pytest.importorskip("ray")
+    from fedlab.experiment import run_experiment
+
+    over = ("method.grouping=nearest", "method.aggregation=sizes", "method.client_opt=fedcada")
+    a = run_experiment(_cfg(tmp_path / "a", *over), progress=False)
+    try:
+        b = run_experiment(_cfg(tmp_path / "b", *over, "backend.name=ray", "backend.num_workers=2",
+                                "backend.num_cpus=2"), progress=False)
+    finally:
+        ray.shutdown()
+    keys = [k for k in a.final if k.startswith(("acc/", "loss/task"))]
+    assert keys and {k: a.final[k] for k in keys} == {k: b.final[k] for k in keys}

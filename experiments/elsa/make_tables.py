@@ -32,6 +32,7 @@ METHODS = {
     "fedavg": ("FedAvg", ("method.grouping=nearest", "method.aggregation=sizes")),
     "fedprox": ("FedProx", ("method.grouping=nearest", "method.aggregation=sizes", "method.prox_mu=0.01")),
     "fedams": ("FedAMS", ("method.grouping=nearest", "method.aggregation=sizes", "method.server_opt=amsgrad")),
+    "fedcada": ("FedCAda", ("method.grouping=nearest", "method.aggregation=sizes", "method.client_opt=fedcada")),
     "fedavg_random": ("FedAvg (Random)", ("method.grouping=random", "method.aggregation=sizes")),
     "simple_sl": ("Simple SL", ("method.grouping=single", "method.aggregation=sizes")),
 }

@@ -33,6 +33,9 @@ class ClientModule(L.LightningModule):
         self.term_weights = [w.weight for w in terms or []]
         self.lr, self.weight_decay, self.betas, self.warmup_ratio = lr, weight_decay, tuple(betas), warmup_ratio
         self.param_index = dict(model.named_parameters())
+        # (params, names) -> optimiser, replacing AdamW (e.g. ELSA's FedCAda baseline); the one built is kept
+        self.optimizer_factory = None
+        self.built_optimizer = None
 
     def forward(self, batch):
         return self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
@@ -57,7 +60,10 @@ class ClientModule(L.LightningModule):
 
     def configure_optimizers(self):
         params = [self.param_index[k] for k in self.trainable]
-        opt = torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay, betas=self.betas)
+        if self.optimizer_factory is not None:
+            opt = self.built_optimizer = self.optimizer_factory(params, list(self.trainable))
+        else:
+            opt = torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay, betas=self.betas)
         if self.warmup_ratio <= 0:
             return opt
         warmup = max(1, int(self.warmup_ratio * self.trainer.estimated_stepping_batches))

@@ -76,6 +76,15 @@ class ClassificationLoss(nn.Module):
         return nn.functional.cross_entropy(masked_logits(outputs.logits, batch["allowed"]), batch["class_label"])
 
 
+def fedcada_factory(cfg, rnd: int, moments: dict | None):
+    """(params, names) -> FedCAda with the federation's moments and this round's correction."""
+    from fedlab.objectives.fedcada import FedCAda
+
+    f = cfg.federation
+    return lambda params, names: FedCAda(params, names, lr=f.lr, round=max(1, rnd), gamma=cfg.method.fedcada_gamma,
+                                         betas=tuple(f.betas), weight_decay=f.weight_decay, moments=moments)
+
+
 class ClassifierModule(ClientModule):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -164,6 +173,10 @@ class ElsaClient(LoraClient):
             keys = tuple(res.spec.communicated)
             terms.append(Weighted(1.0, ProximalTerm(keys, flatten_state(start, keys), m.prox_mu)))
         module = ClassifierModule(res.model, res.spec.trainable, terms, **optimizer_args(self.cfg, self.cfg.federation.lr))
+        if m.client_opt == "fedcada" and mode == "split":
+            from fedlab.objectives.fedcada import from_wire
+
+            module.optimizer_factory = fedcada_factory(self.cfg, ins.round, from_wire(ins.aux))
         steps = m.warmup_steps if mode == "warmup" else m.rho_steps
         res.model.train()
         try:
@@ -181,7 +194,12 @@ class ElsaClient(LoraClient):
                         "link/steps": float(link.steps),
                         "link/batch": float(min(self.cfg.federation.batch_size, len(ds)))})
         state = get_state(res.model, res.spec.communicated)
-        return FitRes(self.cid, ins.round, state, len(ds), metrics)
+        aux = None
+        if module.built_optimizer is not None and hasattr(module.built_optimizer, "export"):
+            from fedlab.objectives.fedcada import to_wire
+
+            aux = to_wire(module.built_optimizer.export())             # FedCAda: the moments go up too
+        return FitRes(self.cid, ins.round, state, len(ds), metrics, aux=aux)
 
     def make_link(self, res, ds, seed: int, edge_name: str) -> ClientLink:
         """The link to this round's edge: the pair's sketch and, with SS-OP, 𝒬_n from J_n = the layer-p

@@ -46,6 +46,10 @@ class ElsaConfig(MethodConfig):
     server_betas: tuple[float, float] = (0.9, 0.99)
     server_eps: float = 1e-3
     prox_mu: float = 0.0             # FedProx's μ on the client's parameters (0: none)
+    # adamw | fedcada (FedCAda: Adam whose moments the cloud aggregates and sends back, with the correction
+    # m̂ = m/(1 − β1^k + γ/r), fedlab/objectives/fedcada.py) — on the clients' and the edges' parameters
+    client_opt: str = "adamw"
+    fedcada_gamma: float = 1.0
     xi: float = 0.0                  # stop when ‖θ_g − θ_{g−1}‖ ≤ ξ (0: run every round)
     # communication model (Eq. 14–15)
     bandwidth_mbps: tuple[float, float] = (50.0, 100.0)   # B_eff drawn per client in this range (seeded)
@@ -77,6 +81,8 @@ class ElsaConfig(MethodConfig):
         choose(self.server_opt, SERVER_OPTS, f"{p}.server_opt")
         check(self.server_lr > 0, f"{p}.server_lr", self.server_lr, "a number > 0")
         check(self.prox_mu >= 0, f"{p}.prox_mu", self.prox_mu, "a number >= 0")
+        choose(self.client_opt, ["adamw", "fedcada"], f"{p}.client_opt")
+        check(self.fedcada_gamma >= 0, f"{p}.fedcada_gamma", self.fedcada_gamma, "a number >= 0")
         check(self.xi >= 0, f"{p}.xi", self.xi, "a number >= 0")
         lo, hi = self.bandwidth_mbps
         check(0 < lo <= hi, f"{p}.bandwidth_mbps", self.bandwidth_mbps, "[low, high] Mbps with 0 < low <= high")

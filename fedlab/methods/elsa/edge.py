@@ -102,15 +102,22 @@ class EdgeServer:
     def ready(self) -> bool:
         return True
 
-    def start(self, rnd: int, state: dict, members: list[int]) -> None:
+    def start(self, rnd: int, state: dict, members: list[int], moments: dict | None = None) -> None:
+        """`moments` (FedCAda): the federation's Adam moments of the middle blocks' parameters."""
         f = self.cfg.federation
         self.round = rnd
         self.params, self.opts, self.pending, self.steps = {}, {}, {}, {}
         for cid in members:
             p = {k: _tensor(state[k]).clone().requires_grad_(True) for k in self.keys}
             self.params[cid] = p
-            self.opts[cid] = torch.optim.AdamW(list(p.values()), lr=f.lr, weight_decay=f.weight_decay,
-                                               betas=tuple(f.betas))
+            if self.cfg.method.client_opt == "fedcada":
+                from fedlab.methods.elsa.client import fedcada_factory
+
+                self.opts[cid] = fedcada_factory(self.cfg, rnd, _tensor(moments) if moments else None)(
+                    list(p.values()), list(p))
+            else:
+                self.opts[cid] = torch.optim.AdamW(list(p.values()), lr=f.lr, weight_decay=f.weight_decay,
+                                                   betas=tuple(f.betas))
             self.steps[cid] = 0
             if cid not in self.sketches:
                 self.sketches[cid] = link_sketch(self.cfg, cid, self.dim)
@@ -170,13 +177,24 @@ class EdgeServer:
     def states(self) -> dict[int, dict]:
         return {cid: {k: v.detach().clone() for k, v in p.items()} for cid, p in self.params.items()}
 
-    def aggregate(self, client_states: dict, sizes: dict) -> dict:
+    def aggregate(self, client_states: dict, sizes: dict, client_moments: dict | None = None):
         """θ_{g,k}: each member's [θ₁, θ₃, head] (uploaded to this edge) joined with its θ₂ⁿ, averaged by
-        |D_n|."""
+        |D_n|. With FedCAda's `client_moments` ({cid: moments}): (θ_{g,k}, the moments of all of them
+        averaged the same way)."""
         cids = sorted(client_states)
         whole = [{**{k: _tensor(v) for k, v in client_states[c].items()},
                   **{k: v.detach() for k, v in self.params[c].items()}} for c in cids]
-        return edge_average(whole, [sizes[c] for c in cids])
+        theta = edge_average(whole, [sizes[c] for c in cids])
+        if client_moments is None:
+            return theta
+        from fedlab.objectives.fedcada import average_moments
+
+        joined = []
+        for c in cids:
+            mine, edge = _tensor(client_moments[c]), self.opts[c].export()
+            joined.append({"m": {**mine["m"], **edge["m"]}, "v": {**mine["v"], **edge["v"]},
+                           "k": max(int(mine["k"]), int(edge["k"]))})
+        return theta, average_moments(joined, [float(sizes[c]) for c in cids])
 
 
 def _tensor(x):
@@ -184,6 +202,8 @@ def _tensor(x):
         return torch.from_numpy(x.copy())
     if isinstance(x, dict):
         return {k: _tensor(v) for k, v in x.items()}
+    if isinstance(x, tuple):
+        return tuple(_tensor(v) for v in x)
     return x
 
 
@@ -200,8 +220,12 @@ class _RayEdge(EdgeServer):
 
         super().__init__(build_config(cfg_tree), edge_id, payload)
 
-    def aggregate(self, client_states, sizes):
-        return {k: v.numpy() for k, v in super().aggregate(client_states, sizes).items()}
+    def aggregate(self, client_states, sizes, client_moments=None):
+        out = super().aggregate(client_states, sizes, client_moments)
+        if client_moments is None:
+            return {k: v.numpy() for k, v in out.items()}
+        theta, moments = out
+        return {k: v.numpy() for k, v in theta.items()}, moments
 
     def states(self):
         return {c: {k: v.numpy() for k, v in s.items()} for c, s in super().states().items()}
@@ -232,20 +256,20 @@ class EdgeHandle:
     def backward(self, cid, grad):
         return self._call("backward", cid, grad)
 
-    def start(self, rnd, state, members):
+    def start(self, rnd, state, members, moments=None):
         if self.local is not None:
-            return self.local.start(rnd, state, members)
+            return self.local.start(rnd, state, members, moments)
         import ray
 
-        return ray.get(self.actor.start.remote(rnd, {k: v.numpy() for k, v in state.items()}, members))
+        return ray.get(self.actor.start.remote(rnd, {k: v.numpy() for k, v in state.items()}, members, moments))
 
-    def aggregate(self, client_states, sizes):
+    def aggregate(self, client_states, sizes, client_moments=None):
         if self.local is not None:
-            return self.local.aggregate(client_states, sizes)
+            return self.local.aggregate(client_states, sizes, client_moments)
         import ray
 
         wire = {c: {k: v.numpy() for k, v in s.items()} for c, s in client_states.items()}
-        return _tensor(ray.get(self.actor.aggregate.remote(wire, sizes)))
+        return _tensor(ray.get(self.actor.aggregate.remote(wire, sizes, client_moments)))
 
 
 def start_edges(cfg, names: list[str]) -> None:

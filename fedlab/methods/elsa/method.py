@@ -27,6 +27,7 @@ from fedlab.comm.messages import EvalIns, FitIns
 from fedlab.methods.base import FedMethod
 from fedlab.methods.elsa.chains import client_chain, full_chain, middle_chain, model_dims, split_of
 from fedlab.methods.elsa.edge import EdgeHandle, link_sketch, start_edges, stop_edges
+from fedlab.objectives.fedcada import from_wire, to_wire
 from fedlab.runtime.context import log_line
 from fedlab.runtime.resident import get_resident
 from fedlab.seeding import derive_seed
@@ -96,6 +97,7 @@ class Elsa(FedMethod):
         self.server = {"m": None, "v": None, "vhat": None}
         self.link_seconds = 0.0
         self.stopped = False
+        self.moments = None            # FedCAda: the federation's Adam moments (client_opt: fedcada)
         self.edge_names: list[str] = []
 
     def _ensure_edges(self) -> None:
@@ -152,17 +154,23 @@ class Elsa(FedMethod):
         middle = {k: self.global_state[k] for k in self.middle_keys}
         front_back = {k: self.global_state[k] for k in self.client_keys}
         instructions = {}
+        fedcada = m.client_opt == "fedcada"
+        down = self.moments_for(self.middle_keys) if fedcada else None
+        up = self.moments_for(self.client_keys) if fedcada else None
         for k, members in grouping.groups.items():
-            EdgeHandle(self.edge_names[k]).start(rnd, middle, members)
+            EdgeHandle(self.edge_names[k]).start(rnd, middle, members, down)
             for c in members:
-                instructions[c] = FitIns(rnd, front_back, {"mode": "split", "edge": self.edge_names[k]})
+                instructions[c] = FitIns(rnd, front_back, {"mode": "split", "edge": self.edge_names[k]},
+                                         to_wire(up) if up else None)
         results = ctx.fit(dict(sorted(instructions.items())))
-        edge_states, edge_members = {}, {}
+        edge_states, edge_members, edge_moments = {}, {}, {}
         for k, members in grouping.groups.items():
             done = [c for c in members if c in results]
             if done:
-                edge_states[k] = EdgeHandle(self.edge_names[k]).aggregate({c: results[c].state for c in done},
-                                                                          {c: sizes[c] for c in done})
+                got = EdgeHandle(self.edge_names[k]).aggregate(
+                    {c: results[c].state for c in done}, {c: sizes[c] for c in done},
+                    {c: from_wire(results[c].aux) for c in done} if fedcada else None)
+                edge_states[k], edge_moments[k] = got if fedcada else (got, None)
                 edge_members[k] = done
         if not edge_states:
             raise RuntimeError(f"elsa round {rnd}: no client of any edge answered")
@@ -172,6 +180,10 @@ class Elsa(FedMethod):
             alpha = {k: float(sum(sizes[c] for c in ms)) for k, ms in edge_members.items()}
         ks = sorted(edge_states)
         averaged = weighted_average([edge_states[k] for k in ks], [alpha[k] for k in ks])
+        if fedcada:                 # the federation's moments: averaged as the parameters are
+            from fedlab.objectives.fedcada import average_moments
+
+            self.moments = average_moments([edge_moments[k] for k in ks], [alpha[k] for k in ks])
         new = self.server_step(averaged)
         delta = state_distance(new, self.global_state)
         self.global_state = new
@@ -179,6 +191,14 @@ class Elsa(FedMethod):
         ctx.log({"delta": delta, "edges": len(ks), "clients": len(results),
                  **{f"alpha_edge_{k}": alpha[k] / sum(alpha.values()) for k in ks},
                  **self.comm_metrics(results, len(ks))}, prefix="server/")
+
+    def moments_for(self, keys) -> dict | None:
+        """FedCAda: the federation's moments of `keys` (None before the first split round: Adam from zero)."""
+        if self.moments is None:
+            return None
+        keys = [k for k in keys if k in self.moments["m"]]
+        return {"m": {k: self.moments["m"][k] for k in keys}, "v": {k: self.moments["v"][k] for k in keys},
+                "k": self.moments["k"]}
 
     def server_step(self, averaged: dict) -> dict:
         """θ_g = the average (server_opt none) or θ_{g−1} + η m̂/√v̂ with AMSGrad on Δ = average − θ_{g−1}
@@ -210,6 +230,9 @@ class Elsa(FedMethod):
         link = {c: r.metrics.get("link/bytes_up", 0.0) + r.metrics.get("link/bytes_down", 0.0)
                 for c, r in results.items()}
         adapters = sum(sum(v.numel() * v.element_size() for v in r.state.values()) for r in results.values())
+        # FedCAda: each client's Adam moments (m and v of its parameters) go up beside its state
+        adapters += sum(sum(t.numel() * t.element_size() for n, t in r.aux.items() if n != "k")
+                        for r in results.values() if r.aux and self.cfg.method.client_opt == "fedcada")
         seconds = max((link[c] / self.bandwidth[c] for c in link), default=0.0)
         self.link_seconds += seconds
         batches = [r.metrics.get("link/batch", 0.0) for r in results.values()]
@@ -274,10 +297,12 @@ class Elsa(FedMethod):
         g = self.grouping
         return {"global_state": self.global_state, "trust": self.trust, "divergence": self.divergence,
                 "grouping": None if g is None else (g.groups, g.excluded, g.moved, g.merged),
-                "server": self.server, "link_seconds": self.link_seconds, "stopped": self.stopped}
+                "server": self.server, "link_seconds": self.link_seconds, "stopped": self.stopped,
+                "moments": self.moments}
 
     def load_state_dict(self, state: dict) -> None:
         self.global_state = state["global_state"]
         self.trust, self.divergence = state["trust"], state["divergence"]
         self.grouping = None if state["grouping"] is None else Grouping(*state["grouping"])
         self.server, self.link_seconds, self.stopped = state["server"], state["link_seconds"], state["stopped"]
+        self.moments = state.get("moments")
