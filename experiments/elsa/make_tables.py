@@ -73,6 +73,12 @@ def time_to(record: dict, target: float) -> float | None:
     return None
 
 
+def first_reaches(record: dict, target: float) -> bool:
+    """Whether the run is at `target` accuracy already at its first evaluated round."""
+    curve = (record.get("summary") or {}).get("curve", [])
+    return bool(curve) and curve[0][1] >= target
+
+
 def render(r: Results) -> str:
     seeds = sorted({rec["seed"] for rec in r.records.values()})
     lines = ["# ELSA results (embedded scale)", "",
@@ -95,6 +101,10 @@ def render(r: Results) -> str:
             if not all(finals):
                 continue
             target = min(sum(v) / len(v) for v in finals)
+            if all(first_reaches(rec, target) for k in keys for rec in r.runs(k)):
+                lines.append(f"| {task} | {alpha} | {100 * target:.1f} | every run is at the target at its first "
+                             "evaluation (the lowest plateau is chance level): not informative |" + " - |" * (len(keys) - 1))
+                continue
             cells = []
             for k in keys:
                 times = [time_to(rec, target) for rec in r.runs(k)]
