@@ -1,0 +1,52 @@
+"""fedlab.claims: verdicts of directional claims on hand-built records (paired t-interval over seeds)."""
+from fedlab.claims import BEGIN, END, Claim, check_claim, claims_table, write_block
+from fedlab.runner import Results
+
+
+def results(tmp_path, rows: dict[str, list[float]]) -> Results:
+    r = Results(tmp_path / "results.json")
+    for key, accs in rows.items():
+        for seed, acc in enumerate(accs):
+            r.records[f"{key}@seed{seed}"] = {"key": key, "seed": seed, "final": {"acc": acc}, "zero": {"acc": 0.1}}
+    return r
+
+
+acc = lambda rec: rec["final"]["acc"]
+
+
+def test_verdicts_follow_the_paired_interval(tmp_path):
+    r = results(tmp_path, {"a": [0.60, 0.62, 0.61], "b": [0.50, 0.53, 0.51], "c": [0.60, 0.50, 0.70],
+                           "d": [0.61, 0.63, 0.62]})
+    # a − b = +10, +9, +10 points: mean 9.67, half-width t(0.975, 2)·s/√3 = 4.303·0.577/1.732 = 1.43
+    ours, verdict = check_claim(r, Claim("a above b", "T1", "-", "a", "b", acc))
+    assert verdict == "reproduced" and ours == "+9.7 ± 1.4 pts (3 seeds)"
+    assert check_claim(r, Claim("b above a", "T1", "-", "b", "a", acc))[1] == "contradicted"
+    assert check_claim(r, Claim("c above a", "T1", "-", "c", "a", acc))[1] == "inconclusive"
+    # comparable (tolerance 2 points): a is 1 point below d, 9.7 ± 1.4 above b, c's interval is wide
+    assert check_claim(r, Claim("a ≈ d", "T1", "-", "a", "d", acc, at_least=True))[1] == "reproduced"
+    assert check_claim(r, Claim("b ≈ a", "T1", "-", "b", "a", acc, at_least=True))[1] == "contradicted"
+    assert check_claim(r, Claim("a ≈ c", "T1", "-", "a", "c", acc, at_least=True))[1] == "inconclusive"
+    # the same run's round 0 as b; a missing row; one seed
+    assert check_claim(r, Claim("a over its zero-shot", "T1", "-", "a", "a", acc,
+                               fn_b=lambda rec: rec["zero"]["acc"]))[1] == "reproduced"
+    assert check_claim(r, Claim("x", "T1", "-", "a", "missing", acc)) == ("-", "not run yet")
+    one = results(tmp_path, {"a": [0.6], "b": [0.5]})
+    assert check_claim(one, Claim("x", "T1", "-", "a", "b", acc))[1].startswith("inconclusive")
+
+
+def test_several_rows_average_per_seed(tmp_path):
+    r = results(tmp_path, {"t1/a": [0.6, 0.7], "t2/a": [0.8, 0.9], "t1/b": [0.5, 0.6], "t2/b": [0.5, 0.6]})
+    # per seed: a = 0.7, 0.8; b = 0.5, 0.6 → +20 both seeds (no spread): reproduced
+    ours, verdict = check_claim(r, Claim("a", "T", "-", ("t1/a", "t2/a"), ("t1/b", "t2/b"), acc))
+    assert verdict == "reproduced" and ours.startswith("+20.0 ± 0.0")
+
+
+def test_block_is_replaced_in_place(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# Title\n\ntext\n")
+    r = results(tmp_path, {"a": [0.6, 0.62], "b": [0.5, 0.5]})
+    write_block(readme, claims_table(r, [Claim("a above b", "T1", "61 vs 50", "a", "b", acc)]))
+    write_block(readme, claims_table(r, [Claim("a above b", "T1", "61 vs 50", "a", "b", acc)]))
+    text = readme.read_text()
+    assert text.count(BEGIN) == 1 and text.count(END) == 1 and text.startswith("# Title\n\ntext\n")
+    assert "| a above b | T1 | 61 vs 50 | +11.0 ± 12.7 pts (2 seeds) | inconclusive |" in text
