@@ -7,7 +7,7 @@ from torch import Tensor
 
 from fedlab.aggregators.basic import magnitude_trim, pairwise_cosine
 
-_BLOCK = 1 << 16   # columns per block for the cache-blocked kernels
+_BLOCK = 1 << 15   # columns per block for the cache-blocked kernels and the blocked element-wise steps
 
 
 def _check_tau(tau: Tensor) -> None:
@@ -97,19 +97,28 @@ def h_ties(tau: Tensor, *, r0: float = 1.0, delta: float = 0.2, rho: float = 1.1
     scratch = torch.empty_like(p_mass)
     for row in that:
         p_mass.add_(torch.clamp(row, min=0, out=scratch))
-    n_mass = (p_mass - that.sum(dim=0)).clamp(min=0)
-    pos_wins = p_mass / (n_mass + eps) >= rho
-    neg_wins = ~pos_wins & (n_mass / (p_mass + eps) >= rho)
+    total = torch.sum(that, dim=0, out=scratch)
     sgn = that.sign_()
     w_diff = w @ sgn
     w_abs = w @ sgn.abs_()
-    w_pos, w_neg = (w_abs + w_diff) / 2, (w_abs - w_diff) / 2
-    if denominator == "all":       # the same total weight under both signs
-        w_pos = w_neg = torch.full_like(p_mass, float(w.sum()))
-    one = torch.ones_like(p_mass)
-    out = torch.where(pos_wins & (w_pos > 0), p_mass / torch.where(w_pos > 0, w_pos, one),
-                      torch.where(neg_wins & (w_neg > 0), -n_mass / torch.where(w_neg > 0, w_neg, one),
-                                  torch.zeros_like(p_mass)))
+    w_total = float(w.sum())
+    out = torch.empty_like(p_mass)
+    # the per-coordinate decision, one column block at a time: a dozen element-wise steps on [P] vectors would
+    # each allocate a fresh [P] buffer (page faults cost more than the arithmetic); on a block they reuse memory
+    for a in range(0, p, _BLOCK):
+        b = a + _BLOCK
+        pm = p_mass[a:b]
+        nm = (pm - total[a:b]).clamp(min=0)
+        pos_wins = pm / (nm + eps) >= rho
+        neg_wins = ~pos_wins & (nm / (pm + eps) >= rho)
+        if denominator == "all":       # the same total weight under both signs
+            w_pos = w_neg = torch.full_like(pm, w_total)
+        else:
+            w_pos, w_neg = (w_abs[a:b] + w_diff[a:b]) / 2, (w_abs[a:b] - w_diff[a:b]) / 2
+        one = torch.ones_like(pm)
+        torch.where(pos_wins & (w_pos > 0), pm / torch.where(w_pos > 0, w_pos, one),
+                    torch.where(neg_wins & (w_neg > 0), -nm / torch.where(w_neg > 0, w_neg, one), torch.zeros_like(pm)),
+                    out=out[a:b])
     return (out, info) if diagnostics else out
 
 
@@ -135,4 +144,9 @@ def ties(tau: Tensor, *, density: float = 0.2, weights: Tensor | None = None) ->
         torch.sign(row, out=agree).mul_(elected).clamp_(min=0)
         den.add_(agree, alpha=wk)
         num.add_(agree.mul_(row), alpha=wk)
-    return torch.where(den != 0, num / torch.where(den != 0, den, torch.ones_like(den)), torch.zeros_like(num))
+    out = torch.empty_like(num)
+    for a in range(0, p, _BLOCK):     # block by block: no fresh [P] buffers (see h_ties)
+        d = den[a:a + _BLOCK]
+        torch.where(d != 0, num[a:a + _BLOCK] / torch.where(d != 0, d, torch.ones_like(d)), torch.zeros_like(d),
+                    out=out[a:a + _BLOCK])
+    return out
