@@ -105,3 +105,10 @@ def from_wire(flat: dict | None) -> dict | None:
             key, n = name.split("/", 1)
             out[key][n] = torch.as_tensor(t)
     return out
+
+
+def fedcada_factory(cfg, rnd: int, moments: dict | None):
+    """(params, names) -> FedCAda with the federation's moments and this round's correction."""
+    f = cfg.federation
+    return lambda params, names: FedCAda(params, names, lr=f.lr, round=max(1, rnd), gamma=cfg.method.fedcada_gamma,
+                                         betas=tuple(f.betas), weight_decay=f.weight_decay, moments=moments)

@@ -76,15 +76,6 @@ class ClassificationLoss(nn.Module):
         return nn.functional.cross_entropy(masked_logits(outputs.logits, batch["allowed"]), batch["class_label"])
 
 
-def fedcada_factory(cfg, rnd: int, moments: dict | None):
-    """(params, names) -> FedCAda with the federation's moments and this round's correction."""
-    from fedlab.objectives.fedcada import FedCAda
-
-    f = cfg.federation
-    return lambda params, names: FedCAda(params, names, lr=f.lr, round=max(1, rnd), gamma=cfg.method.fedcada_gamma,
-                                         betas=tuple(f.betas), weight_decay=f.weight_decay, moments=moments)
-
-
 class ClassifierModule(ClientModule):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -174,7 +165,7 @@ class ElsaClient(LoraClient):
             terms.append(Weighted(1.0, ProximalTerm(keys, flatten_state(start, keys), m.prox_mu)))
         module = ClassifierModule(res.model, res.spec.trainable, terms, **optimizer_args(self.cfg, self.cfg.federation.lr))
         if m.client_opt == "fedcada" and mode == "split":
-            from fedlab.objectives.fedcada import from_wire
+            from fedlab.objectives.fedcada import fedcada_factory, from_wire
 
             module.optimizer_factory = fedcada_factory(self.cfg, ins.round, from_wire(ins.aux))
         steps = m.warmup_steps if mode == "warmup" else m.rho_steps

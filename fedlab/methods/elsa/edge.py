@@ -111,7 +111,7 @@ class EdgeServer:
             p = {k: _tensor(state[k]).clone().requires_grad_(True) for k in self.keys}
             self.params[cid] = p
             if self.cfg.method.client_opt == "fedcada":
-                from fedlab.methods.elsa.client import fedcada_factory
+                from fedlab.objectives.fedcada import fedcada_factory
 
                 self.opts[cid] = fedcada_factory(self.cfg, rnd, _tensor(moments) if moments else None)(
                     list(p.values()), list(p))
