@@ -210,19 +210,21 @@ def log_to_parent(results: Results, paths: list[Path], folder: str = "figures") 
 
 
 def stale_models(record: dict) -> list[str]:
-    """The zoo models a record was made with whose weights differ from the current recipe's: its numbers came
-    from other weights than a rerun would use, so it is stale. A recipe whose fingerprint changed (e.g. a
-    ZOO_VERSION bump) but that builds the same weights keeps the record; the comparison builds the model if
-    it is not built yet (the run would need it anyway)."""
-    from fedlab.models.zoo import ZOO, build, fingerprint, is_built, read_meta
+    """The zoo models a record was made with whose weights differ from the ones this machine builds from the
+    current recipe: its numbers came from other weights than a rerun would use, so it is stale. That covers a
+    recipe that changed (a ZOO_VERSION bump that builds the same weights keeps the record) and the same recipe
+    built on another machine: the zoo's pretraining is bit-reproducible on one machine, not across CPU types
+    (tiny-llama's recipe 850b55dd built bcff7e16… on one 2-core machine and b125cf01… on another). The
+    comparison builds the model if it is not built yet (the run would need it anyway)."""
+    from fedlab.models.zoo import ZOO, build, is_built, read_meta
 
     out = []
     for name, d in (record.get("models") or {}).items():
-        if name not in ZOO or not d.get("fingerprint") or d["fingerprint"] == fingerprint(name):
+        if name not in ZOO or not d.get("weights_sha256"):
             continue
         if not is_built(name):
             build(name)
-        if read_meta(name).get("weights_sha256") != d.get("weights_sha256"):
+        if read_meta(name).get("weights_sha256") != d["weights_sha256"]:
             out.append(name)
     return out
 

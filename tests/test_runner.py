@@ -54,6 +54,9 @@ def test_runner_records_resumes_and_reruns_what_changed(pico_zoo, tmp_path):
     made_with["weights_sha256"] = "0" * 64              # other weights: stale
     assert stale_models(again.records["t/zeroshot@seed0"]) == ["pico-llama"]
     assert execute(_plan(tmp_path, lr="0.02"), again, [0, 1], progress=False) == 1
+    # the same recipe built into other weights (another machine): stale too
+    again.records["t/zeroshot@seed1"]["models"]["pico-llama"]["weights_sha256"] = "1" * 64
+    assert stale_models(again.records["t/zeroshot@seed1"]) == ["pico-llama"]
     # both seeds in one MLflow parent
     import mlflow
 
