@@ -33,6 +33,17 @@ RUNS = {   # key -> (label, yaml)
 }
 
 
+# S1 of Tables 3 and 4: the SLMs share the LLM's tokenizer (tiny-llama-s: a 4-block LLaMA with tiny-llama's
+# tokenizer, as the paper's LLaMA2-1.3B shares LLaMA2-7B's), so token alignment is the identity there
+S1 = "tiny-llama-s"
+RUNS_S1 = [("homo_s1/fedmkt", "FedMKT", "homo.yaml", [f"model.clients=[{S1},{S1},{S1},{S1}]"]),
+           ("homo_s1/standalone", "Standalone", "homo_standalone.yaml", [f"model.clients=[{S1},{S1},{S1},{S1}]"]),
+           ("homo_s1/fedavg", "FedAvg", "homo_fedavg.yaml", [f"model.name={S1}"]),
+           ("o2o_s1/fedmkt", "FedMKT", "one_to_one.yaml", [f"model.clients=[{S1}]"]),
+           ("o2o_s1/llm2slm", "LLM2SLM", "one_to_one_llm2slm.yaml", [f"model.clients=[{S1}]"]),
+           ("o2o_s1/standalone", "Standalone", "one_to_one_standalone.yaml", [f"model.clients=[{S1}]"])]
+
+
 # The paper runs FedMKT once per data set (Appendix D.2 splits each one): the per-task protocol, on the
 # heterogeneous setting, with more data per task so that each client has 80 private samples.
 PER_TASK = [("fedmkt", "FedMKT", "hetero.yaml"), ("standalone", "Standalone", "hetero_standalone.yaml"),
@@ -42,6 +53,7 @@ PER_TASK_DATA = ["data.train_per_task=400"]
 
 def plan() -> list[Planned]:
     out = [Planned(k, HERE / y, (), label, s) for s, runs in RUNS.items() for k, label, y in runs]
+    out += [Planned(k, HERE / y, tuple(o), label, k.split("/")[0]) for k, label, y, o in RUNS_S1]
     out += [Planned(f"task/{t}/{m}", HERE / y, (f"data.tasks=[{t}]", *PER_TASK_DATA), label, "per_task")
             for t in TASKS for m, label, y in PER_TASK]
     return out
@@ -146,25 +158,29 @@ def render(r: Results) -> str:
             L.extend(f"| {t} | " + " | ".join(fmt(fn(t)) for _, fn in cols) + " |" for t in tasks)
             L.append("")
 
-    if r.runs("homo/fedmkt"):
-        two_tables("## Table 3 — homogeneous setting (S2: four tiny-opt SLMs)",
-                   "Top: the server's LLM. Bottom: the SLMs, averaged over the four clients.",
-                   [("Zero-Shot", lambda t: _cell(r, "homo/fedmkt", "zero", "llm", t)),
-                    ("Centralized", lambda t: _centralized_llm(r, "centralized", "final", t)),
-                    ("FedMKT", lambda t: _cell(r, "homo/fedmkt", "final", "llm", t))],
-                   [("Zero-Shot", lambda t: _slm_mean(r, "homo/fedmkt", "zero", t)),
-                    ("Standalone", lambda t: _slm_mean(r, "homo/standalone", "final", t)),
-                    ("FedAvg", lambda t: _slm_mean(r, "homo/fedavg", "final", t)),
-                    ("FedMKT", lambda t: _slm_mean(r, "homo/fedmkt", "final", t))])
-    if r.runs("o2o/fedmkt"):
-        two_tables("## Table 4 — one-to-one setting (S2: the LLM and one tiny-opt SLM)", None,
-                   [("LLM Zero-Shot", lambda t: _cell(r, "o2o/fedmkt", "zero", "llm", t)),
-                    ("LLM Centralized", lambda t: _centralized_llm(r, "o2o/centralized", "final", t)),
-                    ("LLM FedMKT", lambda t: _cell(r, "o2o/fedmkt", "final", "llm", t))],
-                   [("SLM Zero-Shot", lambda t: _cell(r, "o2o/fedmkt", "zero", "client_0", t)),
-                    ("Standalone", lambda t: _cell(r, "o2o/standalone", "final", "client_0", t)),
-                    ("LLM2SLM", lambda t: _cell(r, "o2o/llm2slm", "final", "client_0", t)),
-                    ("FedMKT", lambda t: _cell(r, "o2o/fedmkt", "final", "client_0", t))])
+    for tag, slm_name in (("", "tiny-opt"), ("_s1", S1)):
+        setting = "S1" if tag else "S2"
+        homo, o2o = f"homo{tag}", f"o2o{tag}"
+        if r.runs(f"{homo}/fedmkt"):
+            two_tables(f"## Table 3 — homogeneous setting ({setting}: four {slm_name} SLMs)",
+                       "Top: the server's LLM. Bottom: the SLMs, averaged over the four clients."
+                       + (" The SLMs share the LLM's tokenizer: token alignment is the identity." if tag else ""),
+                       [("Zero-Shot", lambda t, k=homo: _cell(r, f"{k}/fedmkt", "zero", "llm", t)),
+                        ("Centralized", lambda t: _centralized_llm(r, "centralized", "final", t)),
+                        ("FedMKT", lambda t, k=homo: _cell(r, f"{k}/fedmkt", "final", "llm", t))],
+                       [("Zero-Shot", lambda t, k=homo: _slm_mean(r, f"{k}/fedmkt", "zero", t)),
+                        ("Standalone", lambda t, k=homo: _slm_mean(r, f"{k}/standalone", "final", t)),
+                        ("FedAvg", lambda t, k=homo: _slm_mean(r, f"{k}/fedavg", "final", t)),
+                        ("FedMKT", lambda t, k=homo: _slm_mean(r, f"{k}/fedmkt", "final", t))])
+        if r.runs(f"{o2o}/fedmkt"):
+            two_tables(f"## Table 4 — one-to-one setting ({setting}: the LLM and one {slm_name} SLM)", None,
+                       [("LLM Zero-Shot", lambda t, k=o2o: _cell(r, f"{k}/fedmkt", "zero", "llm", t)),
+                        ("LLM Centralized", lambda t: _centralized_llm(r, "o2o/centralized", "final", t)),
+                        ("LLM FedMKT", lambda t, k=o2o: _cell(r, f"{k}/fedmkt", "final", "llm", t))],
+                       [("SLM Zero-Shot", lambda t, k=o2o: _cell(r, f"{k}/fedmkt", "zero", "client_0", t)),
+                        ("Standalone", lambda t, k=o2o: _cell(r, f"{k}/standalone", "final", "client_0", t)),
+                        ("LLM2SLM", lambda t, k=o2o: _cell(r, f"{k}/llm2slm", "final", "client_0", t)),
+                        ("FedMKT", lambda t, k=o2o: _cell(r, f"{k}/fedmkt", "final", "client_0", t))])
     ref = next((rec for rec in r.records.values() if rec["key"].startswith("task/") and rec["key"].endswith("/fedmkt")),
                None)
     if ref:
@@ -193,7 +209,8 @@ def render(r: Results) -> str:
             avg = [[sum(v) / len(v) for v in by_col.get(j, {}).values() if len(v) == n_tasks] for j in range(len(cols))]
             L.append(f"| {'mean' if i == 0 else ''} | {name} | " + " | ".join(fmt(v) for v in avg) + " |")
         L.append("")
-    comm = [(k, _first(r, k)) for k in ("hetero/fedmkt", "homo/fedmkt", "o2o/fedmkt", "o2o/llm2slm", "homo/fedavg")
+    comm = [(k, _first(r, k)) for k in ("hetero/fedmkt", "homo/fedmkt", "o2o/fedmkt", "o2o/llm2slm", "homo/fedavg",
+                                        "homo_s1/fedmkt", "o2o_s1/fedmkt", "homo_s1/fedavg")
             if r.runs(k)]
     if comm:
         L += ["## Communication per round (Appendix C)", "",
@@ -278,6 +295,19 @@ CLAIMS = [
           "o2o/fedmkt", "o2o/llm2slm", slm("final")),
     Claim("LLM: FedMKT comparable to Centralized, within 2 points (one-to-one, S2)", "Table 4", "63.9 vs 63.5 (+0.4)",
           "o2o/fedmkt", "o2o/centralized", llm("final"), fn_b=slm("final"), at_least=True),
+    # S1: the SLMs share the LLM's tokenizer (LLaMA2-1.3B clients in the paper, tiny-llama-s here)
+    Claim("SLMs: FedMKT above Standalone (homogeneous, S1)", "Table 3", "50.7 vs 49.0 (+1.6)",
+          "homo_s1/fedmkt", "homo_s1/standalone", slm("final")),
+    Claim("SLMs: FedMKT above FedAvg (homogeneous, S1)", "Table 3", "50.7 vs 48.9 (+1.8)",
+          "homo_s1/fedmkt", "homo_s1/fedavg", slm("final")),
+    Claim("LLM: FedMKT comparable to Centralized, within 2 points (homogeneous, S1)", "Table 3", "63.3 vs 64.8 (−1.5)",
+          "homo_s1/fedmkt", "centralized", llm("final"), fn_b=slm("final"), at_least=True),
+    Claim("SLM: FedMKT above Standalone (one-to-one, S1)", "Table 4", "49.5 vs 48.0 (+1.5)",
+          "o2o_s1/fedmkt", "o2o_s1/standalone", slm("final")),
+    Claim("SLM: FedMKT above LLM2SLM (one-to-one, S1)", "Table 4", "49.5 vs 49.2 (+0.3)",
+          "o2o_s1/fedmkt", "o2o_s1/llm2slm", slm("final")),
+    Claim("LLM: FedMKT comparable to Centralized, within 2 points (one-to-one, S1)", "Table 4", "63.2 vs 63.1 (+0.1)",
+          "o2o_s1/fedmkt", "o2o/centralized", llm("final"), fn_b=slm("final"), at_least=True),
 ]
 
 
