@@ -24,6 +24,29 @@ def test_choice_loglikelihood_matches_hand_computation(pico_zoo):
     assert mc_accuracy(model, tok, [ex]) == float(best == 0)
 
 
+def test_encodings_are_remembered_per_tokenizer_and_equal_fresh_ones(pico_zoo):
+    """The second evaluation of the same prompts reuses their encodings; they are the ones a fresh encoding
+    gives, and another tokenizer (another vocabulary) gets its own."""
+    from fedlab.data.collate import continuation_ids
+    from fedlab.data.tasks import task_examples
+    from fedlab.eval import multiple_choice as mc
+    from fedlab.models.zoo import load_model
+
+    ex = task_examples("category", "test", 6)
+    model, tok = load_model("pico-llama")
+    first = mc._encode(tok, ex)
+    assert mc._encode(tok, ex)[0] is first[0]                      # remembered, not encoded again
+    for e, (ctx, conts) in zip(ex, first):
+        fresh = [continuation_ids(tok, e.prompt, " " + c) for c in e.choices]
+        assert ctx == fresh[0][0] and conts == [c for _, c in fresh]
+    _, other = load_model("pico-gpt2")
+    assert mc._encode(other, ex)[0] is not first[0]
+    assert mc._encode(other, ex)[0][0] == other(ex[0].prompt, add_special_tokens=False)["input_ids"]
+    before = mc_accuracy(model, tok, ex)
+    mc._ENCODED.clear()
+    assert mc_accuracy(model, tok, ex) == before
+
+
 def test_rouge_l_and_exact_match():
     rl, em = rouge_l_and_em(["bob lives in paris.", "alice"], ["Bob lives in Paris", "carol likes soup"])
     assert em == 0.5
