@@ -73,3 +73,19 @@ def test_elsa_split_benchmark_runs(fedlab_home):
     zoo.build("pico-bert", progress=False)
     out = _run("benchmarks/elsa_split.py", "--model", "pico-bert", "--batch", "2", "--seq", "8", "--repeat", "1")
     assert "compress+decompress" in out and "split, SS-OP + sketch" in out and "split, raw floats" in out
+
+
+SMALL = ["model.name=pico-llama", "data.tasks=[recall,sentiment]", "data.num_clients=2", "data.train_per_task=16",
+         "data.test_per_task=8", "data.public_size=8", "federation.rounds=1"]
+
+
+@pytest.mark.slow   # two worker processes start torch: ~30 s
+def test_seeds_parallel_benchmark_gives_identical_numbers(pico_zoo):
+    out = _run("benchmarks/seeds_parallel.py", "--seeds", "0,1", "--jobs", "2", *SMALL)
+    assert "final metrics identical in every seed: yes" in out and "2 at a time" in out
+
+
+@pytest.mark.slow
+def test_platform_share_benchmark_runs(pico_zoo):
+    out = _run("benchmarks/platform_share.py", *SMALL)
+    assert "federated run (everything)" in out and "client fits" in out

@@ -153,6 +153,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
         t0 = time.perf_counter()
         ctx = context(0)
         m = {"round": 0, **method.evaluate(0, ctx)}
+        m["time/eval"] = time.perf_counter() - t0
         if method.trains:
             method.begin(ctx)
         m.update(ctx.round_metrics())
@@ -170,6 +171,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
         m["time/fit_round"] = time.perf_counter() - t0
         if rnd % cfg.eval.every == 0 or rnd == rounds or stop:
             m.update(method.evaluate(rnd, ctx))
+            m["time/eval"] = time.perf_counter() - t0 - m["time/fit_round"]
         m["time/round"] = time.perf_counter() - t0
         history.rounds.append(m)
         _save_checkpoint(ckpt_path, {"round": rnd, "method": method.state_dict(),
