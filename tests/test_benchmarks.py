@@ -52,11 +52,13 @@ def test_round_overhead_benchmark_runs():
     assert "fedlab ray" in out
 
 
+@pytest.mark.slow   # 7 s; tests/test_eval.py checks the two scorers agree (default tier ≤ 10 min on 2 cores)
 def test_eval_speed_benchmark_runs(pico_zoo):
     out = _run("benchmarks/eval_speed.py", "--model", "pico-llama", "--n", "8", "--threads", "1")
     assert "speed-up" in out and "identical accuracy on 8/8 tasks" in out
 
 
+@pytest.mark.slow   # 17 s: a benchmark smoke test (default tier ≤ 10 min on 2 cores)
 def test_floe_inference_benchmark_runs(pico_zoo):
     from fedlab.models import zoo
 

@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SMALL = [*PICO, "data.num_clients=2", "data.tasks=[recall,sentiment]", "method.name=fedavg", "federation.lr=0.01"]
 
 
+@pytest.mark.slow   # 22 s; seeds in workers stay in the default tier (test_seeds_in_parallel_give_the_sequential_numbers) (default tier ≤ 10 min on 2 cores)
 def test_seeds_run_under_one_parent_and_report_groups_them(pico_zoo, tmp_path):
     import mlflow
 

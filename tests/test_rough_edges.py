@@ -101,6 +101,7 @@ def test_sweep_results_land_under_the_working_directory(tmp_path, monkeypatch):
     assert Path(parse_args(["sweep", "c.yaml"]).storage).resolve() == tmp_path / "sweeps" / "results"
 
 
+@pytest.mark.slow   # 18 s: starts a Ray cluster with `ray start` (default tier ≤ 10 min on 2 cores)
 def test_a_known_ray_cluster_is_not_joined_and_failed_runs_end_failed(pico_zoo, tmp_path, monkeypatch):
     ray = pytest.importorskip("ray")
     import mlflow

@@ -34,6 +34,7 @@ def _plan(tmp_path, lr="0.01"):
             Planned("t/zeroshot", None, (*common, "method.name=zeroshot"), "zero-shot", "t")]
 
 
+@pytest.mark.slow   # 35 s: three table runs; rendering from records stays in the default tier (default tier ≤ 10 min on 2 cores)
 def test_runner_records_resumes_and_reruns_what_changed(pico_zoo, tmp_path):
     results = Results(tmp_path / "results.json")
     assert execute(_plan(tmp_path), results, [0, 1], progress=False) == 4
