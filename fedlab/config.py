@@ -218,6 +218,9 @@ class EvalConfig:
     # shared: each prompt runs once and every choice is scored on its key/value cache; pairs: one forward
     # pass per (prompt, choice) — the same sums, several times the compute (kept as the reference)
     scorer: Literal["shared", "pairs"] = "shared"
+    # scores of a model already scored on the same questions and settings come from $FEDLAB_HOME/eval_cache
+    # (fedlab/eval/cache.py: keyed by the model's bytes, the questions, the scorer, threads and versions)
+    cache: bool = True
 
     def validate(self, p: str) -> None:
         check(self.every >= 1, f"{p}.every", self.every, "an integer >= 1")

@@ -59,6 +59,7 @@ def test_fedprox_logs_its_term(pico_zoo, tmp_path):
     assert h0.rounds[-1]["loss/proximal"] == 0
 
 
+@pytest.mark.slow   # 28 s; every method keeps its own both-backends test in the default tier (default tier ≤ 10 min on 2 cores)
 def test_same_seed_same_numbers_inprocess_and_ray(pico_zoo, tmp_path):
     ray = pytest.importorskip("ray")
     a = _run(tmp_path / "a", "method.name=fedavg", "backend.name=inprocess")

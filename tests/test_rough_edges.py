@@ -149,6 +149,7 @@ def test_malformed_local_rows_say_file_and_line(tmp_path):
     assert "lacks the field 'sentence'" in p.stderr
 
 
+@pytest.mark.slow   # 14 s (default tier ≤ 10 min on 2 cores)
 def test_rounds_without_evaluation_print_no_accuracy(pico_zoo, tmp_path):
     p, _ = _cli(["run", str(ROOT / "experiments/defaults.yaml"), *SMALL, "federation.rounds=3", "eval.every=2",
                  "tracking.enabled=false", f"output_dir={tmp_path}/runs"], tmp_path,

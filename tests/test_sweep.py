@@ -10,6 +10,7 @@ from conftest import PICO
 pytest.importorskip("ray")
 
 
+@pytest.mark.slow   # 60 s: two Ray Tune sweeps; the seed summary, identity and script tests stay in the default tier (default tier ≤ 10 min on 2 cores)
 def test_sweep_children_failure_resume_and_outputs(pico_zoo, tmp_path):
     import mlflow
     import ray

@@ -75,6 +75,7 @@ def test_report_reads_runs_back(finished_run):
     assert "fedavg" in out and "pico-llama" in out and "FINISHED" in out
 
 
+@pytest.mark.slow   # 20 s: starts an MLflow server; runs in MLflow and `fedlab report` stay in the default tier (default tier ≤ 10 min on 2 cores)
 def test_mlflow_server_rest_api(finished_run):
     port = _free_port()
     db = f"sqlite:///{finished_run}/mlruns/mlflow.db"

@@ -10,6 +10,7 @@ from torch.utils.data import DataLoader
 
 from fedlab.comm.messages import EvalIns, EvalRes, FitIns, FitRes
 from fedlab.data.collate import PadCollator, TokenizedExamples
+from fedlab.eval import cache
 from fedlab.objectives.modules import ClientModule, Weighted
 from fedlab.objectives.training import make_trainer, optimizer_args
 from fedlab.seeding import derive_seed, seed_everything
@@ -100,6 +101,7 @@ class LoraClient:
         tag = ins.config.get("tag")
         metrics = {}
         loaded = False
+        model_hash = None      # the loaded model's digest for the cross-run score cache, computed once
         for task in self.host.data.client_tasks(self.cid):
             own = self.host.data.client_test is not None   # per-client test splits: scores are per client
             key = (res.name, self.chain, tag, task, self.cid if own else None)
@@ -109,7 +111,9 @@ class LoraClient:
             if not loaded:
                 set_state(res.model, state)
                 loaded = True
-            out = self.host.evaluate_task(res, task, self.cid)
+                if self.cfg.eval.cache and cache.cacheable(res.model):
+                    model_hash = cache.model_digest(res.model)
+            out = self.host.evaluate_task(res, task, self.cid, model_hash)
             if tag is not None:
                 self.host.eval_cache[key] = out
             metrics.update(out)

@@ -41,6 +41,9 @@ def run_key(cfg) -> str:
     d = cfg.identity()
     d.pop("resume", None)
     d.get("tracking", {}).pop("run_name", None)
+    d.get("eval", {}).pop("cache", None)     # where scores come from, not what they are
+    if d.get("eval") == {}:
+        d.pop("eval")
     if not d.get("plugins"):
         d.pop("plugins", None)
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:10]

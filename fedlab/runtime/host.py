@@ -43,8 +43,8 @@ class ClientHost:
     def evaluate(self, cid: int, ins: EvalIns) -> EvalRes:
         return self.clients[cid].evaluate(ins)
 
-    def evaluate_task(self, res, task: str, cid: int | None = None) -> dict:
-        return evaluate_task(res.model, res.tokenizer, self.data, task, self.cfg, cid)
+    def evaluate_task(self, res, task: str, cid: int | None = None, model_hash: str | None = None) -> dict:
+        return evaluate_task(res.model, res.tokenizer, self.data, task, self.cfg, cid, model_hash)
 
     def client_state(self, cid: int):
         return self.clients[cid].own_state
