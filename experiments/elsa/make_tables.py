@@ -132,13 +132,16 @@ def mislabel_section(r: Results) -> list[str]:
             key = f"t1/{task}/a{alpha}/elsa"
             if not r.runs(key):
                 continue
+            trust = lambda m, key=key: r.values(key, lambda rec: (rec.get("summary") or {}).get("trust", {}).get(m))
             cell = lambda m, key=key: r.cell(key, lambda rec: (rec.get("summary") or {}).get("trust", {}).get(m), 2)
-            out.append(f"| {task} | {alpha} | {cell('server/trust/precision')} | {cell('server/trust/recall')} | "
-                       f"{cell('server/trust/recall_at_m')} |")
+            out.append(f"| {task} | {alpha} | {cell('server/trust/flagged')} | {cell('server/trust/precision')} "
+                       f"({len(trust('server/trust/precision'))} of {len(r.runs(key))}) | "
+                       f"{cell('server/trust/recall')} | {cell('server/trust/recall_at_m')} |")
     if not out:
         return []
     return ["", "## Mislabelled clients found by trust (ELSA rows; 4 of 20 clients with half their labels flipped)", "",
-            "| task | α̂ | exclusion precision | exclusion recall | recall@4 (lowest trust) |", "|---|---|---|---|---|",
+            "| task | α̂ | clients excluded for low trust | exclusion precision (seeds that excluded any) | exclusion recall "
+            "| recall@4 (lowest trust) |", "|---|---|---|---|---|---|",
             *out]
 
 

@@ -258,7 +258,9 @@ class Elsa(FedMethod):
         if bad and self.cfg.method.grouping == "trust":
             flagged = {c for c, why in g.excluded.items() if why == "low trust"}
             hit = len(flagged & bad)
-            out["trust/precision"] = hit / len(flagged) if flagged else 0.0
+            out["trust/flagged"] = len(flagged)
+            if flagged:                   # precision is undefined when nothing is flagged: no value, not 0
+                out["trust/precision"] = hit / len(flagged)
             out["trust/recall"] = hit / len(bad)
             lowest = set(np.argsort(self.trust)[:len(bad)].tolist())
             out["trust/recall_at_m"] = len(lowest & bad) / len(bad)
