@@ -118,7 +118,7 @@ class Results:
         for p in plan:
             for rec in self.runs(p.key):
                 cfg = load_config(p.config, [*p.overrides, f"seed={rec.get('seed', 0)}"])
-                if rec.get("config_hash") != run_key(cfg):
+                if rec.get("config_hash") != run_key(cfg) or method_drift(rec, cfg):
                     out.add(p.key)
         return out
 
@@ -209,6 +209,16 @@ def log_to_parent(results: Results, paths: list[Path], folder: str = "figures") 
     return len(paths)
 
 
+def method_drift(record: dict, cfg) -> list[str]:
+    """The method-config fields whose resolved value in `record` differs from what `cfg` resolves to now. The run
+    key hashes only non-default fields (a new field with a behaviour-keeping default leaves records current), so
+    a changed *default* leaves the key as it was: the record's resolved config tells. Fields the record lacks
+    (added since) are not compared."""
+    then = record.get("method_config") or {}
+    now = json.loads(json.dumps(dataclasses.asdict(cfg.method), default=str))
+    return sorted(k for k in then.keys() & now.keys() if then[k] != now[k])
+
+
 def stale_models(record: dict) -> list[str]:
     """The zoo models a record was made with whose weights differ from the ones this machine builds from the
     current recipe: its numbers came from other weights than a rerun would use, so it is stale. That covers a
@@ -243,7 +253,8 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
         for seed in seeds:
             cfg = load_config(p.config, [*p.overrides, *extra, f"seed={seed}"])
             old = results.records.get(record_key(p.key, seed))
-            if rerun or old is None or old.get("config_hash") != run_key(cfg) or stale_models(old):
+            if (rerun or old is None or old.get("config_hash") != run_key(cfg) or method_drift(old, cfg)
+                    or stale_models(old)):
                 todo.append((p, seed, cfg))
     if not todo:
         return 0

@@ -58,13 +58,24 @@ def test_runner_records_resumes_and_reruns_what_changed(pico_zoo, tmp_path):
     # the same recipe built into other weights (another machine): stale too
     again.records["t/zeroshot@seed1"]["models"]["pico-llama"]["weights_sha256"] = "1" * 64
     assert stale_models(again.records["t/zeroshot@seed1"]) == ["pico-llama"]
+    # a record whose resolved method config differs from today's (a changed default keeps the run key) is stale
+    from fedlab.config import load_config
+    from fedlab.runner import method_drift
+
+    fed = again.records["t/fedavg@seed0"]
+    cfg = load_config(None, [*_plan(tmp_path, lr="0.02")[0].overrides, "seed=0"])
+    assert method_drift(fed, cfg) == []
+    fed["method_config"]["aggregator"] = "median"          # what an old default would have recorded
+    fed["method_config"]["retired_field"] = 1               # a field the config no longer has: not compared
+    assert method_drift(fed, cfg) == ["aggregator"] and "t/fedavg" in again.stale(_plan(tmp_path, lr="0.02"))
+    assert execute(_plan(tmp_path, lr="0.02"), again, [0], progress=False) == 1
     # both seeds in one MLflow parent
     import mlflow
 
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
     children = mlflow.search_runs(experiment_names=["fedlab"], output_format="list",
                                   filter_string=f"tags.mlflow.parentRunId = '{data['_meta']['parent_run_id']}'")
-    assert len(children) == 7
+    assert len(children) == 8
 
 
 def test_run_table_renders_from_records(pico_zoo, tmp_path, capsys):
