@@ -5,6 +5,7 @@ import torch
 from torchmetrics.text.rouge import ROUGEScore
 
 from fedlab.data.tasks import Example
+from fedlab.models.modes import eval_mode
 
 
 def normalize(text: str) -> str:
@@ -17,14 +18,15 @@ def greedy_generate(model, tokenizer, prompts: list[str], max_new_tokens: int = 
     mask and positions that skip the padding), each continuation cut at its first EOS. batch_size=1 decodes
     one prompt at a time (the reference the batched path is tested against)."""
     device = next(model.parameters()).device
+    with eval_mode(model):
+        return _greedy(model, tokenizer, prompts, max_new_tokens, batch_size, device)
+
+
+def _greedy(model, tokenizer, prompts, max_new_tokens, batch_size, device) -> list[str]:
     outs: list[str] = []
-    was_training = model.training
-    model.eval()
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     if not hasattr(model, "generate"):      # a logits-only composite (proxy tuning): one prompt at a time
-        outs = [_greedy_logits_only(model, tokenizer, p, max_new_tokens, device) for p in prompts]
-        model.train(was_training)
-        return outs
+        return [_greedy_logits_only(model, tokenizer, p, max_new_tokens, device) for p in prompts]
     for start in range(0, len(prompts), batch_size):
         encoded = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts[start:start + batch_size]]
         width = max(len(e) for e in encoded)
@@ -39,7 +41,6 @@ def greedy_generate(model, tokenizer, prompts: list[str], max_new_tokens: int = 
             if tokenizer.eos_token_id in row:
                 row = row[:row.index(tokenizer.eos_token_id)]
             outs.append(tokenizer.decode(row, skip_special_tokens=True).strip())
-    model.train(was_training)
     return outs
 
 

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 
 from fedlab.data.collate import PadCollator, continuation_ids
 from fedlab.data.tasks import Example
+from fedlab.models.modes import eval_mode
 
 # encodings per tokenizer object, by (prompt, choices): a run scores the same test prompts at every
 # evaluation, and tokenising them again was a fifth of each evaluation's time on the tiny models
@@ -124,9 +125,7 @@ def choice_loglikelihoods(model, tokenizer, examples: list[Example], max_length:
     # with the per-pair truncation the reference applies
     fits = [shared and len(ctx) + max(len(c) for c in conts) <= max_length and min(len(c) for c in conts) > 0
             for ctx, conts in encoded]
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         scores: list[list[float]] = [[] for _ in examples]
         fit_idx = [i for i, ok in enumerate(fits) if ok]
         if fit_idx:
@@ -141,8 +140,6 @@ def choice_loglikelihoods(model, tokenizer, examples: list[Example], max_length:
             n = len(encoded[i][1])
             scores[i] = flat[k:k + n]
             k += n
-    finally:
-        model.train(was_training)
     return scores
 
 
