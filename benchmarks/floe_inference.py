@@ -7,10 +7,12 @@ detector's time per prompt, measured in the same run (issue 12: router + fusion 
 
 Every decoding step reads the whole sequence, as fedlab's fusion does (no key/value cache), in each row:
 - SLM: the base SLM's next-token distribution (the baseline);
-- Floe, unmerged: the routed SLM as one LoRA of rank M·r (what the tables run), plus the fusion gate's MLP
-  on (P_SLM, P_LLM); the router (prompt embedding, gate, mixture) once per prompt, spread over its tokens;
-- Floe, merged (`method.router_merge: true`): W + Σ_j ω_j ΔW_j folded into the weights once per prompt from
-  the experts' precomputed dense deltas (`MergedMixture`), then the plain forward plus the gate's MLP;
+- Floe, unmerged (`method.router_merge: false`): the routed SLM as one LoRA of rank M·r, plus the fusion
+  gate's MLP on (P_SLM, P_LLM); the router (prompt embedding by the router's sentence encoder, gate,
+  mixture) once per prompt, spread over its tokens;
+- Floe, merged (`method.router_merge` null or true, what the tables run): W + Σ_j ω_j ΔW_j folded into the
+  weights once per prompt from the experts' precomputed dense deltas (`MergedMixture`), then the plain
+  forward plus the gate's MLP;
 - the same through PEFT's merge_adapter / unmerge_adapter on the rank-M·r mixture (the former merged path).
 The cloud LLM's forward is not on the device (it runs in parallel in the cloud) and is reported apart."""
 from __future__ import annotations
@@ -52,8 +54,8 @@ def bench_fusion(args) -> list[list]:
     mixed = get_resident(cfg, chain=(transform("lora", r=m * r, alpha=s * m * r),))
     axes = lora_rank_axes(single.model)
     centres = [{k: 0.02 * torch.randn_like(v) for k, v in single.init_state.items()} for _ in range(m)]
-    experts = torch.nn.functional.normalize(torch.randn(m, single.model.config.hidden_size), dim=-1)
-    embed = make_embedder("slm", single, cfg.model.max_length)
+    embed = make_embedder(args.encoder or cfg.method.router_encoder, single, cfg.model.max_length)
+    experts = torch.nn.functional.normalize(torch.randn(m, embed(["a prompt"]).shape[-1]), dim=-1)
     llm, _ = load_model(args.llm)
     vocab = len(mixed.tokenizer)
     fgate = FusionGate(vocab).eval()
@@ -120,9 +122,9 @@ def bench_fusion(args) -> list[list]:
     merged = ms["merged"] + gate_ms + ms["router"] + ms["merge"]
     peft = ms["peft"] + gate_ms + ms["router"] + ms["load"] + ms["peft_merge"]
     return [["SLM alone (baseline)", ms["slm"], 1.0, "-"],
-            [f"Floe, unmerged LoRA of rank {m}·{r} (as run)", unmerged, unmerged / ms["slm"],
+            [f"Floe, unmerged LoRA of rank {m}·{r}", unmerged, unmerged / ms["slm"],
              f"forward {ms['unmerged']:.2f} + gate {gate_ms:.3f} + router {ms['router']:.3f} + load {ms['load']:.3f}"],
-            ["Floe, mixture merged per prompt", merged, merged / ms["slm"],
+            ["Floe, mixture merged per prompt (as run)", merged, merged / ms["slm"],
              f"forward {ms['merged']:.2f} + gate {gate_ms:.3f} + router {ms['router']:.3f} + merge {ms['merge']:.3f}"],
             ["Floe, merged through PEFT's merge_adapter", peft, peft / ms["slm"],
              f"forward {ms['peft']:.2f} + gate {gate_ms:.3f} + router {ms['router']:.3f} + load {ms['load']:.3f} + "
@@ -162,9 +164,15 @@ def main() -> int:
     ap.add_argument("--prompts", type=int, default=12)
     ap.add_argument("--tokens", type=int, default=16)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--encoder", default=None, help="the router's prompt encoder (default: experiments/floe/"
+                                                    "base.yaml's method.router_encoder)")
     args = ap.parse_args()
+    from fedlab.config import load_config
+    from fedlab.methods.floe.inference import router_encoder_name
+
+    encoder = router_encoder_name(args.encoder or load_config("experiments/floe/base.yaml").method.router_encoder)
     print(f"## Router + fusion per generated token ({args.model}, {args.experts} experts of rank {args.rank}, "
-          f"{args.prompts} prompts × {args.tokens} tokens, {args.threads} thread)\n")
+          f"{args.prompts} prompts × {args.tokens} tokens, {args.threads} thread, router encoder {encoder})\n")
     print(table(bench_fusion(args), ["path", "ms per token", "× SLM", "breakdown (ms)"]))
     print("\n## Privacy detector per prompt\n")
     print(table(bench_detector(args), ["detector", "prompts", "ms per prompt"]))

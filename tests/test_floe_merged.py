@@ -71,3 +71,20 @@ def test_router_merge_with_proxy_tuning_is_one_clear_error():
     with pytest.raises(ConfigError, match="method.router_merge"):
         load_config(None, ["method.name=floe", "method.router_merge=true", "method.combine=proxy",
                            "method.llm=pico-llama"])
+    load_config(None, ["method.name=floe", "method.combine=proxy", "method.llm=pico-llama"])   # null: unmerged
+
+
+def test_router_merge_null_merges_only_with_fusion_and_within_the_memory_budget(pico_zoo):
+    from fedlab.methods.floe.inference import merge_routed
+    from fedlab.methods.floe.merged import MergedMixture
+
+    model, centres, _, _ = _mixture_model("pico-llama")
+    need = MergedMixture.nbytes(model, len(centres))
+    # by hand: every LoRA layer's base weight, once per expert plus the copy of the base
+    from peft.tuners.lora import LoraLayer
+    layers = [m.get_base_layer().weight for m in model.modules() if isinstance(m, LoraLayer)]
+    assert need == sum(w.numel() * 4 for w in layers) * (len(centres) + 1)
+    assert merge_routed(None, "fusion", model, len(centres), need / 2 ** 20)
+    assert not merge_routed(None, "fusion", model, len(centres), need / 2 ** 20 * 0.99)
+    assert not merge_routed(None, "proxy", model, len(centres), 1e9)
+    assert merge_routed(True, "fusion", model, len(centres), 0) and not merge_routed(False, "fusion", model, 3, 1e9)

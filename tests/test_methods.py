@@ -18,6 +18,9 @@ FIT_PICO = {m: ["method.adapter_front=1", "method.adapter_back=1"] for m in ("ot
 # LLM-FedAvg proxy-tunes an LLM that shares the SLM's tokenizer
 FIT_PICO["llm_fedavg"] = ["model.name=pico-llama-s", "method.llm=pico-llama"]
 FIT_PICO["llm_fedmoe"] = ["model.name=pico-llama-s", "method.llm=pico-llama"]
+# Floe's router embeds prompts with a sentence encoder: the test-scale one
+for _m in ("floe", "floe_no_rank", "floe_no_cluster", "llm_fedmoe"):
+    FIT_PICO[_m] = FIT_PICO.get(_m, []) + ["method.router_encoder=pico-bert"]
 # ELSA fine-tunes an encoder (LoRA on attention, one edge for the two clients)
 FIT_PICO["elsa"] = ["model.name=pico-bert", "model.lora.target_modules=[query,value]", "method.num_edges=1",
                     "method.warmup_steps=2", "method.probe_size=8"]

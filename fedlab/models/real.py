@@ -23,6 +23,11 @@ REAL_MODELS = {
 }
 
 
+def installed(name: str) -> bool:
+    """Whether the package that carries real model `name` is installed (nothing is imported)."""
+    return importlib.util.find_spec(REAL_MODELS[name][0]) is not None
+
+
 def package_file(package: str, relative: str) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:

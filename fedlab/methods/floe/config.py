@@ -43,12 +43,18 @@ class FloeConfig(MethodConfig):
     probe_per_task: int = 8          # public samples per task for the behaviour embeddings
     # inference: the parameter-free router over the expert pool (Eq. 9–11), scored at the end of the run
     router: bool = True
-    router_encoder: str = "slm"      # slm: the base SLM's mean hidden state | a sentence encoder (minilm-l6)
+    # the sentence encoder of prompts and experts (the paper's BGE): auto — minilm-l6 when its package is
+    # installed, else the zoo's tiny-bert | a named encoder (minilm-l6, tiny-bert, a BERT folder) | slm — the
+    # base SLM's own mean hidden state (no extra model on the device)
+    router_encoder: str = "auto"
     router_k: int = 32               # public samples per expert embedding
     router_temperature: float = 1.0  # 1: no temperature (SPEC §4.3)
     router_kind: str = "free"        # free: Eq. 9–11's cosine gate | dense: a trained linear gate (LLM-FedMoE)
     router_top: Optional[int] = None     # keep each gate's top-k experts, renormalised; null: all of them
-    router_merge: bool = False       # fold each prompt's mixture into the weights (one plain forward per token)
+    # fold each prompt's mixture into the weights (one plain forward per token, merged.py): null — yes when
+    # combine=fusion and the M dense expert deltas fit in router_merge_max_mb; true / false force it
+    router_merge: Optional[bool] = None
+    router_merge_max_mb: float = 2048.0
     router_epochs: int = 30          # dense gate: epochs over the public samples
     router_lr: float = 0.05
     # inference: LLM–SLM logit fusion (Eq. 12–15); null llm: no fusion
@@ -60,6 +66,9 @@ class FloeConfig(MethodConfig):
     fusion_lr: float = 1e-3
     fusion_rtt: float = 0.08         # simulated round-trip time to the cloud (s), ± fusion_rtt_jitter
     fusion_rtt_jitter: float = 0.04
+    # the cloud LLM's compute per token (ms), simulated: a cloud GPU's time, not this machine's, so the fallback
+    # (hence every fused score) does not depend on this machine's speed or load; null: measure the LLM here
+    fusion_cloud_ms: Optional[float] = 5.0
     tau_wait: float = 0.2            # the LLM's token counts only when RTT + cloud time ≤ this (s)
     fusion_eval_per_task: Optional[int] = 50    # test items per task scored with fusion (null: all)
     detector_encoder: Optional[str] = None      # null: stage 1 only | a sentence encoder for stage 2 (minilm-l6)
@@ -96,8 +105,11 @@ class FloeConfig(MethodConfig):
         check(self.router_epochs >= 1, f"{p}.router_epochs", self.router_epochs, "an integer >= 1")
         check(self.router_lr > 0, f"{p}.router_lr", self.router_lr, "a number > 0")
         choose(self.combine, ["fusion", "proxy"], f"{p}.combine")
-        check(not (self.router_merge and self.combine == "proxy"), f"{p}.router_merge", self.router_merge,
-              "false with method.combine=proxy (proxy tuning needs the unmerged base SLM beside the routed one)")
+        check(not (self.router_merge is True and self.combine == "proxy"), f"{p}.router_merge", self.router_merge,
+              "null or false with method.combine=proxy (proxy tuning needs the unmerged base SLM beside the routed one)")
+        check(self.router_merge_max_mb >= 0, f"{p}.router_merge_max_mb", self.router_merge_max_mb, "MiB >= 0")
+        check(bool(self.router_encoder), f"{p}.router_encoder", self.router_encoder,
+              "auto, slm, or an encoder name (minilm-l6, tiny-bert, a BERT folder)")
         check(self.combine != "proxy" or bool(self.llm), f"{p}.llm", self.llm,
               "a model sharing model.name's tokenizer (method.combine=proxy adds logits token by token)")
         check(self.detector_tau is None or -1 <= self.detector_tau <= 1, f"{p}.detector_tau", self.detector_tau,
@@ -110,6 +122,8 @@ class FloeConfig(MethodConfig):
         check(self.tau_wait > 0, f"{p}.tau_wait", self.tau_wait, "seconds > 0")
         check(self.fusion_rtt >= 0 and 0 <= self.fusion_rtt_jitter <= self.fusion_rtt, f"{p}.fusion_rtt_jitter",
               self.fusion_rtt_jitter, "a jitter in [0, fusion_rtt]")
+        check(self.fusion_cloud_ms is None or self.fusion_cloud_ms >= 0, f"{p}.fusion_cloud_ms", self.fusion_cloud_ms,
+              "null (measured) or milliseconds >= 0")
         choose(self.dp, ["none", "dpsgd", "update"], f"{p}.dp")
         check(self.dp_clip > 0, f"{p}.dp_clip", self.dp_clip, "a norm > 0")
         check(self.dp_noise >= 0, f"{p}.dp_noise", self.dp_noise, "a noise multiplier >= 0")

@@ -12,8 +12,11 @@ of each of its tokens is summed into the SLM bin its token maps to (§2.2's voca
 renormalised, and decoding is in the SLM's vocabulary. With a shared tokenizer (the default experiment)
 the map is the identity.
 
-Fallback: the LLM's answer for a token arrives after RTT + t_cloud (simulated RTT, measured cloud time); when
-that exceeds τ_wait the token uses w = 1. Latency per token = max(t_edge, min(RTT + t_cloud, τ_wait))."""
+Fallback: the LLM's answer for a token arrives after RTT + t_cloud (simulated RTT with seeded jitter; t_cloud
+the cloud's compute per token, simulated by default — `method.fusion_cloud_ms` — so that which tokens fall
+back, hence every score, never depends on how fast or busy this machine is; null measures the LLM's forward
+here); when that exceeds τ_wait the token uses w = 1. Latency per token = max(t_edge, min(RTT + t_cloud,
+τ_wait)), t_edge the SLM's measured time."""
 from __future__ import annotations
 
 import random
@@ -89,14 +92,15 @@ class Fusion:
     privacy detector's verdict."""
 
     def __init__(self, slm_for, llm, gate: FusionGate | None, vmap: torch.Tensor, flagged, max_length: int,
-                 rtt: float = 0.08, rtt_jitter: float = 0.04, tau_wait: float = 0.2, seed: int = 0):
+                 rtt: float = 0.08, rtt_jitter: float = 0.04, tau_wait: float = 0.2, seed: int = 0,
+                 cloud_s: float | None = None):
         self.slm_for, (self.llm, self.llm_tok) = slm_for, llm
         self.gate, self.vmap, self.flagged, self.max_length = gate, vmap, flagged, max_length
-        self.rtt, self.rtt_jitter, self.tau_wait = rtt, rtt_jitter, tau_wait
+        self.rtt, self.rtt_jitter, self.tau_wait, self.cloud_s = rtt, rtt_jitter, tau_wait, cloud_s
         self.rng = random.Random(seed)
         self.stats = {"tokens": 0, "fallback": 0, "flagged_prompts": 0, "llm_calls": 0, "w_sum": 0.0,
                       "latency_sum": 0.0}
-        # per token: (edge seconds, measured cloud seconds or None when flagged, RTT jitter drawn, w used)
+        # per token: (edge seconds, cloud seconds or None when flagged, RTT jitter drawn, w used)
         self.trace: list[tuple[float, float | None, float, float]] = []
 
     def _w(self, p_slm: torch.Tensor, p_llm: torch.Tensor) -> torch.Tensor:
@@ -126,8 +130,9 @@ class Fusion:
         p_llm = next_probs_ids(self.llm, llm_ids(tok, self.llm_tok, ids, same), self.max_length)[None]
         p_llm = p_llm if same else map_probs(p_llm, self.vmap, p_slm.shape[-1])
         self.stats["llm_calls"] += 1
-        t_cloud, jitter = time.perf_counter() - t0, self._jitter()
-        cloud = max(0.0, self.rtt + jitter) + t_cloud      # simulated RTT (seeded jitter) + measured cloud time
+        t_cloud = time.perf_counter() - t0 if self.cloud_s is None else self.cloud_s
+        jitter = self._jitter()
+        cloud = max(0.0, self.rtt + jitter) + t_cloud      # simulated RTT (seeded jitter) + the cloud's time
         self.stats["latency_sum"] += max(t_edge, min(cloud, self.tau_wait))
         if cloud > self.tau_wait:
             self.stats["fallback"] += 1

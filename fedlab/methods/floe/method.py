@@ -25,6 +25,7 @@ from fedlab.hetero.devices import assign_classes, round_conditions
 from fedlab.hetero.profile import load_profile, measured_profile
 from fedlab.methods.base import FedMethod
 from fedlab.methods.floe.behaviour import behaviour_embedding, mean_hidden, probe_sets
+from fedlab.models.modes import eval_mode
 from fedlab.privacy import PrivacyLedger
 from fedlab.runtime.context import log_line
 from fedlab.runtime.resident import get_resident
@@ -70,6 +71,10 @@ class Floe(FedMethod):
         self.classes = assign_classes(data.num_clients, m.devices, cfg.seed)
         self._profile = None
         self.check_feasible()
+        if m.router:
+            from fedlab.methods.floe.inference import check_router_encoder
+
+            check_router_encoder(m.router_encoder)
         if m.combine == "proxy":
             from fedlab.methods.llm_fedavg.method import check_shared_tokenizer
 
@@ -290,11 +295,12 @@ class Floe(FedMethod):
         if not m.cluster or m.experts == 1 or len(cids) < (2 if m.experts else 3):
             return [0] * len(cids), {"clusters/num": 1}
         res = self.resident
-        if self._base_hidden is None:
-            set_state(res.model, res.init_state)       # B = 0: the base model's function
-            self._base_hidden = mean_hidden(res.model, res.tokenizer, self.probes, self.cfg.model.max_length)
-        emb = torch.stack([behaviour_embedding(res.model, res.tokenizer, self.probes, self.cfg.model.max_length,
-                                               padded[c], starts[c], self._base_hidden) for c in cids])
+        with eval_mode(res.model):           # in-process the clients just trained this resident: dropout off
+            if self._base_hidden is None:
+                set_state(res.model, res.init_state)       # B = 0: the base model's function
+                self._base_hidden = mean_hidden(res.model, res.tokenizer, self.probes, self.cfg.model.max_length)
+            emb = torch.stack([behaviour_embedding(res.model, res.tokenizer, self.probes, self.cfg.model.max_length,
+                                                   padded[c], starts[c], self._base_hidden) for c in cids])
         out = (fixed_clusters(emb.numpy(), m.experts, seed=self.cfg.seed) if m.experts else
                choose_clusters(emb.numpy(), m.max_clusters, m.min_silhouette, seed=self.cfg.seed))
         info = {"clusters/num": out.num_clusters}
@@ -349,24 +355,42 @@ class Floe(FedMethod):
             ctx.log_artifact(png, "plots")
         if not m.router or not self.data.public:
             return {}
-        from fedlab.methods.floe.inference import Router, evaluate_routed, make_embedder
+        mixed = self.resident_at(self.r_max * len(self.centres))
+        with eval_mode(self.resident.model, mixed.model):     # the inference phase: dropout off everywhere
+            return self.infer(ctx, mixed)
+
+    def infer(self, ctx, mixed) -> dict:
+        """The router over the expert pool, the routed SLM's scores, then fusion or proxy tuning with the LLM."""
+        m = self.cfg.method
+        from fedlab.methods.floe.inference import (
+            Router,
+            evaluate_routed,
+            make_embedder,
+            merge_routed,
+            router_encoder_name,
+        )
 
         res = self.resident
-        embed = make_embedder(m.router_encoder, res, self.cfg.model.max_length)
+        encoder = router_encoder_name(m.router_encoder)
+        embed = make_embedder(encoder, res, self.cfg.model.max_length)
         router = Router(self.centres, self.axes, embed, self.data.public, res.init_state, res,
                         self.cfg.model.max_length, m.router_k, m.router_temperature, m.router_top)
         trained = {}
         if m.router_kind == "dense":
             trained["router/mixture_nll"] = router.fit_dense(self.cfg, res, self.data.public, m.router_epochs,
                                                              m.router_lr)
-        mixed = self.resident_at(self.r_max * len(self.centres))
-        out = {**trained, **evaluate_routed(router, mixed, self.data, self.cfg)}
+        merge = merge_routed(m.router_merge, m.combine, mixed.model, len(self.centres), m.router_merge_max_mb)
+        ctx.tracker.set_tags({"floe.router_encoder": encoder, "floe.router_merge": str(merge).lower()})
+        log_line(f"[fedlab] floe: router over {len(self.centres)} experts, prompts embedded by {encoder}, "
+                 f"mixture {'merged into the weights' if merge else 'as a rank-M·r LoRA'} per prompt")
+        out = {**trained, **evaluate_routed(router, mixed, self.data, self.cfg, merge), "routed/merged": float(merge)}
         out.update({f"routed/expert_domain_{j}": d for j, d in enumerate(router.domains)})
         if m.llm:
-            out.update(self.fused(router, mixed, ctx) if m.combine == "fusion" else self.proxied(router, mixed))
+            out.update(self.fused(router, mixed, merge, ctx) if m.combine == "fusion"
+                       else self.proxied(router, mixed, merge))
         return out
 
-    def proxied(self, router, mixed) -> dict:
+    def proxied(self, router, mixed, merge: bool) -> dict:
         """LLM-FedMoE: the cloud LLM proxy-tuned by the routed SLM, logits = LLM + SLM_routed − SLM_base, each
         test prompt with its own gate (`proxy/*`)."""
         from fedlab.methods.floe.inference import evaluate_routed
@@ -378,9 +402,9 @@ class Floe(FedMethod):
         llm.eval()
         mixed.model.eval()
         proxy = ProxyTuned(llm, mixed.model, WithoutAdapter(mixed.model))
-        return evaluate_routed(router, mixed, self.data, self.cfg, scorer=(proxy, llm_tok), prefix="proxy")
+        return evaluate_routed(router, mixed, self.data, self.cfg, merge, scorer=(proxy, llm_tok), prefix="proxy")
 
-    def fused(self, router, mixed, ctx=None) -> dict:
+    def fused(self, router, mixed, merge: bool, ctx=None) -> dict:
         """Train the fusion gate on public answers and score P_out on the test sets (`fusion.py`)."""
         import torch
 
@@ -401,7 +425,7 @@ class Floe(FedMethod):
 
         def slm_for(prompt):
             if loaded.get("prompt") != prompt:
-                load_mixture(mixed.model, router, router.gates([prompt])[0], m.router_merge)
+                load_mixture(mixed.model, router, router.gates([prompt])[0], merge)
                 loaded["prompt"] = prompt
             return mixed.model, mixed.tokenizer
 
@@ -424,7 +448,8 @@ class Floe(FedMethod):
         trainer.fit(gate, loader)
         gate.eval()
         fusion = Fusion(slm_for, (llm, llm_tok), gate, vmap, flagged, cfg.model.max_length, m.fusion_rtt,
-                        m.fusion_rtt_jitter, m.tau_wait, seed=cfg.seed)
+                        m.fusion_rtt_jitter, m.tau_wait, seed=cfg.seed,
+                        cloud_s=None if m.fusion_cloud_ms is None else m.fusion_cloud_ms / 1000)
         out = evaluate_fused(fusion, self.data, m.fusion_eval_per_task)
         unmerge(mixed.model)
         out["fused/gate_train_nll"] = float(trainer.callback_metrics.get("fusion/nll", float("nan")))
