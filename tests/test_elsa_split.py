@@ -61,8 +61,44 @@ def test_sketched_step_sends_the_sketch_and_passes_gradients_straight_through():
     # what the edge computed on is the decompressed sketch of the client's activations, nothing else
     assert torch.allclose(seen[0], sk.decompress(sk.compress(front(mask, ids).detach())))
     assert emb.weight.grad is not None and float(emb.weight.grad.abs().sum()) > 0
-    # straight-through: the front's gradient is the sketched-and-recovered gradient of the edge's input
     assert torch.isfinite(loss)
+
+
+@pytest.mark.parametrize("rotate", [False, True])
+def test_sketched_backward_is_straight_through_by_hand(rotate):
+    """Every gradient of a sketched step equals the composition written out by hand, with each sketch
+    round trip R = decompress ∘ compress applied to the value forward and to the gradient backward (its
+    Jacobian taken as the identity), and the SS-OP rotation 𝒬 exact:
+        Ĥ = R(H𝒬ᵀ), H₂ = middle(Ĥ), Ĥ₂ = R(H₂), loss = L(back(Ĥ₂));
+        g₂ = R(∂L/∂Ĥ₂) into the edge, g₁ = R(J_middle(Ĥ)ᵀ g₂) back to the client, ∂L/∂H = g₁ 𝒬."""
+    ids, mask, loss_fn = _batch()
+    (emb, f1, f2, f3), front, middle, back = _parts()
+    sk = CountSketch(D, 3, 2, seed=5)
+    R = lambda x: sk.decompress(sk.compress(x))
+    q = ssop_matrix(torch.randn(20, D, generator=torch.Generator().manual_seed(2)), 4, seed=9) if rotate else None
+    h = front(mask, ids)
+    h_hat = R((h if q is None else h @ q.T).detach()).requires_grad_(True)
+    h2 = middle(mask, h_hat)
+    h2_hat = R(h2.detach()).requires_grad_(True)
+    loss_ref = loss_fn(back(mask, h2_hat))
+    loss_ref.backward()                                      # f2, f3 and ∂L/∂Ĥ₂
+    h2.backward(R(h2_hat.grad))                              # f1 and ∂L/∂Ĥ
+    g1 = R(h_hat.grad)
+    h.backward(g1 if q is None else g1 @ q)                  # emb
+    want = {n: m.weight.grad.clone() for n, m in zip(("emb", "f1", "f2", "f3"), (emb, f1, f2, f3))}
+    assert all(float(w.abs().sum()) > 0 for w in want.values())
+    for m in (emb, f1, f2, f3):
+        m.zero_grad()
+    loss, _ = split_step(front, back, Edge(middle, f1.parameters(), sk, lr=0), Link(sk, rotation=q), ids, mask,
+                         loss_fn)
+    assert float(loss) == pytest.approx(float(loss_ref), abs=1e-6)
+    for n, m in zip(("emb", "f1", "f2", "f3"), (emb, f1, f2, f3)):
+        assert torch.allclose(m.weight.grad, want[n], atol=1e-6), n
+    # and the sketch is not the identity here, so the straight-through gradient is not the exact one
+    (emb2, *_), front2, middle2, back2 = _parts()
+    exact = loss_fn(back2(mask, middle2(mask, front2(mask, ids) if q is None else front2(mask, ids) @ q.T)))
+    exact.backward()
+    assert not torch.allclose(emb2.weight.grad, want["emb"], atol=1e-4)
 
 
 def test_the_edge_steps_its_own_parameters_only():
