@@ -77,6 +77,28 @@ def test_shared_prefix_scoring_equals_scoring_each_pair(fedlab_home, name):
     assert torch.allclose(torch.tensor(fallback), torch.tensor(reference), atol=1e-5)
 
 
+@pytest.mark.parametrize("name", ["pico-llama", "pico-gpt2"])
+def test_one_token_choices_are_scored_from_the_prompt_pass_bit_for_bit(fedlab_home, name):
+    """A batch whose choices are all one token skips the second (cache) pass: its scores are exactly — not
+    to rounding — those of the two-pass scorer, so no recorded accuracy moves; batches with longer choices
+    still take both passes."""
+    from fedlab.data.tasks import TASKS, task_examples
+    from fedlab.eval.multiple_choice import _encode, _score_shared
+    from fedlab.models.zoo import load_model
+
+    model, tok = load_model(name)
+    model.eval()
+    tok.pad_token = tok.pad_token or tok.eos_token
+    seen = set()
+    for task in [t for t, spec in TASKS.items() if spec.n_choices]:
+        enc = _encode(tok, task_examples(task, "test", 24))
+        seen.add(max(len(c) for _, cs in enc for c in cs) == 1)
+        fast = _score_shared(model, tok.pad_token_id, enc, 4, "cpu")
+        slow = _score_shared(model, tok.pad_token_id, enc, 4, "cpu", one_pass=False)
+        assert fast == slow, task
+    assert True in seen
+
+
 @pytest.mark.parametrize("name", ["pico-llama", "pico-gpt2", "pico-opt", "pico-bloom", "pico-qwen2"])
 def test_batched_greedy_generation_equals_one_prompt_at_a_time(fedlab_home, name):
     """Left-padded batches decode what each prompt decodes alone, on every zoo architecture."""

@@ -66,8 +66,10 @@ def _score_pairs(model, pad_id: int, items: list[tuple[list[int], list[int]]], m
 
 @torch.no_grad()
 def _score_shared(model, pad_id: int, encoded: list[tuple[list[int], list[list[int]]]], batch_size: int,
-                  device) -> list[list[float]]:
-    """Each prompt once, then every choice of it on the prompt's key/value cache."""
+                  device, one_pass: bool = True) -> list[list[float]]:
+    """Each prompt once, then every choice of it on the prompt's key/value cache; a batch whose choices are all
+    one token long is scored from the prompt pass alone (the second pass would add only zeros; `one_pass=False`
+    runs it anyway, the reference the tests compare against)."""
     from transformers import DynamicCache
 
     scores: list[list[float]] = [[] for _ in encoded]
@@ -89,6 +91,11 @@ def _score_shared(model, pad_id: int, encoded: list[tuple[list[int], list[list[i
         owners = [r for r, i in enumerate(idx) for _ in encoded[i][1]]
         conts = [c for i in idx for c in encoded[i][1]]
         longest = max(len(c) for c in conts)
+        own = torch.tensor(owners, device=device)
+        if longest == 1 and one_pass:     # every choice is one token: the prompt pass scores them all
+            total = first[own].gather(-1, torch.tensor(conts, device=device)).squeeze(-1)
+            _spread(scores, idx, encoded, total)
+            continue
         cache = out.past_key_values
         cache.batch_select_indices(torch.tensor(owners, device=device))
         cids = torch.full((len(conts), longest), pad_id, dtype=torch.long)
@@ -97,7 +104,6 @@ def _score_shared(model, pad_id: int, encoded: list[tuple[list[int], list[list[i
             cids[r, :len(c)] = torch.tensor(c)
             cmask[r, :len(c)] = 1
         cids, cmask = cids.to(device), cmask.to(device)
-        own = torch.tensor(owners, device=device)
         lengths = mask.sum(1)[own]
         cpos = lengths[:, None] + torch.arange(longest, device=device)[None, :]
         logits = model(input_ids=cids, attention_mask=torch.cat([mask[own], cmask], 1), position_ids=cpos,
@@ -105,12 +111,17 @@ def _score_shared(model, pad_id: int, encoded: list[tuple[list[int], list[list[i
         logp = F.log_softmax(logits[:, :-1], dim=-1)                      # position t predicts token t+1
         nxt = logp.gather(-1, cids[:, 1:].unsqueeze(-1)).squeeze(-1) * cmask[:, 1:]
         total = first[own].gather(-1, cids[:, :1]).squeeze(-1) + nxt.sum(1)
-        k = 0
-        for i in idx:
-            n = len(encoded[i][1])
-            scores[i] = total[k:k + n].tolist()
-            k += n
+        _spread(scores, idx, encoded, total)
     return scores
+
+
+def _spread(scores: list[list[float]], idx: list[int], encoded, total: torch.Tensor) -> None:
+    """Hand each prompt of the batch `idx` its choices' scores from the flat `total` (prompt-major)."""
+    k = 0
+    for i in idx:
+        n = len(encoded[i][1])
+        scores[i] = total[k:k + n].tolist()
+        k += n
 
 
 @torch.no_grad()
