@@ -20,3 +20,45 @@ def test_blocked_kernels_equal_the_frozen_ones_bit_for_bit(k, p):
     for density in (0.2, 1.0):
         for w in (None, torch.rand(k, generator=g)):
             assert torch.equal(ties(tau, density=density, weights=w), before.ties(tau, density=density, weights=w))
+
+
+@pytest.mark.parametrize("block", [3, 64, None])
+def test_trimming_block_by_block_equals_the_frozen_magnitude_trim(block):
+    """The trimmed updates as h_ties and ties consume them (column blocks, no [K, P] buffer) are the frozen
+    magnitude_trim bit for bit, with ties at the threshold spread over several blocks (the running count of
+    equal entries carries across blocks), rows kept whole, emptied, and an integer τ."""
+    from fedlab.aggregators import magnitude_trim
+    from fedlab.aggregators.basic import _keeps, trimmed_blocks
+
+    g = torch.Generator().manual_seed(3)
+    tau = torch.randn(4, 1000, generator=g)
+    tau[0, ::7] = 0.25                        # 143 entries tie, across many blocks
+    tau[2] = torch.where(tau[2].abs() < 1, torch.zeros_like(tau[2]), tau[2])      # mostly zeros
+    for keep in (0.2, torch.tensor([0.9, 0.0, 1.0, 0.5]), torch.tensor([0.05, 0.3, 0.7, 1.0])):
+        counts = _keeps(tau, keep)
+        got = torch.cat([blk.clone() for _, _, blk in trimmed_blocks(tau, counts, block)], dim=1)
+        want = before.magnitude_trim(tau, keep)
+        assert torch.equal(got, want) and torch.equal(magnitude_trim(tau, keep), want), keep
+    ints = torch.randint(-50, 50, (3, 500), generator=g)
+    assert torch.equal(magnitude_trim(ints, 0.3), before.magnitude_trim(ints, 0.3))
+
+
+def test_the_kernels_allocate_no_k_by_p_buffer():
+    """h_ties and ties stream the trimmed updates block by block: a fresh process's peak resident memory grows
+    by a small share of τ's size during either kernel, where the earlier kernels' [K, P] buffers of magnitudes
+    and trimmed updates added about 2× τ."""
+    import subprocess
+    import sys
+
+    code = """
+import resource, torch
+from fedlab.aggregators import h_ties, ties
+torch.set_num_threads(1)
+tau = torch.randn(8, 8_000_000)
+h_ties(tau[:, :1000]); ties(tau[:, :1000])          # warm-up: libraries' own buffers
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+h_ties(tau); ties(tau)
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024 / (tau.numel() * 4))
+"""
+    grew = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    assert grew < 0.5, f"peak memory grew by {grew:.2f}× τ's size"

@@ -48,64 +48,141 @@ def _keep_count(keep: float, p: int, eps: float) -> int:
     return min(p, max(0, math.ceil(x - 4 * p * eps)))
 
 
-def _kth_largest(mag: Tensor, counts: list[int], sample: int | None = None) -> tuple[Tensor, list[int]]:
-    """Per row i, the counts[i]-th largest value x_i of mag[i] (exact; +inf where the count is 0) and how
-    many entries of the row are ≥ x_i (more than counts[i] when values tie at x_i).
+_TRIM_BLOCK = 1 << 17   # columns per block of the trimming passes (a few MB of [K, B] scratch: cache-resident)
+
+
+def _column_blocks(p: int, block: int) -> list[tuple[int, int]]:
+    return [(a, min(p, a + block)) for a in range(0, p, block)]
+
+
+def _trim_block(tau: Tensor) -> int:
+    """Columns per block: cache-sized on the CPU; the whole row on a GPU (one launch per step, not hundreds)."""
+    return max(1, tau.shape[1]) if tau.device.type != "cpu" else _TRIM_BLOCK
+
+
+def _thresholds(tau: Tensor, counts: list[int], block: int, sample: int | None = None):
+    """Per row i of |τ|: the counts[i]-th largest value x_i (exact; +inf where the count is 0) and how many
+    entries are ≥ x_i and > x_i (more than counts[i] are ≥ x_i when values tie at x_i). Returns (x, n_ge, n_gt).
 
     A full selection per row (kthvalue) reads every row several times; instead a shared random sample of
-    positions brackets each row's answer between two sampled values lo ≤ x ≤ hi (with a wide margin), one
-    pass counts the entries above hi, the few entries in [lo, hi] are gathered, and the exact answer is
-    selected among those. A row whose answer falls outside its bracket (rare) falls back to kthvalue."""
-    k_rows, p = mag.shape
-    sample = sample or int(min(65536, max(8192, p // 64)))
-    out = mag.new_full((k_rows,), float("inf"))
-    n_ge = [0] * k_rows
-    live = []
+    positions brackets each row's answer between two sampled values lo ≤ x ≤ hi (with a wide margin), one pass
+    over column blocks of τ counts the entries above hi and gathers the few inside [lo, hi], and the exact
+    answer is selected among those (no [K, P] buffer of magnitudes). A row whose answer falls outside its
+    bracket (rare) falls back to kthvalue on that row."""
+    k_rows, p = tau.shape
+    floating = tau.is_floating_point()
+    dtype, dev = (tau.dtype if floating else torch.float32), tau.device
+    mag_row = lambda i: tau[i].abs() if floating else tau[i].abs().float()
+    thr = torch.full((k_rows,), float("inf"), dtype=dtype, device=dev)
+    n_ge, n_gt, live = [0] * k_rows, [0] * k_rows, []
     for i in range(k_rows):
         if counts[i] >= p:     # keep everything: the threshold is the row's minimum
-            out[i], n_ge[i] = mag[i].min(), p
+            row = mag_row(i)
+            thr[i] = row.min()
+            n_ge[i], n_gt[i] = p, int(torch.count_nonzero(torch.gt(row, thr[i])))
         elif counts[i] > 0:
             live.append(i)
     if not live:
-        return out, n_ge
+        return thr, n_ge, n_gt
 
     def exact(i):
-        x = torch.kthvalue(mag[i], p - counts[i] + 1).values
-        return x, int(torch.count_nonzero(torch.ge(mag[i], x)))
+        row = mag_row(i)
+        x = torch.kthvalue(row, p - counts[i] + 1).values
+        return x, int(torch.count_nonzero(torch.ge(row, x))), int(torch.count_nonzero(torch.gt(row, x)))
 
+    sample = sample or int(min(65536, max(8192, p // 64)))
     if p <= 4 * sample:   # small rows: direct selection is cheapest
         for i in live:
-            out[i], n_ge[i] = exact(i)
-        return out, n_ge
+            thr[i], n_ge[i], n_gt[i] = exact(i)
+        return thr, n_ge, n_gt
     g = torch.Generator(device="cpu").manual_seed(0)
-    pos = torch.randint(p, (sample,), generator=g).to(mag.device)
-    srt = mag[:, pos].sort(dim=1, descending=True).values                   # [K, S], largest first
+    pos = torch.randint(p, (sample,), generator=g).to(dev)
+    srt = tau[:, pos].abs().to(dtype).sort(dim=1, descending=True).values                 # [K, S], largest first
     frac = torch.tensor([c / p for c in counts], dtype=torch.float64)
     margin = 6.0 * torch.sqrt(sample * frac * (1 - frac)) + 64
-    hi_idx = (frac * sample - margin).floor().clamp(min=0).long().to(mag.device)
-    lo_idx = (frac * sample + margin).ceil().clamp(max=sample - 1).long().to(mag.device)
-    rows = torch.arange(k_rows, device=mag.device)
-    # an open end where the margin runs past the sample: hi = +inf at the top, lo = −inf at the bottom
+    hi_idx = (frac * sample - margin).floor().clamp(min=0).long().to(dev)
+    lo_idx = (frac * sample + margin).ceil().clamp(max=sample - 1).long().to(dev)
+    rows = torch.arange(k_rows, device=dev)
+    # an open end where the margin runs past the sample: hi = +inf at the top, lo = −inf at the bottom; rows
+    # not selected here get an empty bracket (+inf, +inf)
     hi = torch.where(hi_idx > 0, srt[rows, hi_idx], torch.full_like(srt[:, 0], float("inf")))
     lo = torch.where(lo_idx < sample - 1, srt[rows, lo_idx], torch.full_like(srt[:, 0], float("-inf")))
-    # per row: entries strictly above hi (count_nonzero of a 1-D mask: a bool sum is many times slower) and the
-    # entries inside [lo, hi]; row-sized scratch buffers are reused (fresh large buffers cost page faults)
-    b1 = torch.empty(p, dtype=torch.bool, device=mag.device)
-    b2 = torch.empty_like(b1)
+    off = torch.ones(k_rows, dtype=torch.bool, device=dev)
+    off[live] = False
+    hi, lo = hi.masked_fill(off, float("inf"))[:, None], lo.masked_fill(off, float("inf"))[:, None]
+    n_hi = torch.zeros(k_rows, dtype=torch.long, device=dev)
+    # each row's bracket values go into one buffer sized from the sample (grown if a row overflows it): small
+    # tensors kept between the blocks' large temporaries would fragment the heap and raise the peak memory
+    expect = ((lo_idx - hi_idx + 1).clamp(min=0).double() / sample * p * 1.5).ceil().long().tolist()
+    bands = [torch.empty(expect[i] + 1024, dtype=dtype, device=dev) if i in live else None for i in range(k_rows)]
+    filled = [0] * k_rows
+    width = min(block, p)
+    mag = torch.empty((k_rows, width), dtype=dtype, device=dev)
+    m1 = torch.empty((k_rows, width), dtype=torch.bool, device=dev)
+    m2 = torch.empty_like(m1)
+    for a, b in _column_blocks(p, block):
+        n = b - a
+        blk = tau[:, a:b]
+        m = torch.abs(blk, out=mag[:, :n]) if floating else mag[:, :n].copy_(blk.abs())
+        n_hi += torch.count_nonzero(torch.gt(m, hi, out=m1[:, :n]), dim=1)
+        inside = torch.ge(m, lo, out=m1[:, :n]).logical_and_(torch.le(m, hi, out=m2[:, :n]))
+        values, at = m[inside], 0
+        for i, c in enumerate(inside.sum(dim=1).tolist()):
+            if c:
+                if filled[i] + c > bands[i].numel():
+                    grown = torch.empty(2 * (filled[i] + c), dtype=dtype, device=dev)
+                    bands[i] = torch.cat([bands[i][:filled[i]], grown])
+                bands[i][filled[i]:filled[i] + c] = values[at:at + c]
+                filled[i] += c
+                at += c
+    n_hi = n_hi.tolist()
     for i in live:
-        row, c = mag[i], counts[i]
-        torch.gt(row, hi[i], out=b1)
-        n_hi = int(torch.count_nonzero(b1))
-        torch.ge(row, lo[i], out=b1)
-        torch.le(row, hi[i], out=b2)
-        band = row[b1.logical_and_(b2)]
-        need = c - n_hi                    # the answer is the need-th largest inside the bracket …
+        band = bands[i][:filled[i]]
+        need = counts[i] - n_hi[i]        # the answer is the need-th largest inside the bracket …
         if 1 <= need <= band.numel():
             x = torch.kthvalue(band, band.numel() - need + 1).values
-            out[i], n_ge[i] = x, n_hi + int(torch.ge(band, x).sum())
+            thr[i] = x
+            n_ge[i] = n_hi[i] + int(torch.count_nonzero(torch.ge(band, x)))
+            n_gt[i] = n_hi[i] + int(torch.count_nonzero(torch.gt(band, x)))
         else:                              # … unless the sample misjudged the row
-            out[i], n_ge[i] = exact(i)
-    return out, n_ge
+            thr[i], n_ge[i], n_gt[i] = exact(i)
+    return thr, n_ge, n_gt
+
+
+def trimmed_blocks(tau: Tensor, counts: list[int], block: int | None = None):
+    """Yield (a, b, trimmed τ[:, a:b]) over column blocks: per row the counts[i] entries of largest |value|
+    kept (ties at the threshold: lower index first), the rest zero — `magnitude_trim` a block at a time,
+    for kernels that consume the trimmed updates as they go (h_ties, ties) and never hold a [K, P] copy. The
+    yielded block is a reused buffer: read or modify it before asking for the next."""
+    k_rows, p = tau.shape
+    block = block or _trim_block(tau)
+    thr, n_ge, n_gt = _thresholds(tau, counts, block)
+    floating = tau.is_floating_point()
+    if floating:       # |x| ≥ t  ⇔  |x| > the largest float below t
+        below = torch.nextafter(thr, torch.zeros_like(thr))[:, None]
+    # rows with more entries at the threshold than places left keep the lowest indices among them: a running
+    # count of the equal entries seen so far (ties are rare)
+    crowded = {i: [counts[i] - n_gt[i], 0] for i in range(k_rows) if 0 < counts[i] and n_ge[i] > counts[i]}
+    empty = [i for i in range(k_rows) if counts[i] == 0]
+    width = min(block, p)
+    out = torch.empty((k_rows, width), dtype=tau.dtype, device=tau.device)
+    mag = torch.empty((k_rows, width), dtype=thr.dtype, device=tau.device)
+    keep = torch.empty((k_rows, width), dtype=torch.bool, device=tau.device)
+    zero = torch.zeros((), dtype=tau.dtype, device=tau.device)
+    for a, b in _column_blocks(p, block):
+        n = b - a
+        blk = tau[:, a:b]
+        m = torch.abs(blk, out=mag[:, :n]) if floating else mag[:, :n].copy_(blk.abs())
+        kp = torch.gt(m, below, out=keep[:, :n]) if floating else torch.ge(m, thr[:, None], out=keep[:, :n])
+        o = torch.where(kp, blk, zero, out=out[:, :n])
+        for i, (need, seen) in crowded.items():
+            equal = m[i] == thr[i]
+            kept = torch.gt(m[i], thr[i]) | (equal & (torch.cumsum(equal, dim=0, dtype=torch.int32) + seen <= need))
+            crowded[i][1] = seen + int(torch.count_nonzero(equal))
+            torch.where(kept, blk[i], zero, out=o[i])
+        for i in empty:
+            o[i].zero_()
+        yield a, b, o
 
 
 def _keeps(tau: Tensor, keep: float | Tensor) -> list[int]:
@@ -124,33 +201,11 @@ def _keeps(tau: Tensor, keep: float | Tensor) -> list[int]:
 
 def magnitude_trim(tau: Tensor, keep: float | Tensor) -> Tensor:
     """Per row keep the ceil(keep·P) entries of largest |value| (ties at the threshold: lower index first),
-    zero the rest. `keep` is one fraction or one per row. Exact selection without a full sort; one [K, P]
-    buffer is allocated (the magnitudes), and each row's result is written over its magnitudes in one pass
-    (hardshrink just below the row's threshold)."""
+    zero the rest. `keep` is one fraction or one per row. Exact selection without a full sort
+    (`_thresholds`), written block by block (`trimmed_blocks`) into the one [K, P] result."""
     counts = _keeps(tau, keep)
-    k_rows, p = tau.shape
-    if p == 0 or k_rows == 0:
-        return tau.clone()
-    floating = tau.is_floating_point()
-    buf = tau.abs()
-    mag = buf if floating else buf.float()
-    thr, n_ge = _kth_largest(mag, counts)
-    crowded = {}
-    for i in range(k_rows):
-        if n_ge[i] > counts[i]:
-            # more entries at the threshold than places left: the lowest indices among them are kept (a
-            # cumulative count on this row only — ties are rare)
-            above, equal = mag[i] > thr[i], mag[i] == thr[i]
-            need = counts[i] - int(above.sum())
-            crowded[i] = above | (equal & (torch.cumsum(equal, dim=0, dtype=torch.int32) <= need))
-        elif thr[i] <= 0 or not floating:
-            crowded[i] = mag[i] >= thr[i]
-    for i in range(k_rows):       # the magnitudes of row i are not needed once its result is written
-        if i in crowded:
-            buf[i] = torch.where(crowded[i], tau[i], torch.zeros_like(tau[i]))
-        elif counts[i] == 0:
-            buf[i].zero_()
-        else:   # |x| ≥ t  ⇔  |x| > the largest float below t
-            below = torch.nextafter(thr[i].to(tau.dtype), torch.zeros((), dtype=tau.dtype, device=tau.device))
-            torch.ops.aten.hardshrink.out(tau[i], float(below), out=buf[i])
-    return buf
+    out = torch.empty_like(tau)
+    if out.numel():
+        for a, b, blk in trimmed_blocks(tau, counts):
+            out[:, a:b] = blk
+    return out

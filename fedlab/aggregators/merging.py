@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from fedlab.aggregators.basic import magnitude_trim, pairwise_cosine
+from fedlab.aggregators.basic import _keeps, _trim_block, pairwise_cosine, trimmed_blocks
 
-_BLOCK = 1 << 15   # columns per block for the cache-blocked kernels and the blocked element-wise steps
+_BLOCK = 1 << 15   # columns per block of conflict_scores
 
 
 def _check_tau(tau: Tensor) -> None:
@@ -87,34 +87,32 @@ def h_ties(tau: Tensor, *, r0: float = 1.0, delta: float = 0.2, rho: float = 1.1
         return (tau.new_zeros(p), server_analysis(tau, r0=r0, delta=delta)) if diagnostics else tau.new_zeros(p)
     info = server_analysis(tau, r0=r0, delta=delta)
     w = info["w"].to(tau.dtype)
-    r = info["retention"]
-    # τ̂ = w_k · trimmed τ_k; per coordinate the positive mass P_d and the signed sum give
-    # N_d = P_d − Σ_k τ̂_k[d]; the sign-gated means' numerators are the masses themselves and their
-    # denominators Σ_k w_k [τ̂_k ≷ 0] come from two [K]·[K, P] products with sign(τ̂) and |sign(τ̂)|
-    that = magnitude_trim(tau, r).mul_(w[:, None])
-    # Σ_k max(τ̂_k, 0) row by row into one reused [P] buffer (a clamped [K, P] copy would be a fresh buffer)
-    p_mass = torch.zeros(p, dtype=tau.dtype, device=tau.device)
-    scratch = torch.empty_like(p_mass)
-    for row in that:
-        p_mass.add_(torch.clamp(row, min=0, out=scratch))
-    total = torch.sum(that, dim=0, out=scratch)
-    sgn = that.sign_()
-    w_diff = w @ sgn
-    w_abs = w @ sgn.abs_()
-    w_total = float(w.sum())
-    out = torch.empty_like(p_mass)
-    # the per-coordinate decision, one column block at a time: a dozen element-wise steps on [P] vectors would
-    # each allocate a fresh [P] buffer (page faults cost more than the arithmetic); on a block they reuse memory
-    for a in range(0, p, _BLOCK):
-        b = a + _BLOCK
-        pm = p_mass[a:b]
-        nm = (pm - total[a:b]).clamp(min=0)
+    w_col, w_total = w[:, None], float(w.sum())
+    out = torch.empty(p, dtype=tau.dtype, device=tau.device)
+    # one pass over column blocks of the trimmed updates (`trimmed_blocks`: no [K, P] copy is made), each
+    # block finished while it is in cache: τ̂ = w_k · trimmed τ_k; the positive mass P_d (row by row into a
+    # reused buffer) and the signed sum give N_d = P_d − Σ_k τ̂_k[d]; the sign-gated means' numerators are the
+    # masses themselves and their denominators Σ_k w_k [τ̂_k ≷ 0] come from [K]·[K, B] products with sign(τ̂)
+    # and |sign(τ̂)|; then the per-coordinate decision
+    width = min(p, _trim_block(tau))
+    p_buf, t_buf, scratch = (torch.empty(width, dtype=tau.dtype, device=tau.device) for _ in range(3))
+    for a, b, that in trimmed_blocks(tau, _keeps(tau, info["retention"])):
+        n = b - a
+        that.mul_(w_col)
+        pm = p_buf[:n].zero_()
+        for row in that:
+            pm.add_(torch.clamp(row, min=0, out=scratch[:n]))
+        total = torch.sum(that, dim=0, out=t_buf[:n])
+        sgn = that.sign_()
+        w_diff = w @ sgn
+        w_abs = w @ sgn.abs_()
+        nm = (pm - total).clamp(min=0)
         pos_wins = pm / (nm + eps) >= rho
         neg_wins = ~pos_wins & (nm / (pm + eps) >= rho)
         if denominator == "all":       # the same total weight under both signs
             w_pos = w_neg = torch.full_like(pm, w_total)
         else:
-            w_pos, w_neg = (w_abs[a:b] + w_diff[a:b]) / 2, (w_abs[a:b] - w_diff[a:b]) / 2
+            w_pos, w_neg = (w_abs + w_diff) / 2, (w_abs - w_diff) / 2
         one = torch.ones_like(pm)
         torch.where(pos_wins & (w_pos > 0), pm / torch.where(w_pos > 0, w_pos, one),
                     torch.where(neg_wins & (w_neg > 0), -nm / torch.where(w_neg > 0, w_neg, one), torch.zeros_like(pm)),
@@ -133,20 +131,20 @@ def ties(tau: Tensor, *, density: float = 0.2, weights: Tensor | None = None) ->
          else torch.as_tensor(weights, dtype=tau.dtype, device=tau.device).reshape(-1))
     if w.numel() != k:
         raise ValueError(f"weights has {w.numel()} entries for {k} clients")
-    trimmed = magnitude_trim(tau, density)
-    elected = torch.where((w @ trimmed) >= 0, 1.0, -1.0).to(tau.dtype)   # sign of Σ_k w_k τ̃_k (0 → +)
-    # per client: agree_k = [τ̃_k ≠ 0 and sign(τ̃_k) = elected] = max(sign(τ̃_k)·elected, 0), accumulated
-    # into the numerator Σ w_k agree_k τ̃_k and denominator Σ w_k agree_k in [P] buffers
-    num = torch.zeros_like(elected)
-    den = torch.zeros_like(elected)
-    agree = torch.empty_like(elected)
-    for wk, row in zip(w.tolist(), trimmed):
-        torch.sign(row, out=agree).mul_(elected).clamp_(min=0)
-        den.add_(agree, alpha=wk)
-        num.add_(agree.mul_(row), alpha=wk)
-    out = torch.empty_like(num)
-    for a in range(0, p, _BLOCK):     # block by block: no fresh [P] buffers (see h_ties)
-        d = den[a:a + _BLOCK]
-        torch.where(d != 0, num[a:a + _BLOCK] / torch.where(d != 0, d, torch.ones_like(d)), torch.zeros_like(d),
-                    out=out[a:a + _BLOCK])
+    out = torch.empty(p, dtype=tau.dtype, device=tau.device)
+    width = min(p, _trim_block(tau))
+    num, den, agree = (torch.empty(width, dtype=tau.dtype, device=tau.device) for _ in range(3))
+    weights_list = w.tolist()
+    # one pass over column blocks of the trimmed updates (`trimmed_blocks`, see h_ties): elect the sign of
+    # Σ_k w_k τ̃_k (0 → +); per client agree_k = [τ̃_k ≠ 0 and sign(τ̃_k) = elected] = max(sign(τ̃_k)·elected, 0),
+    # accumulated into the numerator Σ w_k agree_k τ̃_k and the denominator Σ w_k agree_k
+    for a, b, trimmed in trimmed_blocks(tau, _keeps(tau, density)):
+        n = b - a
+        elected = torch.where((w @ trimmed) >= 0, 1.0, -1.0).to(tau.dtype)
+        nb, db, ab = num[:n].zero_(), den[:n].zero_(), agree[:n]
+        for wk, row in zip(weights_list, trimmed):
+            torch.sign(row, out=ab).mul_(elected).clamp_(min=0)
+            db.add_(ab, alpha=wk)
+            nb.add_(ab.mul_(row), alpha=wk)
+        torch.where(db != 0, nb / torch.where(db != 0, db, torch.ones_like(db)), torch.zeros_like(db), out=out[a:b])
     return out
