@@ -154,3 +154,37 @@ def test_fedbiot_realigns_against_the_llm_with_its_adapters_plugged_in(pico_zoo,
     torch.manual_seed(0)
     ot.global_state = {k: v + 0.3 * torch.randn_like(v) for k, v in ot.global_state.items()}   # adapters moved
     assert ot._realign(1) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_the_deep_rows_separate_the_offsite_tuning_models_by_kappa():
+    """Issue 14's geometry: on the 12-block tiny-llama-deep, κ = 0.3 and 0.5 give different Offsite-Tuning
+    models (2 + 6 + 2 and 2 + 4 + 2 blocks) and proxies (8 and 6), where 6 blocks gave one OT model; every deep
+    row of the table script resolves to that model and the method its label names."""
+    import importlib.util
+    from pathlib import Path
+
+    from fedlab.config import load_config
+    from fedlab.methods.fedproxy.offsite import emulator_indices
+    from fedlab.models.zoo import ZOO
+    from fedlab.transforms.compress import n_dropped
+
+    def ot_blocks(blocks, kappa):
+        middle = blocks - 4
+        return 4 + max(1, middle - n_dropped(middle, kappa))
+
+    assert (ot_blocks(6, 0.3), ot_blocks(6, 0.5)) == (5, 5)
+    assert (ot_blocks(12, 0.3), ot_blocks(12, 0.5)) == (10, 8)
+    assert (12 - n_dropped(12, 0.3), 12 - n_dropped(12, 0.5)) == (8, 6)
+    assert emulator_indices(8, 4) == [0, 2, 5, 7] and emulator_indices(8, 6) == [0, 1, 3, 4, 6, 7]
+    assert ZOO["tiny-llama-deep"].make_config(1000, 3, 2).num_hidden_layers == 12
+    path = Path(__file__).resolve().parents[1] / "experiments/fedproxy/make_tables.py"
+    spec = importlib.util.spec_from_file_location("fedproxy_tables", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    deep = [p for p in mod.plan() if p.key.startswith("deep/")]
+    assert len(deep) == 21
+    for p in deep:
+        cfg = load_config(p.config, list(p.overrides))
+        assert cfg.model.name == "tiny-llama-deep", p.key
+        expect = p.key.split("/")[2].replace("centsft", "centralized")
+        assert cfg.method.name == {"fedproxy": "fedproxy"}.get(expect, expect), p.key

@@ -50,7 +50,28 @@ def plan() -> list[Planned]:
                 out.append((f"{s}/{m}/{k}", m, HERE / f"{s}.yaml", [f"method.name={m}", f"method.kappa={k}"]))
             out.append((f"{s}/fedproxy/{k}", "FedProxy", HERE / f"{s}.yaml", [f"method.kappa={k}"]))
         out += extras[s]
-    return [Planned(key, yaml, (*extra, *EVAL), label, key.split("/")[0]) for key, label, yaml, extra in out]
+    rows = [Planned(key, yaml, (*extra, *EVAL), label, key.split("/")[0]) for key, label, yaml, extra in out]
+    return rows + deep_plan()
+
+
+# Tables 2, 3 and 6 again on a deeper LLM (issue 14): at 6 blocks the Offsite-Tuning model keeps 5 (2 + 1 + 2)
+# and κ = 0.3 and 0.5 give the same OT model; on tiny-llama-deep's 12 blocks the OT model keeps 2 + 6 + 2 and
+# 2 + 4 + 2 blocks and the proxy 8 and 6, so κ separates both, as on the paper's 32-block LLaMA
+DEEP = "tiny-llama-deep"
+
+
+def deep_plan() -> list[Planned]:
+    out = []
+    for s in ("homo", "hetero"):
+        out += [(f"deep/{s}/zeroshot", "LLM zero-shot", BASE / f"zeroshot_{s}.yaml", []),
+                (f"deep/{s}/centsft", "CentSFT (LLM, pooled)", HERE / f"{s}_centsft.yaml", [])]
+        for k in ("0.3", "0.5"):
+            for m in ("ot", "fedot", "fedbiot"):
+                out.append((f"deep/{s}/{m}/{k}", m, HERE / f"{s}.yaml", [f"method.name={m}", f"method.kappa={k}"]))
+            out.append((f"deep/{s}/fedproxy/{k}", "FedProxy", HERE / f"{s}.yaml", [f"method.kappa={k}"]))
+    out.append(("deep/homo/fedot_et/0.5", "fedot_et", HERE / "homo.yaml", ["method.name=fedot_et"]))
+    return [Planned(key, yaml, (f"model.name={DEEP}", *extra, *EVAL), label, f"deep {key.split('/')[1]}")
+            for key, label, yaml, extra in out]
 
 
 # The tables read round 0 (zero-shot) and the last round only: evaluating the 8 × 300 test questions in every
@@ -130,12 +151,27 @@ def render(r: Results) -> str:
     table("Table 9b — plug-in fusion vs proxy tuning (heterogeneous)",
           ["hetero/fedproxy/0.5", "hetero/pt/0.5", "hetero/fedproxy/0.7", "hetero/pt/0.7"], cols,
           ["method", "QA", "CLS", "ALL"])
+    deep_tables(r, table)
     lines = claims_table(r, CLAIMS)
     if r.path.parent == HERE:          # the real table (not a test's copy) keeps the README's block current
         write_block(HERE / "README.md", lines)
     L.extend(["## Claims (the paper's LLaMA-2-7B numbers; ours: the difference a − b in points, paired by seed)", "",
               CLAIMS_NOTE, "", *lines, ""])
     return "\n".join(L)
+
+
+def deep_tables(r: Results, table) -> None:
+    """Tables 2, 3 and 6 on tiny-llama-deep (12 blocks): κ = 0.3 and 0.5 now give different OT models."""
+    for s, title, cols, head in (
+            ("homo", "Table 2 on tiny-llama-deep (12 blocks) — homogeneous", ["mean"], ["method", "entailment acc"]),
+            ("hetero", "Table 3 on tiny-llama-deep (12 blocks) — heterogeneous", ["QA", "CLS", "ALL"],
+             ["method", "QA", "CLS", "ALL"])):
+        keys = [f"deep/{s}/zeroshot", f"deep/{s}/centsft"] + [f"deep/{s}/{m}/{k}" for k in ("0.3", "0.5")
+                                                             for m in ("ot", "fedot", "fedbiot", "fedproxy")]
+        table(title, keys, cols, head)
+    table("Table 6 on tiny-llama-deep — proxy SLM vs Offsite-Tuning (homogeneous, κ = 0.5)",
+          ["deep/homo/fedproxy/0.5", "deep/homo/fedot_et/0.5", "deep/homo/fedot/0.5"], ["mean"],
+          ["method", "entailment acc"])
 
 
 CLAIMS_NOTE = ("The paper's columns average QA and GLUE over eight data sets (ALL); ours are the fused LLM's entailment "
@@ -182,6 +218,21 @@ CLAIMS = [
           "homo/pt/0.7", "homo/fedproxy/0.7", _homo),
     Claim("plug-in fusion above proxy tuning on QA (heterogeneous, κ = 0.5)", "Table 9 (QA)", "59.4 vs 56.7 (+2.7)",
           "hetero/fedproxy/0.5", "hetero/pt/0.5", metric("QA")),
+    # the same comparisons on the 12-block tiny-llama-deep, where κ changes the Offsite-Tuning model too
+    Claim("deep LLM: FedProxy above FedOT (homogeneous, κ = 0.5)", "Table 2", "69.9 vs 53.0 (+16.9)",
+          "deep/homo/fedproxy/0.5", "deep/homo/fedot/0.5", _homo),
+    Claim("deep LLM: FedProxy above FedBiOT (homogeneous, κ = 0.5)", "Table 2", "69.9 vs 55.4 (+14.5)",
+          "deep/homo/fedproxy/0.5", "deep/homo/fedbiot/0.5", _homo),
+    Claim("deep LLM: FedProxy above Offsite-Tuning (homogeneous, κ = 0.5)", "Table 2", "69.9 vs 51.2 (+18.7)",
+          "deep/homo/fedproxy/0.5", "deep/homo/ot/0.5", _homo),
+    Claim("deep LLM: FedProxy above FedOT (heterogeneous, κ = 0.5)", "Table 3", "69.8 vs 53.4 (+16.4)",
+          "deep/hetero/fedproxy/0.5", "deep/hetero/fedot/0.5", _het),
+    Claim("deep LLM: FedProxy above FedBiOT (heterogeneous, κ = 0.5)", "Table 3", "69.8 vs 51.6 (+18.2)",
+          "deep/hetero/fedproxy/0.5", "deep/hetero/fedbiot/0.5", _het),
+    Claim("deep LLM: FedProxy above Offsite-Tuning (heterogeneous, κ = 0.5)", "Table 3", "69.9 vs 51.2 (+18.7)",
+          "deep/hetero/fedproxy/0.5", "deep/hetero/ot/0.5", _het),
+    Claim("deep LLM: the proxy SLM above the OT emulator (FedOT-ET)", "Table 6", "69.9 vs 53.1 (+16.7)",
+          "deep/homo/fedproxy/0.5", "deep/homo/fedot_et/0.5", _homo),
 ]
 
 

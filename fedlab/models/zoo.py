@@ -98,6 +98,10 @@ ENCODER_FAMILIES = ("bert",)
 ZOO: dict[str, ZooSpec] = {s.name: s for s in [
     ZooSpec("tiny-llama", "llama", "sentencepiece", 1000, _llama(192, 6, 6, 512), steps=1100, lr=3e-3, role="llm",
             about="the embedded 'LLM': LLaMA, 6 blocks, d=192, SentencePiece-style BPE"),
+    # a deeper LLM of about tiny-llama's size, for the compression geometry of the paper's 32-block LLaMA (at 6
+    # blocks the Offsite-Tuning model keeps 5 and κ = 0.3 and 0.5 give the same OT model; at 12 they differ)
+    ZooSpec("tiny-llama-deep", "llama", "sentencepiece", 1000, _llama(128, 12, 4, 352), steps=1100, lr=2e-3,
+            role="llm", about="a deeper embedded LLM: LLaMA, 12 blocks, d=128, tiny-llama's tokenizer"),
     ZooSpec("tiny-llama-s", "llama", "sentencepiece", 1000, _llama(96, 4, 4, 256), steps=500,
             about="a small LLaMA (4 blocks, d=96) with tiny-llama's tokenizer: the same-tokenizer SLM"),
     ZooSpec("tiny-gpt2", "gpt2", "byte_bpe", 800, _gpt2(96, 4, 4), steps=500,
