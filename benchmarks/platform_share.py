@@ -21,8 +21,9 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import table  # noqa: E402
 
+# eval.cache=false: every score computed, as in a first run (a later run of the same models reads them back)
 DEFAULT = ["method.name=fedavg", "model.name=tiny-llama", "federation.rounds=4", "backend.name=inprocess",
-           "model.lora.dropout=0.0"]
+           "model.lora.dropout=0.0", "eval.cache=false"]
 
 
 def hand_loop(cfg) -> tuple[float, int]:
