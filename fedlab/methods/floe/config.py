@@ -73,6 +73,9 @@ class FloeConfig(MethodConfig):
     fusion_eval_per_task: Optional[int] = 50    # test items per task scored with fusion (null: all)
     detector_encoder: Optional[str] = None      # null: stage 1 only | a sentence encoder for stage 2 (minilm-l6)
     detector_tau: Optional[float] = None        # stage 2's cosine threshold; null: chosen for F1 on validation prompts
+    # stage 2's embedding: contextual — the encoder's mean-pooled output; static — the mean of its input word
+    # embeddings (no transformer layer: under 1 ms per prompt, the same F1 with MiniLM, experiments/floe/DETECTOR.md)
+    detector_pooling: str = "contextual"
     # local DP (off by default): dpsgd — per-example clipping to C and N(0, σ²C²) on each batch's sum;
     # update — the round's update clipped to C plus N(0, σ²C²) once (a labelled variant)
     dp: str = "none"
@@ -116,6 +119,7 @@ class FloeConfig(MethodConfig):
               "null or a cosine in [-1, 1]")
         check(self.detector_tau is None or bool(self.detector_encoder), f"{p}.detector_tau", self.detector_tau,
               "null unless method.detector_encoder names the stage-2 sentence encoder it thresholds")
+        choose(self.detector_pooling, ["contextual", "static"], f"{p}.detector_pooling")
         choose(self.fusion_features, ["full", "compact"], f"{p}.fusion_features")
         check(self.fusion_positions >= 1, f"{p}.fusion_positions", self.fusion_positions, "an integer >= 1")
         check(self.fusion_epochs >= 1, f"{p}.fusion_epochs", self.fusion_epochs, "an integer >= 1")

@@ -431,7 +431,8 @@ class Floe(FedMethod):
 
         if m.detector_encoder:
             enc, tok = load_encoder(m.detector_encoder)
-            detector = PrivacyDetector.fit(enc, tok, privacy_prompts("validation", seed=cfg.seed))
+            detector = PrivacyDetector.fit(enc, tok, privacy_prompts("validation", seed=cfg.seed),
+                                           pooling=m.detector_pooling)
             if m.detector_tau is not None:
                 detector.tau = float(m.detector_tau)
         else:
