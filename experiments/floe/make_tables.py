@@ -21,29 +21,34 @@ HERE = Path(__file__).resolve().parent
 CFG = HERE / "base.yaml"
 LLM = "method.llm=tiny-llama"
 PROFILE = "method.profile=experiments/floe/profile_tiny-llama-s.json"
+# every Floe-family row embeds prompts with the zoo's encoder: `auto` would take MiniLM where it is installed,
+# and a row's numbers must not depend on what else is installed (a method.name override starts the method
+# section from its defaults, so base.yaml's router_encoder does not reach the other methods' rows)
+ROUTER = "method.router_encoder=tiny-bert"
 BASELINES = [("slm_base", "SLM-base", ("method.name=zeroshot",)),
              ("slm_local", "SLM-Local", ("method.name=standalone",)),
              ("slm_fedavg", "SLM-FedAvg", ("method.name=fedavg",)),
              ("llm_base", "LLM-base", ("method.name=zeroshot", "model.name=tiny-llama")),
              ("llm_fedavg", "LLM-FedAvg (proxy tuning)", ("method.name=llm_fedavg", LLM)),
-             ("llm_fedmoe", "LLM-FedMoE (dense top-3 router, proxy tuning)", ("method.name=llm_fedmoe", LLM, PROFILE))]
-FLOE = [("floe", "Floe", ("method.name=floe", LLM, PROFILE)),
-        ("floe_no_rank", "Floe^-M (no rank selection)", ("method.name=floe_no_rank", LLM, PROFILE)),
-        ("floe_no_cluster", "Floe^-P (one cluster)", ("method.name=floe_no_cluster", LLM, PROFILE)),
+             ("llm_fedmoe", "LLM-FedMoE (dense top-3 router, proxy tuning)",
+              ("method.name=llm_fedmoe", LLM, PROFILE, ROUTER))]
+FLOE = [("floe", "Floe", ("method.name=floe", LLM, PROFILE, ROUTER)),
+        ("floe_no_rank", "Floe^-M (no rank selection)", ("method.name=floe_no_rank", LLM, PROFILE, ROUTER)),
+        ("floe_no_cluster", "Floe^-P (one cluster)", ("method.name=floe_no_cluster", LLM, PROFILE, ROUTER)),
         ("floe_compact", "Floe, compact fusion features",
-         ("method.name=floe", LLM, PROFILE, "method.fusion_features=compact")),
-        ("floe_async", "Floe, asynchronous (Eq. 5)", ("method.name=floe", LLM, PROFILE, "method.mode=async"))]
+         ("method.name=floe", LLM, PROFILE, ROUTER, "method.fusion_features=compact")),
+        ("floe_async", "Floe, asynchronous (Eq. 5)", ("method.name=floe", LLM, PROFILE, ROUTER, "method.mode=async"))]
 
 
 # Fig. 14: the number of experts M fixed, the routed SLM alone (the expert count acts in the router; no LLM)
-EXPERTS = [(f"experts_{m}", f"M = {m}", ("method.name=floe", PROFILE, "method.llm=null", f"method.experts={m}"))
+EXPERTS = [(f"experts_{m}", f"M = {m}", ("method.name=floe", PROFILE, ROUTER, "method.llm=null", f"method.experts={m}"))
            for m in (1, 2, 3, 5, 8)]
 # Table V: other edge SLMs with the same cloud LLM; their tokenizers differ from the LLM's, so fusion maps the
 # LLM's distribution into the SLM's vocabulary (SPEC §2.2). Each with its own pinned profile.
 EDGES = ("tiny-gpt2", "tiny-opt")
 HETERO = [row for m in EDGES for row in (
     (f"edge_{m}_base", f"{m} zero-shot", ("method.name=zeroshot", f"model.name={m}")),
-    (f"edge_{m}_floe", f"Floe, edge {m}", ("method.name=floe", f"model.name={m}", LLM,
+    (f"edge_{m}_floe", f"Floe, edge {m}", ("method.name=floe", f"model.name={m}", LLM, ROUTER,
                                           f"method.profile=experiments/floe/profile_{m}.json")))]
 
 
