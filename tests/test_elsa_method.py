@@ -287,7 +287,8 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     rows = mod.plan()
-    assert len(rows) == len(mod.TASKS) * len(mod.ALPHAS) * len(mod.METHODS) + len(mod.RATIOS) + len(mod.DEPTHS)
+    assert len(rows) == (len(mod.TASKS) * len(mod.ALPHAS) * len(mod.METHODS) + len(mod.RATIOS) + len(mod.DEPTHS)
+                         + len(mod.WARMUPS))
     for p in rows:
         cfg = load_config(p.config, list(p.overrides))
         m = cfg.method
@@ -297,6 +298,8 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
         if p.key.endswith(("/fedavg", "/fedprox", "/fedams")):
             assert m.grouping == "nearest" and m.aggregation == "sizes"
         assert (m.prox_mu > 0) == p.key.endswith("/fedprox") and (m.server_opt == "amsgrad") == p.key.endswith("/fedams")
+        if p.key.startswith("trust/"):      # the trust step alone: warm-up, fingerprints, no training round
+            assert cfg.federation.rounds == 0 and m.warmup_steps == int(p.key.split("/w")[1])
         if p.key.startswith("t3/"):
             assert f"rho{m.ratio:g}" in p.key
         if p.key.startswith("f6/"):

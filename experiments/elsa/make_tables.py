@@ -25,6 +25,7 @@ TASKS = ("topic", "sentiment", "entailment", "paraphrase")
 ALPHAS = ("0.1", "0.2")
 RATIOS = ("2.1", "3.3", "6.4", "8.4", "11.8")
 DEPTHS = (1, 2, 3, 4)          # Fig. 6 right: split [p, 5 − p, 1]
+WARMUPS = (8, 32, 128)         # the trust step alone (no training round) after longer local warm-ups
 # the baselines run in ELSA's pipeline (SPEC §3.4): the overrides that make each one
 METHODS = {
     "elsa": ("ELSA", ()),
@@ -54,6 +55,10 @@ def plan() -> list[Planned]:
         rows.append(Planned(f"f6/topic/p{p}", HERE / "dirichlet.yaml",
                             ("data.tasks=[topic]", f"method.split=[{p},{5 - p},1]"), label=f"ELSA p = {p}",
                             setting="topic α̂=0.1"))
+    for w in WARMUPS:            # does a longer warm-up let the fingerprints find the mislabelled clients?
+        rows.append(Planned(f"trust/topic/w{w}", HERE / "dirichlet.yaml",
+                            ("data.tasks=[topic]", f"method.warmup_steps={w}", "federation.rounds=0"),
+                            label=f"trust after {w} warm-up steps", setting="topic α̂=0.1"))
     return rows
 
 
@@ -137,6 +142,14 @@ def mislabel_section(r: Results) -> list[str]:
             out.append(f"| {task} | {alpha} | {cell('server/trust/flagged')} | {cell('server/trust/precision')} "
                        f"({len(trust('server/trust/precision'))} of {len(r.runs(key))}) | "
                        f"{cell('server/trust/recall')} | {cell('server/trust/recall_at_m')} |")
+    for w in WARMUPS:
+        key = f"trust/topic/w{w}"
+        if r.runs(key):
+            trust = lambda m, key=key: r.values(key, lambda rec: (rec.get("summary") or {}).get("trust", {}).get(m))
+            cell = lambda m, key=key: r.cell(key, lambda rec: (rec.get("summary") or {}).get("trust", {}).get(m), 2)
+            out.append(f"| topic, {w} warm-up steps, no training | 0.1 | {cell('server/trust/flagged')} | "
+                       f"{cell('server/trust/precision')} ({len(trust('server/trust/precision'))} of "
+                       f"{len(r.runs(key))}) | {cell('server/trust/recall')} | {cell('server/trust/recall_at_m')} |")
     if not out:
         return []
     return ["", "## Mislabelled clients found by trust (ELSA rows; 4 of 20 clients with half their labels flipped)", "",
