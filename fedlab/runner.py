@@ -292,12 +292,18 @@ def table_parser(title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2)) ->
     ap = argparse.ArgumentParser(description=title or None)
     ap.add_argument("overrides", nargs="*", help="key=value applied to every run")
     ap.add_argument("--seeds", default=",".join(map(str, default_seeds)), help="comma-separated run seeds")
-    ap.add_argument("--only", default=None, help="run only rows whose key starts with this")
+    ap.add_argument("--only", default=None, help="run only rows whose key starts with this (several: comma-separated)")
     ap.add_argument("--rerun", action="store_true", help="run again rows that results.json already holds")
     ap.add_argument("--render-only", action="store_true", help="write RESULTS.md from results.json, run nothing")
     ap.add_argument("--jobs", type=int, default=None, help="runs at once (default: as many as the cores allow; "
                                                          "1 = one after another)")
     return ap
+
+
+def select_rows(plan: list[Planned], only: str | None) -> list[Planned]:
+    """The rows whose key starts with one of the comma-separated prefixes of `only` (all rows when None)."""
+    prefixes = tuple(x for x in (only or "").split(",") if x)
+    return [p for p in plan if not prefixes or p.key.startswith(prefixes)]
 
 
 def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable[[Results], str],
@@ -309,7 +315,7 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
 
     results = Results(Path(folder) / "results.json")
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    rows = [p for p in plan() if args.only is None or p.key.startswith(args.only)]
+    rows = select_rows(plan(), args.only)
     try:
         if not args.render_only:
             execute(rows, results, seeds, tuple(args.overrides), args.rerun, title, summarize, jobs=args.jobs)

@@ -90,6 +90,15 @@ def test_run_table_renders_from_records(pico_zoo, tmp_path, capsys):
     assert "method.name: 'nope' is not allowed" in capsys.readouterr().err
 
 
+def test_only_takes_several_prefixes(tmp_path):
+    from fedlab.runner import select_rows
+
+    plan = _plan(tmp_path) + [Planned("deep/x", None, (), "x", "d")]
+    assert [p.key for p in select_rows(plan, None)] == ["t/fedavg", "t/zeroshot", "deep/x"]
+    assert [p.key for p in select_rows(plan, "t/zero,deep/")] == ["t/zeroshot", "deep/x"]
+    assert [p.key for p in select_rows(plan, "t/")] == ["t/fedavg", "t/zeroshot"]
+
+
 def test_a_failed_run_is_handed_back_and_the_others_still_finish(monkeypatch):
     from fedlab import parallel
 
