@@ -214,8 +214,9 @@ def method_drift(record: dict, cfg) -> list[str]:
     key hashes only non-default fields (a new field with a behaviour-keeping default leaves records current), so
     a changed *default* leaves the key as it was: the record's resolved config tells. Fields the record lacks
     (added since) are not compared."""
-    then = record.get("method_config") or {}
-    now = json.loads(json.dumps(dataclasses.asdict(cfg.method), default=str))
+    canonical = lambda d: json.loads(json.dumps(d, default=str))      # tuples → lists, as results.json holds them
+    then = canonical(record.get("method_config") or {})
+    now = canonical(dataclasses.asdict(cfg.method))
     return sorted(k for k in then.keys() & now.keys() if then[k] != now[k])
 
 
@@ -302,7 +303,10 @@ def table_parser(title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2)) ->
 
 def select_rows(plan: list[Planned], only: str | None) -> list[Planned]:
     """The rows whose key starts with one of the comma-separated prefixes of `only` (all rows when None)."""
-    prefixes = tuple(x for x in (only or "").split(",") if x)
+    prefixes = tuple(x.strip() for x in (only or "").split(",") if x.strip())
+    unmatched = [x for x in prefixes if not any(p.key.startswith(x) for p in plan)]
+    if unmatched:
+        print(f"[fedlab] table: --only {', '.join(unmatched)} matches no row", file=sys.stderr, flush=True)
     return [p for p in plan if not prefixes or p.key.startswith(prefixes)]
 
 

@@ -80,10 +80,8 @@ def test_router_merge_null_merges_only_with_fusion_and_within_the_memory_budget(
 
     model, centres, _, _ = _mixture_model("pico-llama")
     need = MergedMixture.nbytes(model, len(centres))
-    # by hand: every LoRA layer's base weight, once per expert plus the copy of the base
-    from peft.tuners.lora import LoraLayer
-    layers = [m.get_base_layer().weight for m in model.modules() if isinstance(m, LoraLayer)]
-    assert need == sum(w.numel() * 4 for w in layers) * (len(centres) + 1)
+    held = MergedMixture(model, centres).layers          # what the merger really keeps: a base copy and M deltas
+    assert need == sum(base.numel() * base.element_size() + d.numel() * d.element_size() for _, base, d in held)
     assert merge_routed(None, "fusion", model, len(centres), need / 2 ** 20)
     assert not merge_routed(None, "fusion", model, len(centres), need / 2 ** 20 * 0.99)
     assert not merge_routed(None, "proxy", model, len(centres), 1e9)

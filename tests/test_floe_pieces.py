@@ -128,3 +128,22 @@ def test_profile_is_cached_and_made_monotone_in_the_rank(pico_zoo, monkeypatch):
     prof.measured_profile(cfg, "pico-llama", [2, 4, 8], 2.0, refresh=True)
     assert calls == [2, 4, 8] * 2
     assert not math.isnan(again.memory(4))
+
+
+def test_detector_pooling_needs_a_stage2_encoder():
+    from fedlab.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"method\.detector_pooling"):
+        load_config(None, ["method.name=floe", "method.detector_pooling=static"])
+    load_config(None, ["method.name=floe", "method.detector_pooling=static", "method.detector_encoder=tiny-bert"])
+
+
+def test_eval_mode_restores_each_submodules_own_mode():
+    from fedlab.models.modes import eval_mode
+
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5))
+    model.train()
+    model[1].eval()                          # a part deliberately frozen in eval mode
+    with eval_mode(model):
+        assert not model.training and not model[0].training
+    assert model.training and model[0].training and not model[1].training

@@ -62,3 +62,34 @@ print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024 / (tau.
 """
     grew = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
     assert grew < 0.5, f"peak memory grew by {grew:.2f}× τ's size"
+
+
+def test_sampled_selection_with_ties_at_the_threshold_across_blocks_and_a_grown_bracket():
+    """Rows long enough for the sampled bracket (P > 4 × the sample), ties exactly at the threshold spread over
+    many blocks (the bracket then holds far more values than the sample promised: its buffer grows), a row
+    kept whole, an emptied one holding +inf: the frozen kernels' values, block by block and whole."""
+    from fedlab.aggregators import magnitude_trim
+    from fedlab.aggregators.basic import _keeps, trimmed_blocks
+
+    g = torch.Generator().manual_seed(5)
+    p = 100_000
+    tau = torch.randn(4, p, generator=g) * 0.1
+    big = torch.randperm(p, generator=g)
+    tau[0, big[:10_000]] = 2.0 + torch.rand(10_000, generator=g)      # 10 % large
+    tau[0, big[10_000:40_000]] = -0.5                                 # 30 % tie at |0.5|: the 20 % threshold
+    tau[3, 7] = float("inf")
+    keep = torch.tensor([0.2, 0.6, 1.0, 0.0])
+    counts = _keeps(tau, keep)
+    want = before.magnitude_trim(tau, keep)
+    got = torch.cat([blk.clone() for _, _, blk in trimmed_blocks(tau, counts, 1000)], dim=1)
+    assert torch.equal(got, want) and torch.equal(magnitude_trim(tau, keep), want)
+    kept0 = torch.nonzero(got[0]).squeeze(1)
+    assert len(kept0) == 20_000 and (got[0][got[0] == -0.5]).numel() == 10_000      # the lowest-index ties
+    assert torch.equal(h_ties(tau[:3]), before.h_ties(tau[:3])) and torch.equal(ties(tau[:3]), before.ties(tau[:3]))
+
+
+def test_empty_updates():
+    """K clients with P = 0 parameters, and K = 0: empty results, no error (the frozen kernels' behaviour)."""
+    for shape in ((3, 0), (0, 5)):
+        tau = torch.zeros(shape)
+        assert h_ties(tau).shape == (shape[1],) and ties(tau).shape == (shape[1],)

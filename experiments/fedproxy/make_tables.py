@@ -229,7 +229,7 @@ CLAIMS = [
           "deep/hetero/fedproxy/0.5", "deep/hetero/fedot/0.5", _het),
     Claim("deep LLM: FedProxy above FedBiOT (heterogeneous, κ = 0.5)", "Table 3", "69.8 vs 51.6 (+18.2)",
           "deep/hetero/fedproxy/0.5", "deep/hetero/fedbiot/0.5", _het),
-    Claim("deep LLM: FedProxy above Offsite-Tuning (heterogeneous, κ = 0.5)", "Table 3", "69.9 vs 51.2 (+18.7)",
+    Claim("deep LLM: FedProxy above Offsite-Tuning (heterogeneous, κ = 0.5)", "Table 3", "69.8 vs 51.2 (+18.6)",
           "deep/hetero/fedproxy/0.5", "deep/hetero/ot/0.5", _het),
     Claim("deep LLM: the proxy SLM above the OT emulator (FedOT-ET)", "Table 6", "69.9 vs 53.1 (+16.7)",
           "deep/homo/fedproxy/0.5", "deep/homo/fedot_et/0.5", _homo),

@@ -56,8 +56,9 @@ def _column_blocks(p: int, block: int) -> list[tuple[int, int]]:
 
 
 def _trim_block(tau: Tensor) -> int:
-    """Columns per block: cache-sized on the CPU; the whole row on a GPU (one launch per step, not hundreds)."""
-    return max(1, tau.shape[1]) if tau.device.type != "cpu" else _TRIM_BLOCK
+    """Columns per block: cache-sized on the CPU; on a GPU 2^22 (a few launches per step, not hundreds, and the
+    scratch buffers a bounded share of τ)."""
+    return _TRIM_BLOCK if tau.device.type == "cpu" else 1 << 22
 
 
 def _thresholds(tau: Tensor, counts: list[int], block: int, sample: int | None = None):
@@ -75,6 +76,8 @@ def _thresholds(tau: Tensor, counts: list[int], block: int, sample: int | None =
     mag_row = lambda i: tau[i].abs() if floating else tau[i].abs().float()
     thr = torch.full((k_rows,), float("inf"), dtype=dtype, device=dev)
     n_ge, n_gt, live = [0] * k_rows, [0] * k_rows, []
+    if p == 0:
+        return thr, n_ge, n_gt
     for i in range(k_rows):
         if counts[i] >= p:     # keep everything: the threshold is the row's minimum
             row = mag_row(i)
@@ -104,12 +107,12 @@ def _thresholds(tau: Tensor, counts: list[int], block: int, sample: int | None =
     lo_idx = (frac * sample + margin).ceil().clamp(max=sample - 1).long().to(dev)
     rows = torch.arange(k_rows, device=dev)
     # an open end where the margin runs past the sample: hi = +inf at the top, lo = −inf at the bottom; rows
-    # not selected here get an empty bracket (+inf, +inf)
+    # not selected here get an empty bracket (lo = +inf > hi = −inf), whatever values they hold
     hi = torch.where(hi_idx > 0, srt[rows, hi_idx], torch.full_like(srt[:, 0], float("inf")))
     lo = torch.where(lo_idx < sample - 1, srt[rows, lo_idx], torch.full_like(srt[:, 0], float("-inf")))
     off = torch.ones(k_rows, dtype=torch.bool, device=dev)
     off[live] = False
-    hi, lo = hi.masked_fill(off, float("inf"))[:, None], lo.masked_fill(off, float("inf"))[:, None]
+    hi, lo = hi.masked_fill(off, float("-inf"))[:, None], lo.masked_fill(off, float("inf"))[:, None]
     n_hi = torch.zeros(k_rows, dtype=torch.long, device=dev)
     # each row's bracket values go into one buffer sized from the sample (grown if a row overflows it): small
     # tensors kept between the blocks' large temporaries would fragment the heap and raise the peak memory

@@ -9,6 +9,7 @@ import torch
 from fedlab.align import align_sequences, next_token_pairs, translate_topk
 from fedlab.comm.knowledge import pack_knowledge, sample_topk
 from fedlab.data.collate import PadCollator, encode_example
+from fedlab.models.modes import eval_mode
 from fedlab.objectives.terms import per_sample_target_nll
 
 
@@ -41,19 +42,17 @@ def public_knowledge(model, public: PublicSet, k: int, batch_size: int = 32,
     answer's tokens (it does not depend on how a tokenizer cuts the answer; a per-token mean favours finer
     tokenizers), and the top-K (id, logit) at every position that has a next token. k = 0: the losses only."""
     device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
     losses, ids, logits = [], [], []
-    for _, batch in public.batches(batch_size, device):
-        out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-        losses.append(per_sample_target_nll(out, batch["labels"]).cpu())
-        if k:
-            lengths = batch["attention_mask"].sum(1).tolist()
-            top = out.float().topk(k, dim=-1)
-            for b, n in enumerate(lengths):
-                ids.append(top.indices[b, : n - 1].cpu())
-                logits.append(top.values[b, : n - 1].cpu())
-    model.train(was_training)
+    with eval_mode(model):
+        for _, batch in public.batches(batch_size, device):
+            out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+            losses.append(per_sample_target_nll(out, batch["labels"]).cpu())
+            if k:
+                lengths = batch["attention_mask"].sum(1).tolist()
+                top = out.float().topk(k, dim=-1)
+                for b, n in enumerate(lengths):
+                    ids.append(top.indices[b, : n - 1].cpu())
+                    logits.append(top.values[b, : n - 1].cpu())
     loss = torch.cat(losses) if losses else torch.zeros(0)
     if not k:
         return {"loss": loss}

@@ -120,6 +120,8 @@ class FloeConfig(MethodConfig):
         check(self.detector_tau is None or bool(self.detector_encoder), f"{p}.detector_tau", self.detector_tau,
               "null unless method.detector_encoder names the stage-2 sentence encoder it thresholds")
         choose(self.detector_pooling, ["contextual", "static"], f"{p}.detector_pooling")
+        check(self.detector_pooling == "contextual" or bool(self.detector_encoder), f"{p}.detector_pooling",
+              self.detector_pooling, "contextual unless method.detector_encoder names the stage-2 encoder it pools")
         choose(self.fusion_features, ["full", "compact"], f"{p}.fusion_features")
         check(self.fusion_positions >= 1, f"{p}.fusion_positions", self.fusion_positions, "an integer >= 1")
         check(self.fusion_epochs >= 1, f"{p}.fusion_epochs", self.fusion_epochs, "an integer >= 1")

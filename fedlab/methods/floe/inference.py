@@ -147,12 +147,15 @@ def evaluate_routed(router: Router, resident, data, cfg, merge: bool, tasks=None
             examples = examples[: cfg.eval.max_per_task]
         w = router.gates([e.prompt for e in examples])
         score = 0.0
-        for ex, wi in zip(examples, w):
-            load_mixture(resident.model, router, wi, merge)
-            if ex.is_choice:
-                score += mc_accuracy(model, tok, [ex], cfg.eval.length_normalized, cfg.model.max_length, 1)
-            else:
-                score += generation_scores(model, tok, [ex])["rougeL"]
+        try:
+            for ex, wi in zip(examples, w):
+                load_mixture(resident.model, router, wi, merge)
+                if ex.is_choice:
+                    score += mc_accuracy(model, tok, [ex], cfg.eval.length_normalized, cfg.model.max_length, 1)
+                else:
+                    score += generation_scores(model, tok, [ex])["rougeL"]
+        finally:                   # the process's resident must not keep a prompt's merged weights
+            unmerge(resident.model)
         score /= max(len(examples), 1)
         key = "acc" if examples and examples[0].is_choice else "rougeL"
         out[f"{prefix}/{key}/{task}"] = score

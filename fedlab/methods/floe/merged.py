@@ -1,4 +1,5 @@
-"""The routed mixture folded into the SLM's weights, one prompt at a time (`method.router_merge: true`).
+"""The routed mixture folded into the SLM's weights, one prompt at a time (`method.router_merge`: null merges
+when the deltas fit its memory budget, true always).
 
 For every LoRA layer ℓ and expert j, ΔW_ℓj = s · B_ℓj A_ℓj is computed once (when the expert pool is
 fixed). A prompt with gate ω then costs one matrix–vector product per layer,

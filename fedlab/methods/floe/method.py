@@ -355,9 +355,14 @@ class Floe(FedMethod):
             ctx.log_artifact(png, "plots")
         if not m.router or not self.data.public:
             return {}
+        from fedlab.methods.floe.inference import unmerge
+
         mixed = self.resident_at(self.r_max * len(self.centres))
         with eval_mode(self.resident.model, mixed.model):     # the inference phase: dropout off everywhere
-            return self.infer(ctx, mixed)
+            try:
+                return self.infer(ctx, mixed)
+            finally:          # whatever happened, the process's resident keeps no prompt's merged weights
+                unmerge(mixed.model)
 
     def infer(self, ctx, mixed) -> dict:
         """The router over the expert pool, the routed SLM's scores, then fusion or proxy tuning with the LLM."""
@@ -411,7 +416,7 @@ class Floe(FedMethod):
         from fedlab.align.vocab import cached_vocab_map
         from fedlab.data.privacy_prompts import privacy_prompts
         from fedlab.methods.floe.fusion import Fusion, FusionGate, evaluate_fused, gate_examples
-        from fedlab.methods.floe.inference import load_mixture, unmerge
+        from fedlab.methods.floe.inference import load_mixture
         from fedlab.models.zoo import load_encoder, load_model
         from fedlab.objectives.training import make_trainer
         from fedlab.privacy.detector import PrivacyDetector
@@ -452,7 +457,6 @@ class Floe(FedMethod):
                         m.fusion_rtt_jitter, m.tau_wait, seed=cfg.seed,
                         cloud_s=None if m.fusion_cloud_ms is None else m.fusion_cloud_ms / 1000)
         out = evaluate_fused(fusion, self.data, m.fusion_eval_per_task)
-        unmerge(mixed.model)
         out["fused/gate_train_nll"] = float(trainer.callback_metrics.get("fusion/nll", float("nan")))
         out["fused/gate_positions"] = len(ys)
         if ctx is not None:
