@@ -287,12 +287,15 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     rows = mod.plan()
+    from fedlab.models.real import installed
+
     assert len(rows) == (len(mod.TASKS) * len(mod.ALPHAS) * len(mod.METHODS) + len(mod.RATIOS) + len(mod.DEPTHS)
-                         + len(mod.WARMUPS))
+                         + len(mod.WARMUPS) + (2 if installed("minilm-l6") else 0))
     for p in rows:
         cfg = load_config(p.config, list(p.overrides))
         m = cfg.method
         assert cfg.method.name == "elsa" and len(cfg.data.tasks) == 1
+        assert (cfg.model.name == "minilm-l6") == p.key.startswith("real/minilm/")
         if p.key.endswith("/vanilla"):
             assert m.ratio == 1 and m.ssop_rank == 0
         if p.key.endswith(("/fedavg", "/fedprox", "/fedams")):

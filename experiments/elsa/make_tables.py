@@ -55,6 +55,12 @@ def plan() -> list[Planned]:
         rows.append(Planned(f"f6/topic/p{p}", HERE / "dirichlet.yaml",
                             ("data.tasks=[topic]", f"method.split=[{p},{5 - p},1]"), label=f"ELSA p = {p}",
                             setting="topic α̂=0.1"))
+    from fedlab.models.real import installed
+
+    if installed("minilm-l6"):   # the real encoder's rows, where its package is installed (README)
+        for key in ("elsa", "vanilla"):
+            rows.append(Planned(f"real/minilm/{key}", HERE / "minilm.yaml", METHODS[key][1],
+                                label=f"{METHODS[key][0]}, all-MiniLM-L6-v2", setting="topic α̂=0.1, MiniLM"))
     for w in WARMUPS:            # does a longer warm-up let the fingerprints find the mislabelled clients?
         rows.append(Planned(f"trust/topic/w{w}", HERE / "dirichlet.yaml",
                             ("data.tasks=[topic]", f"method.warmup_steps={w}", "federation.rounds=0"),
@@ -122,6 +128,14 @@ def render(r: Results) -> str:
         if r.runs(key):
             lines.append(f"| {ratio} | {r.cell(key, lambda rec: 100 * rec['final']['acc/mean'], 1)} | "
                          f"{r.cell(key, lambda rec: rec['final'].get('server/link_bytes'), 0)} |")
+    real = [k for k in ("real/minilm/elsa", "real/minilm/vanilla") if r.runs(k)]
+    if real:
+        lines += ["", "## A real encoder: all-MiniLM-L6-v2 (split 3/2/1, topic, α̂ = 0.1; `minilm.yaml`)", "",
+                  "| method | accuracy (×100) | link bytes per round | wall s |", "|---|---|---|---|"]
+        for k in real:
+            lines.append(f"| {r.label(k)} | {r.cell(k, lambda rec: 100 * rec['final']['acc/mean'], 1)} | "
+                         f"{r.cell(k, lambda rec: rec['final'].get('server/link_bytes'), 0)} | "
+                         f"{r.cell(k, lambda rec: rec.get('seconds'), 0)} |")
     lines += mislabel_section(r)
     figures(r, r.path.parent)
     lines += ["", "![Fig. 5 analogue](fig5.png)", "", "![Fig. 6 analogue](fig6.png)"]
