@@ -5,7 +5,7 @@ import json
 import os
 from pathlib import Path
 
-_ZOO_BLOCKS = {"tiny-llama": 6, "tiny-llama-s": 4, "pico-llama-s": 2, "tiny-gpt2": 4, "tiny-opt": 4, "tiny-bloom": 4, "tiny-qwen2": 4,
+_ZOO_BLOCKS = {"tiny-llama": 6, "tiny-llama-deep": 12, "tiny-llama-s": 4, "pico-llama-s": 2, "tiny-gpt2": 4, "tiny-opt": 4, "tiny-bloom": 4, "tiny-qwen2": 4,
                "pico-llama": 4, "pico-gpt2": 2, "pico-opt": 2, "pico-bloom": 2, "pico-qwen2": 2,
                "tiny-bert": 6, "pico-bert": 3, "smollm2-135m": 30, "minilm-l6": 6}
 
