@@ -76,7 +76,9 @@ def render(r: Results) -> str:
              f"Produced by `python experiments/floe/make_tables.py` (seeds {', '.join(map(str, seeds)) or 'none yet'}; "
              "2 CPU cores). Mean over seeds ± the half-width of the 95 % t-interval; accuracy on recall and "
              "sentiment, Rouge-L on describe, food and friend, 50 shared test items per task. † marks a row "
-             "made by another config than the script now runs.", "",
+             "made by another config than the script now runs. \"wall s\" is each run's elapsed time as recorded, "
+             "beside whatever else the machine ran then: not a benchmark (the timings are in "
+             "`fedlab/methods/floe/README.md`).", "",
              "## Table III analogue", "",
              "| method | accuracy (MC) | Rouge-L | routed SLM acc | routed SLM Rouge-L | own expert acc | own expert Rouge-L | wall s |",
              "|---|---|---|---|---|---|---|---|"]
