@@ -23,6 +23,19 @@ QA = ["recall", "two_hop", "arithmetic", "category"]
 CLS = ["sentiment", "paraphrase", "entailment", "topic"]
 
 
+def tables_2_3_rows(setting: str, prefix: str = "") -> list[tuple]:
+    """Tables 2 (homo) / 3 (hetero): zero-shot, CentSFT, and OT, FedOT, FedBiOT, FedProxy at κ = 0.3 and 0.5,
+    as (key, label, yaml, overrides) with the keys under `prefix`."""
+    out = [(f"{prefix}{setting}/zeroshot", "LLM zero-shot", BASE / f"zeroshot_{setting}.yaml", []),
+           (f"{prefix}{setting}/centsft", "CentSFT (LLM, pooled)", HERE / f"{setting}_centsft.yaml", [])]
+    for k in ("0.3", "0.5"):
+        for m in ("ot", "fedot", "fedbiot"):
+            out.append((f"{prefix}{setting}/{m}/{k}", m, HERE / f"{setting}.yaml",
+                        [f"method.name={m}", f"method.kappa={k}"]))
+        out.append((f"{prefix}{setting}/fedproxy/{k}", "FedProxy", HERE / f"{setting}.yaml", [f"method.kappa={k}"]))
+    return out
+
+
 def plan() -> list[Planned]:
     """Per setting the shared comparison (Tables 2/3), then its extras."""
     extras = {
@@ -43,13 +56,7 @@ def plan() -> list[Planned]:
     }
     out = []
     for s in ("homo", "hetero"):
-        out += [(f"{s}/zeroshot", "LLM zero-shot", BASE / f"zeroshot_{s}.yaml", []),
-                (f"{s}/centsft", "CentSFT (LLM, pooled)", HERE / f"{s}_centsft.yaml", [])]
-        for k in ("0.3", "0.5"):
-            for m in ("ot", "fedot", "fedbiot"):
-                out.append((f"{s}/{m}/{k}", m, HERE / f"{s}.yaml", [f"method.name={m}", f"method.kappa={k}"]))
-            out.append((f"{s}/fedproxy/{k}", "FedProxy", HERE / f"{s}.yaml", [f"method.kappa={k}"]))
-        out += extras[s]
+        out += tables_2_3_rows(s) + extras[s]
     rows = [Planned(key, yaml, (*extra, *EVAL), label, key.split("/")[0]) for key, label, yaml, extra in out]
     return rows + deep_plan()
 
@@ -61,14 +68,7 @@ DEEP = "tiny-llama-deep"
 
 
 def deep_plan() -> list[Planned]:
-    out = []
-    for s in ("homo", "hetero"):
-        out += [(f"deep/{s}/zeroshot", "LLM zero-shot", BASE / f"zeroshot_{s}.yaml", []),
-                (f"deep/{s}/centsft", "CentSFT (LLM, pooled)", HERE / f"{s}_centsft.yaml", [])]
-        for k in ("0.3", "0.5"):
-            for m in ("ot", "fedot", "fedbiot"):
-                out.append((f"deep/{s}/{m}/{k}", m, HERE / f"{s}.yaml", [f"method.name={m}", f"method.kappa={k}"]))
-            out.append((f"deep/{s}/fedproxy/{k}", "FedProxy", HERE / f"{s}.yaml", [f"method.kappa={k}"]))
+    out = tables_2_3_rows("homo", "deep/") + tables_2_3_rows("hetero", "deep/")
     out.append(("deep/homo/fedot_et/0.5", "fedot_et", HERE / "homo.yaml", ["method.name=fedot_et"]))
     return [Planned(key, yaml, (f"model.name={DEEP}", *extra, *EVAL), label, f"deep {key.split('/')[1]}")
             for key, label, yaml, extra in out]
