@@ -112,13 +112,12 @@ class Results:
         """Keys of rows with a record made by another config than the one the script would run now (older
         code or YAML): a table marks them instead of presenting them as current."""
         from fedlab.config import load_config
-        from fedlab.runtime.federation import run_key
 
         out = set()
         for p in plan:
             for rec in self.runs(p.key):
                 cfg = load_config(p.config, [*p.overrides, f"seed={rec.get('seed', 0)}"])
-                if rec.get("config_hash") != run_key(cfg) or method_drift(rec, cfg):
+                if outdated(rec, cfg):
                     out.add(p.key)
         return out
 
@@ -209,6 +208,13 @@ def log_to_parent(results: Results, paths: list[Path], folder: str = "figures") 
     return len(paths)
 
 
+def outdated(record: dict, cfg) -> bool:
+    """A record another config made: its run key differs from `cfg`'s, or a method field they share differs."""
+    from fedlab.runtime.federation import run_key
+
+    return record.get("config_hash") != run_key(cfg) or bool(method_drift(record, cfg))
+
+
 def method_drift(record: dict, cfg) -> list[str]:
     """The method-config fields whose resolved value in `record` differs from what `cfg` resolves to now. The run
     key hashes only non-default fields (a new field with a behaviour-keeping default leaves records current), so
@@ -247,15 +253,13 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
     many as the cores allow for the runs' threads), saving each record as its run ends; returns how many ran."""
     from fedlab.config import load_config
     from fedlab.parallel import default_jobs, run_many
-    from fedlab.runtime.federation import run_key
 
     todo = []
     for p in plan:
         for seed in seeds:
             cfg = load_config(p.config, [*p.overrides, *extra, f"seed={seed}"])
             old = results.records.get(record_key(p.key, seed))
-            if (rerun or old is None or old.get("config_hash") != run_key(cfg) or method_drift(old, cfg)
-                    or stale_models(old)):
+            if rerun or old is None or outdated(old, cfg) or stale_models(old):
                 todo.append((p, seed, cfg))
     if not todo:
         return 0
@@ -314,7 +318,10 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
               argv: list[str] | None = None, title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2),
               summarize: Callable | None = None, after: Callable[[Results], None] | None = None) -> int:
     """The command line of a table script (see the module docstring)."""
-    args = table_parser(title, default_seeds).parse_args(argv)
+    parser = table_parser(title, default_seeds)
+    args = parser.parse_args(argv)
+    if args.only is not None and not any(x.strip() for x in args.only.split(",")):
+        parser.error(f"--only {args.only!r} names no row prefix (e.g. --only homo/,hetero/)")
     from fedlab.config import ConfigError
 
     results = Results(Path(folder) / "results.json")

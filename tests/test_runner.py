@@ -99,6 +99,15 @@ def test_only_takes_several_prefixes(tmp_path):
     assert [p.key for p in select_rows(plan, "t/")] == ["t/fedavg", "t/zeroshot"]
 
 
+def test_an_empty_only_is_refused_rather_than_running_every_row(tmp_path, capsys):
+    ran = []
+    for only in (",", " "):
+        with pytest.raises(SystemExit) as e:
+            run_table(tmp_path, lambda: ran.append(1) or _plan(tmp_path), lambda r: "", ["--only", only])
+        assert e.value.code == 2 and "names no row prefix" in capsys.readouterr().err
+    assert not ran and not (tmp_path / "results.json").exists()
+
+
 def test_a_failed_run_is_handed_back_and_the_others_still_finish(monkeypatch):
     from fedlab import parallel
 
