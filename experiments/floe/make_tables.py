@@ -142,11 +142,16 @@ def top1_share(rec: dict) -> float | None:
 TASKS = ["recall", "sentiment", "describe", "food", "friend"]
 
 
+def task_kind(task: str) -> str:
+    """The metric a task is scored by: multiple-choice accuracy for recall and sentiment, Rouge-L otherwise."""
+    return "acc" if task in ("recall", "sentiment") else "rougeL"
+
+
 def per_task_metric(key: str, task: str) -> str:
     """The final-metric name of a row's headline score on one task (multiple-choice accuracy for recall and
     sentiment, Rouge-L for the generative tasks): the fused model for Floe rows, the proxy-tuned LLM for
     LLM-FedAvg / LLM-FedMoE, each device's own model for the baselines."""
-    kind = "acc" if task in ("recall", "sentiment") else "rougeL"
+    kind = task_kind(task)
     if key.startswith("floe"):
         return f"fused/{kind}/{task}"
     if key == "llm_fedmoe":
@@ -202,7 +207,6 @@ def figures(r: Results) -> None:
     if pts:
         line_with_intervals(pts, HERE / "fig14_experts.png", "experts M", "routed SLM score",
                             "Floe, Fig. 14 analogue: number of experts")
-    tasks = TASKS
     # the SLM-side rows first (no LLM): own expert (Floe^-R), routed, one cluster routed; then the fused Floe
     rows = [("SLM-Local", "floe/slm_local", "{kind}/task_{task}"),
             ("Floe^-P (one cluster, routed SLM)", "floe/floe_no_cluster", "routed/{kind}/{task}"),
@@ -211,9 +215,8 @@ def figures(r: Results) -> None:
             ("Floe (fused with the LLM)", "floe/floe", "fused/{kind}/{task}")]
     bars = []
     for name, key, pattern in rows:
-        for t in tasks:
-            kind = "acc" if t in ("recall", "sentiment") else "rougeL"
-            metric = pattern.format(kind=kind, task=t)
+        for t in TASKS:
+            metric = pattern.format(kind=task_kind(t), task=t)
             v = r.values(key, lambda rec, m=metric: rec["final"].get(m))
             if v:
                 mean, half = mean_ci(v)

@@ -162,7 +162,6 @@ def evaluate_routed(router: Router, resident, data, cfg, merge: bool, tasks=None
         (accs if key == "acc" else rouges).append(score)
         top = w.argmax(dim=1).tolist()
         out[f"{prefix}/top1_share/{task}"] = sum(router.domains[j] == task for j in top) / max(len(top), 1)
-    unmerge(resident.model)
     if accs:
         out[f"{prefix}/acc/mean"] = sum(accs) / len(accs)
     if rouges:

@@ -1,5 +1,6 @@
 """The routed mixture folded into the SLM's weights, one prompt at a time (`method.router_merge`: null merges
-when the deltas fit its memory budget, true always).
+when the mixture is fused with the LLM (`combine: fusion`) and the deltas fit `router_merge_max_mb`, true
+always, false never).
 
 For every LoRA layer ℓ and expert j, ΔW_ℓj = s · B_ℓj A_ℓj is computed once (when the expert pool is
 fixed). A prompt with gate ω then costs one matrix–vector product per layer,
