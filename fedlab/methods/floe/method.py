@@ -71,10 +71,11 @@ class Floe(FedMethod):
         self.classes = assign_classes(data.num_clients, m.devices, cfg.seed)
         self._profile = None
         self.check_feasible()
-        if m.router:
-            from fedlab.methods.floe.inference import check_router_encoder
+        from fedlab.methods.floe.inference import check_detector_encoder, check_router_encoder
 
+        if m.router:
             check_router_encoder(m.router_encoder)
+        check_detector_encoder(m.detector_encoder)
         if m.combine == "proxy":
             from fedlab.methods.llm_fedavg.method import check_shared_tokenizer
 
