@@ -62,7 +62,7 @@ def _trim_block(tau: Tensor) -> int:
 
 
 def _thresholds(tau: Tensor, counts: list[int], block: int, sample: int | None = None):
-    """Per row i of |τ|: the counts[i]-th largest value x_i (exact; +inf where the count is 0) and how many
+    """Per row i of |τ|: the counts[i]-th largest value x_i (exact; +inf where the count is 0, −inf where it is P) and how many
     entries are ≥ x_i and > x_i (more than counts[i] are ≥ x_i when values tie at x_i). Returns (x, n_ge, n_gt).
 
     A full selection per row (kthvalue) reads every row several times; instead a shared random sample of
@@ -79,10 +79,9 @@ def _thresholds(tau: Tensor, counts: list[int], block: int, sample: int | None =
     if p == 0:
         return thr, n_ge, n_gt
     for i in range(k_rows):
-        if counts[i] >= p:     # keep everything: the threshold is the row's minimum
-            row = mag_row(i)
-            thr[i] = row.min()
-            n_ge[i], n_gt[i] = p, int(torch.count_nonzero(torch.gt(row, thr[i])))
+        if counts[i] >= p:     # keep everything: a threshold below every value, no pass over the row
+            thr[i] = float("-inf")
+            n_ge[i] = n_gt[i] = p
         elif counts[i] > 0:
             live.append(i)
     if not live:
