@@ -85,14 +85,15 @@ def _score_shared(model, pad_id: int, encoded: list[tuple[list[int], list[list[i
             mask[r, width - len(c):] = 1
         ids, mask = ids.to(device), mask.to(device)
         pos = (mask.cumsum(1) - 1).clamp(min=0)
-        cache = DynamicCache()
-        out = model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True)
-        first = F.log_softmax(out.logits[:, -1].float(), dim=-1)          # predicts every choice's first token
         owners = [r for r, i in enumerate(idx) for _ in encoded[i][1]]
         conts = [c for i in idx for c in encoded[i][1]]
         longest = max(len(c) for c in conts)
         own = torch.tensor(owners, device=device)
-        if longest == 1 and one_pass:     # every choice is one token: the prompt pass scores them all
+        alone = longest == 1 and one_pass          # every choice is one token: the prompt pass scores them all
+        out = model(input_ids=ids, attention_mask=mask, position_ids=pos,
+                    **({"use_cache": False} if alone else {"past_key_values": DynamicCache(), "use_cache": True}))
+        first = F.log_softmax(out.logits[:, -1].float(), dim=-1)          # predicts every choice's first token
+        if alone:
             total = first[own].gather(-1, torch.tensor(conts, device=device)).squeeze(-1)
             _spread(scores, idx, encoded, total)
             continue
