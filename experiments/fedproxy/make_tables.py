@@ -36,6 +36,11 @@ def tables_2_3_rows(setting: str, prefix: str = "") -> list[tuple]:
     return out
 
 
+def table_2_3_keys(setting: str, prefix: str = "") -> list[str]:
+    """The row keys of Table 2 or 3 in the order they are planned and shown."""
+    return [key for key, *_ in tables_2_3_rows(setting, prefix)]
+
+
 def plan() -> list[Planned]:
     """Per setting the shared comparison (Tables 2/3), then its extras."""
     extras = {
@@ -124,13 +129,11 @@ def render(r: Results) -> str:
         L.extend("| " + " | ".join(x) + " |" for x in rows)
         L.append("")
 
-    homo = ["homo/zeroshot", "homo/centsft"] + [f"homo/{m}/{k}" for k in ("0.3", "0.5")
-                                                 for m in ("ot", "fedot", "fedbiot", "fedproxy")]
-    table("Table 2 — homogeneous setting (4 clients, IID entailment)", homo, ["mean"], ["method", "entailment acc"])
-    het = ["hetero/zeroshot", "hetero/centsft"] + [f"hetero/{m}/{k}" for k in ("0.3", "0.5")
-                                                   for m in ("ot", "fedot", "fedbiot", "fedproxy")]
+    table("Table 2 — homogeneous setting (4 clients, IID entailment)", table_2_3_keys("homo"), ["mean"],
+          ["method", "entailment acc"])
     cols = ["QA", "CLS", "ALL"]
-    table("Table 3 — heterogeneous setting (8 clients, one task each)", het, cols, ["method", "QA", "CLS", "ALL"])
+    table("Table 3 — heterogeneous setting (8 clients, one task each)", table_2_3_keys("hetero"), cols,
+          ["method", "QA", "CLS", "ALL"])
     table("Table 5 — aggregation ablation (heterogeneous, κ = 0.5)",
           ["hetero/fedproxy/0.5", "hetero/wo_pcr", "hetero/wo_htiess", "hetero/fedavg", "hetero/fedprox", "hetero/ties",
            "hetero/pcr_consensus"], cols, ["method", "QA", "CLS", "ALL"])
@@ -166,9 +169,7 @@ def deep_tables(r: Results, table) -> None:
             ("homo", "Table 2 on tiny-llama-deep (12 blocks) — homogeneous", ["mean"], ["method", "entailment acc"]),
             ("hetero", "Table 3 on tiny-llama-deep (12 blocks) — heterogeneous", ["QA", "CLS", "ALL"],
              ["method", "QA", "CLS", "ALL"])):
-        keys = [f"deep/{s}/zeroshot", f"deep/{s}/centsft"] + [f"deep/{s}/{m}/{k}" for k in ("0.3", "0.5")
-                                                             for m in ("ot", "fedot", "fedbiot", "fedproxy")]
-        table(title, keys, cols, head)
+        table(title, table_2_3_keys(s, "deep/"), cols, head)
     table("Table 6 on tiny-llama-deep — proxy SLM vs Offsite-Tuning (homogeneous, κ = 0.5)",
           ["deep/homo/fedproxy/0.5", "deep/homo/fedot_et/0.5", "deep/homo/fedot/0.5"], ["mean"],
           ["method", "entailment acc"])
