@@ -145,25 +145,17 @@ def render(r: Results) -> str:
 def mislabel_section(r: Results) -> list[str]:
     """The trust step against the clients whose labels were flipped (data.mislabeled_clients): precision and
     recall of its exclusions, and recall@m (the m lowest-trust clients, m = the number mislabelled)."""
-    out = []
-    for task in TASKS:
-        for alpha in ALPHAS:
-            key = f"t1/{task}/a{alpha}/elsa"
-            if not r.runs(key):
-                continue
-            trust = lambda m, key=key: r.values(key, lambda rec: (rec.get("summary") or {}).get("trust", {}).get(m))
-            cell = lambda m, key=key: r.cell(key, lambda rec: (rec.get("summary") or {}).get("trust", {}).get(m), 2)
-            out.append(f"| {task} | {alpha} | {cell('server/trust/flagged')} | {cell('server/trust/precision')} "
-                       f"({len(trust('server/trust/precision'))} of {len(r.runs(key))}) | "
-                       f"{cell('server/trust/recall')} | {cell('server/trust/recall_at_m')} |")
-    for w in WARMUPS:
-        key = f"trust/topic/w{w}"
-        if r.runs(key):
-            trust = lambda m, key=key: r.values(key, lambda rec: (rec.get("summary") or {}).get("trust", {}).get(m))
-            cell = lambda m, key=key: r.cell(key, lambda rec: (rec.get("summary") or {}).get("trust", {}).get(m), 2)
-            out.append(f"| topic, {w} warm-up steps, no training | 0.1 | {cell('server/trust/flagged')} | "
-                       f"{cell('server/trust/precision')} ({len(trust('server/trust/precision'))} of "
-                       f"{len(r.runs(key))}) | {cell('server/trust/recall')} | {cell('server/trust/recall_at_m')} |")
+    def row(setting: str, alpha: str, key: str) -> str:
+        trust = lambda m: r.values(key, lambda rec: (rec.get("summary") or {}).get("trust", {}).get(m))
+        cell = lambda m: r.cell(key, lambda rec: (rec.get("summary") or {}).get("trust", {}).get(m), 2)
+        return (f"| {setting} | {alpha} | {cell('server/trust/flagged')} | {cell('server/trust/precision')} "
+                f"({len(trust('server/trust/precision'))} of {len(r.runs(key))}) | "
+                f"{cell('server/trust/recall')} | {cell('server/trust/recall_at_m')} |")
+
+    out = [row(task, alpha, f"t1/{task}/a{alpha}/elsa") for task in TASKS for alpha in ALPHAS
+           if r.runs(f"t1/{task}/a{alpha}/elsa")]
+    out += [row(f"topic, {w} warm-up steps, no training", "0.1", f"trust/topic/w{w}") for w in WARMUPS
+            if r.runs(f"trust/topic/w{w}")]
     if not out:
         return []
     return ["", "## Mislabelled clients found by trust (ELSA rows; 4 of 20 clients with half their labels flipped)", "",
