@@ -94,9 +94,10 @@ def h_ties(tau: Tensor, *, r0: float = 1.0, delta: float = 0.2, rho: float = 1.1
     # reused buffer) and the signed sum give N_d = P_d − Σ_k τ̂_k[d]; the sign-gated means' numerators are the
     # masses themselves and their denominators Σ_k w_k [τ̂_k ≷ 0] come from [K]·[K, B] products with sign(τ̂)
     # and |sign(τ̂)|; then the per-coordinate decision
-    width = min(p, _trim_block(tau))
+    block = _trim_block(tau)
+    width = min(p, block)
     p_buf, t_buf, scratch = (torch.empty(width, dtype=tau.dtype, device=tau.device) for _ in range(3))
-    for a, b, that in trimmed_blocks(tau, _keeps(tau, info["retention"])):
+    for a, b, that in trimmed_blocks(tau, _keeps(tau, info["retention"]), block):
         n = b - a
         that.mul_(w_col)
         pm = p_buf[:n].zero_()
@@ -132,13 +133,14 @@ def ties(tau: Tensor, *, density: float = 0.2, weights: Tensor | None = None) ->
     if w.numel() != k:
         raise ValueError(f"weights has {w.numel()} entries for {k} clients")
     out = torch.empty(p, dtype=tau.dtype, device=tau.device)
-    width = min(p, _trim_block(tau))
+    block = _trim_block(tau)
+    width = min(p, block)
     num, den, agree = (torch.empty(width, dtype=tau.dtype, device=tau.device) for _ in range(3))
     weights_list = w.tolist()
     # one pass over column blocks of the trimmed updates (`trimmed_blocks`, see h_ties): elect the sign of
     # Σ_k w_k τ̃_k (0 → +); per client agree_k = [τ̃_k ≠ 0 and sign(τ̃_k) = elected] = max(sign(τ̃_k)·elected, 0),
     # accumulated into the numerator Σ w_k agree_k τ̃_k and the denominator Σ w_k agree_k
-    for a, b, trimmed in trimmed_blocks(tau, _keeps(tau, density)):
+    for a, b, trimmed in trimmed_blocks(tau, _keeps(tau, density), block):
         n = b - a
         elected = torch.where((w @ trimmed) >= 0, 1.0, -1.0).to(tau.dtype)
         nb, db, ab = num[:n].zero_(), den[:n].zero_(), agree[:n]
