@@ -23,18 +23,25 @@ def emulator_indices(n: int, kept: int) -> list[int]:
     return [int(math.floor(i * (n - 1) / (kept - 1) + 0.5)) for i in range(kept)]
 
 
+def offsite_layout(blocks: int, front: int, back: int, kappa: float) -> tuple[list[int], list[int], list[int]]:
+    """Offsite-Tuning's model of an LLM with `blocks` blocks: the first `front` and last `back` blocks kept as
+    adapters, the middle compressed to max(1, M − n_dropped(M, κ)) evenly spread blocks (M = blocks − front −
+    back). Returns (the LLM block indices kept, in order; the adapters' positions in that list; the
+    emulator's positions)."""
+    middle = list(range(front, blocks - back))
+    keep = max(1, len(middle) - n_dropped(len(middle), kappa))
+    emulator = [middle[i] for i in emulator_indices(len(middle), keep)]
+    kept = list(range(front)) + emulator + list(range(blocks - back, blocks))
+    adapters = list(range(front)) + list(range(front + len(emulator), len(kept)))
+    return kept, adapters, list(range(front, front + len(emulator)))
+
+
 class OffsiteTuning(FedProxy):
     def choose_layers(self):
         m = self.cfg.method
         blocks = len(decoder_blocks(self.llm))
-        front = list(range(m.adapter_front))
-        back = list(range(blocks - m.adapter_back, blocks))
-        middle = list(range(m.adapter_front, blocks - m.adapter_back))
-        keep = max(1, len(middle) - n_dropped(len(middle), m.kappa))
-        emulator = [middle[i] for i in emulator_indices(len(middle), keep)]
-        kept = front + emulator + back
-        self.adapter_positions = list(range(len(front))) + list(range(len(front) + len(emulator), len(kept)))
-        self.emulator_positions = list(range(len(front), len(front) + len(emulator)))
+        kept, self.adapter_positions, self.emulator_positions = offsite_layout(blocks, m.adapter_front,
+                                                                              m.adapter_back, m.kappa)
         self.block_influence = torch.zeros(blocks)
         self.emulator_state = None
         return kept, (None if m.train_emulator else self.adapter_positions)
