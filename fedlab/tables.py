@@ -30,8 +30,14 @@ def final_table(history) -> str:
     generative = sorted({k.split("_", 1)[1] for w in ("first", "final") for k in pick(first, w)
                          if k.startswith("rougeL/task_")})
 
+    def value(h, which, prefix, metric):
+        """`{prefix}acc/task_<t>`, or `{prefix}acc/<t>` where a method names its per-task scores so (Floe)."""
+        got = pick(h, which)
+        v = got.get(f"{prefix}{metric}")
+        return got.get(f"{prefix}{metric.replace('task_', '', 1)}") if v is None and "/task_" in metric else v
+
     def cell(which, prefix, metric):
-        vals = [pick(h, which).get(f"{prefix}{metric}") for h in histories]
+        vals = [value(h, which, prefix, metric) for h in histories]
         vals = [v for v in vals if v is not None]
         if not vals:
             return None

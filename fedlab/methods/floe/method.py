@@ -51,6 +51,9 @@ class Update:
 class Floe(FedMethod):
     per_client_metrics = ("loss/task", "time/fit")
     progress_metrics = {"acc": "acc/mean", "task-loss": "loss/task", "rank": "rank/mean", "clusters": "server/clusters/num"}
+    # the inference phase's models beside the devices' own (a column shows where the run has its metrics)
+    table_columns = (("final", "routed/", "routed SLM"), ("final", "fused/", "Floe (SLM + LLM fused)"),
+                     ("final", "proxy/", "LLM proxy-tuned by the routed SLM"))
 
     # ------------------------------------------------------------------ models
     def chain(self, r: int) -> tuple:
