@@ -147,3 +147,22 @@ def test_eval_mode_restores_each_submodules_own_mode():
     with eval_mode(model):
         assert not model.training and not model[0].training
     assert model.training and model[0].training and not model[1].training
+
+
+def test_a_floe_runs_closing_table_shows_the_fused_and_routed_models():
+    """Floe names its per-task scores `fused/acc/<task>`; the closing table reads them beside the devices'
+    `acc/task_<task>` and leaves out the columns a run does not have (no proxy/ without LLM-FedMoE)."""
+    from types import SimpleNamespace
+
+    from fedlab.methods.floe.method import Floe
+    from fedlab.tables import final_table
+
+    zero = {"round": 0, "acc/task_recall": 0.28, "acc/mean": 0.28}
+    final = {"round": 6, "acc/task_recall": 0.38, "acc/mean": 0.38, "routed/acc/recall": 0.36,
+             "routed/acc/mean": 0.36, "fused/acc/recall": 0.64, "fused/acc/mean": 0.64}
+    text = final_table(SimpleNamespace(final=final, rounds=[zero], columns=Floe.table_columns))
+    header, _, recall, mean = text.splitlines()
+    assert [c.strip() for c in header.strip("|").split("|")] == ["task", "zero-shot", "final (round 6)",
+                                                                  "routed SLM", "Floe (SLM + LLM fused)"]
+    assert [c.strip() for c in recall.strip("|").split("|")] == ["recall", "0.2800", "0.3800", "0.3600", "0.6400"]
+    assert "0.6400" in mean and "proxy-tuned" not in text
