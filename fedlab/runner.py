@@ -21,6 +21,7 @@ commit.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -63,19 +64,48 @@ def record_key(key: str, seed: int) -> str:
     return f"{key}@seed{seed}"
 
 
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive advisory lock on `path` for the block (POSIX flock; without fcntl, no lock)."""
+    try:
+        import fcntl
+    except ImportError:          # not POSIX: one table process per file
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 class Results:
     """The records of one table script (`results.json`), written atomically after every run."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        data = json.loads(self.path.read_text()) if self.path.exists() else {}
+        data = self._read()
         self.meta: dict = data.get("_meta", {})
         self.records: dict[str, dict] = {k: v for k, v in data.items() if k != "_meta"}
+        self._loaded = dict(self.records)      # what this object read, to tell its own writes apart
+
+    def _read(self) -> dict:
+        return json.loads(self.path.read_text()) if self.path.exists() else {}
 
     def save(self) -> None:
-        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"_meta": self.meta, **self.records}, indent=1, sort_keys=False))
-        tmp.replace(self.path)
+        """Write the records atomically, merged with what is on disk now: records this object added or
+        replaced win, every other record (another table process on the same file, e.g. a second `--only`)
+        is kept, under an exclusive lock on `<file>.lock`."""
+        with _locked(self.path.with_suffix(".lock")):
+            disk = self._read()
+            mine = {k: v for k, v in self.records.items() if self._loaded.get(k) is not v}
+            self.records = {**{k: v for k, v in disk.items() if k != "_meta"}, **mine}
+            self.meta = {**disk.get("_meta", {}), **self.meta}
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"_meta": self.meta, **self.records}, indent=1, sort_keys=False))
+            tmp.replace(self.path)
+            self._loaded = dict(self.records)
 
     def runs(self, key: str) -> list[dict]:
         """Every seed's record of a row, by seed."""

@@ -148,3 +148,20 @@ def test_table_figures_go_to_the_tables_parent_run(tmp_path, monkeypatch):
     assert log_to_parent(results, [png, tmp_path / "missing.png"]) == 1
     names = [a.path for a in mlflow.MlflowClient().list_artifacts(parent, "figures")]
     assert names == ["figures/fig.png"]
+
+
+def test_two_table_processes_on_one_results_file_keep_each_others_records(tmp_path):
+    """Two `--only` invocations of one table script write the same results.json: each save merges with the
+    file as it is then, so neither loses the other's records, and a record one of them re-made wins."""
+    path = tmp_path / "results.json"
+    Results(path).save()
+    a, b = Results(path), Results(path)
+    a.records["x@seed0"] = {"key": "x", "seed": 0, "v": 1}
+    a.save()
+    b.records["y@seed0"] = {"key": "y", "seed": 0, "v": 2}
+    b.save()
+    assert set(Results(path).records) == {"x@seed0", "y@seed0"} and set(b.records) == {"x@seed0", "y@seed0"}
+    a.records["y@seed0"] = {"key": "y", "seed": 0, "v": 3}    # a re-made y: its record replaces b's
+    a.save()
+    b.save()                                                   # b did not touch y again: a's record stays
+    assert Results(path).records["y@seed0"]["v"] == 3 and Results(path).records["x@seed0"]["v"] == 1
