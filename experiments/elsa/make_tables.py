@@ -90,6 +90,12 @@ def first_reaches(record: dict, target: float) -> bool:
     return bool(curve) and curve[0][1] >= target
 
 
+def _seeds_noted(r: Results, key: str, cell: str) -> str:
+    """A cell of a row that has fewer than three seeds yet says how many (a table being filled)."""
+    n = len(r.runs(key))
+    return cell if n == 0 or n >= 3 else f"{cell} ({n} seed{'s' if n > 1 else ''})"
+
+
 def render(r: Results) -> str:
     seeds = sorted({rec["seed"] for rec in r.records.values()})
     lines = ["# ELSA results (embedded scale)", "",
@@ -99,7 +105,9 @@ def render(r: Results) -> str:
              "|---|---|" + "---|" * len(METHODS)]
     for task in TASKS:
         for alpha in ALPHAS:
-            cells = [r.cell(f"t1/{task}/a{alpha}/{k}", lambda rec: 100 * rec["final"]["acc/mean"], 1) for k in METHODS]
+            cells = [_seeds_noted(r, f"t1/{task}/a{alpha}/{k}",
+                                  r.cell(f"t1/{task}/a{alpha}/{k}", lambda rec: 100 * rec["final"]["acc/mean"], 1))
+                     for k in METHODS]
             if any(c != "-" for c in cells):
                 lines.append(f"| {task} | {alpha} | " + " | ".join(cells) + " |")
     lines += ["", "## Table 2: link time (s) to the target accuracy (the lowest plateau of the compared methods)", "",
