@@ -335,9 +335,14 @@ def table_parser(title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2)) ->
     return ap
 
 
+def only_prefixes(only: str | None) -> tuple[str, ...]:
+    """The row-key prefixes of `--only` (comma-separated, spaces stripped; empty when None)."""
+    return tuple(x.strip() for x in (only or "").split(",") if x.strip())
+
+
 def select_rows(plan: list[Planned], only: str | None) -> list[Planned]:
     """The rows whose key starts with one of the comma-separated prefixes of `only` (all rows when None)."""
-    prefixes = tuple(x.strip() for x in (only or "").split(",") if x.strip())
+    prefixes = only_prefixes(only)
     unmatched = [x for x in prefixes if not any(p.key.startswith(x) for p in plan)]
     if unmatched:
         print(f"[fedlab] table: --only {', '.join(unmatched)} matches no row", file=sys.stderr, flush=True)
@@ -350,7 +355,7 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
     """The command line of a table script (see the module docstring)."""
     parser = table_parser(title, default_seeds)
     args = parser.parse_args(argv)
-    if args.only is not None and not any(x.strip() for x in args.only.split(",")):
+    if args.only is not None and not only_prefixes(args.only):
         parser.error(f"--only {args.only!r} names no row prefix (e.g. --only homo/,hetero/)")
     from fedlab.config import ConfigError
 
