@@ -1,9 +1,8 @@
 """fedlab: federated co-tuning of large and small language models."""
-import os
+from fedlab import numerics as _numerics
 
-# MKL's GEMM may return bitwise-different sums depending on buffer alignment, i.e. on what a process ran
-# before; strict conditional numerical reproducibility makes a run's numbers independent of its history
-# (set before torch loads MKL; a user's own setting wins).
-os.environ.setdefault("MKL_CBWR", "AUTO,STRICT")
+# Pin the CPU kernels (ATen, MKL, oneDNN) to AVX2 before torch is imported, so that the same weights train the
+# same way on every x86-64 CPU; FEDLAB_NUMERICS=native opts out (fedlab/numerics.py).
+_numerics.apply_env()
 
 __version__ = "0.1.0"

@@ -1,0 +1,183 @@
+"""Pinned CPU numerics: the same weights train the same way on any x86-64 CPU.
+
+PyTorch picks its CPU kernels at run time by the instruction set the CPU offers: ATen's vectorised kernels
+(AVX-512 on Intel servers, AVX2 on AMD ones), MKL's GEMM and oneDNN's primitives each have a code path per
+instruction set, and the paths sum in other orders — the same float code gives other bits on each kind of
+machine. fedlab pins all three to AVX2, which every current x86-64 server has, *before torch is imported*
+(`fedlab/__init__.py` calls `apply_env` first thing):
+
+    ATEN_CPU_CAPABILITY=avx2      ATen's dispatch (read at the first kernel call)
+    MKL_CBWR=AVX2,STRICT          MKL's conditional numerical reproducibility: the AVX2 branch, and sums
+                                  that do not depend on buffer alignment (i.e. on what a process ran before)
+    ONEDNN_MAX_CPU_ISA=AVX2       oneDNN's highest instruction set
+
+`FEDLAB_NUMERICS=native` (or the config key `numerics: native`, which `fedlab run` turns into the variable by
+starting itself again) opts out: the CPU's fastest kernels, with MKL still alignment-independent
+(`MKL_CBWR=AUTO,STRICT`). The mode in force is recorded with every run (`environment()`).
+
+Threads: a run's torch threads are `backend.threads` (set per client and on the server), the zoo builds on one
+thread; both are part of the record. `digest()` is the computation of `shared/tools/numerics_digest.py`;
+`REFERENCE` holds its value measured on the reference machine (AMD EPYC, AVX2) with torch 2.13.0 and
+transformers 5.23.0: a machine whose digest equals it computes fedlab's operations bit for bit alike.
+
+This module imports torch (and fedlab.validation) only inside functions: fedlab/__init__.py runs it first.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import sys
+
+PIN = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2,STRICT", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+NATIVE = {"MKL_CBWR": "AUTO,STRICT"}
+MODES = ("pinned", "native")
+ENV = "FEDLAB_NUMERICS"
+# The instruction set ATen reports when the pin is in force (torch.backends.cpu.get_cpu_capability()).
+PINNED_CAPABILITY = "AVX2"
+
+# numerics_digest.py on the reference machine: {(torch, transformers): {threads: digest}}
+REFERENCE = {("2.13.0", "5.23.0"): {1: "62d2cfb4ab83cc70", 2: "62d2cfb4ab83cc70"}}
+
+
+def mode() -> str:
+    """The numerics mode this process was started in: $FEDLAB_NUMERICS, default 'pinned'."""
+    m = os.environ.get(ENV, "pinned").strip().lower() or "pinned"
+    return m if m in MODES else "invalid"
+
+
+def check_mode() -> None:
+    """Raise ConfigError (one line) when $FEDLAB_NUMERICS holds a value other than pinned / native."""
+    from fedlab.validation import ConfigError
+
+    if mode() == "invalid":
+        raise ConfigError(f"environment variable {ENV}={os.environ.get(ENV)!r} is not allowed; allowed: "
+                         f"{', '.join(MODES)}")
+
+
+def apply_env() -> None:
+    """Set the numerics variables of this process's mode (before torch is imported). Pinned mode overrides
+    a user's own values of the three variables (that is what the pin is); native mode leaves them alone."""
+    if mode() == "native":
+        for k, v in NATIVE.items():
+            os.environ.setdefault(k, v)
+    elif mode() == "pinned":
+        os.environ.update(PIN)
+
+
+def capability() -> str:
+    """The instruction set ATen dispatches to in this process (computing it fixes it for the process)."""
+    import torch
+
+    return str(torch.backends.cpu.get_cpu_capability())
+
+
+def in_force() -> bool:
+    """Whether this process computes as its mode says: in pinned mode ATen dispatches to AVX2 (false when
+    torch ran a kernel before fedlab was imported, on a CPU whose default is another instruction set)."""
+    return mode() != "pinned" or capability() == PINNED_CAPABILITY
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo on Linux) and its widest vector instruction set."""
+    info = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                info.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    flags = info.get("flags", "").split()
+    isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2" if flags else "?"
+    return f"{info.get('model name') or platform.processor() or platform.machine()} ({isa})"
+
+
+def environment(threads: int | None = None) -> dict:
+    """What a run's numbers depend on besides its config and weights: CPU, instruction set in force, mode,
+    the pinned variables' values, threads, library versions."""
+    import tokenizers
+    import torch
+    import transformers
+
+    return {"cpu": cpu_model(), "capability": capability(), "numerics": mode(), "in_force": in_force(),
+            "env": {k: os.environ.get(k) for k in PIN},
+            "threads": threads if threads is not None else torch.get_num_threads(),
+            "python": sys.version.split()[0], "torch": torch.__version__,
+            "transformers": transformers.__version__, "tokenizers": tokenizers.__version__}
+
+
+def fingerprint(env: dict) -> str:
+    """The part of `environment()` that decides the bits of a computation: instruction set in force, mode and
+    library versions (the CPU's name and the thread count are recorded beside it; threads are part of a run's
+    config). Two records with equal fingerprints were computed by the same kernels."""
+    keys = ("capability", "numerics", "torch", "transformers", "tokenizers")
+    return "|".join(str(env.get(k)) for k in keys)
+
+
+def digest(threads: int) -> str:
+    """sha256 prefix of a fixed computation: a matmul, a Linear + softmax and three AdamW steps of a small
+    random LLaMA (the operations of the zoo's pretraining and of every run); equal digests = equal bits.
+    The same computation as shared/tools/numerics_digest.py."""
+    import hashlib
+
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            h = hashlib.sha256()
+            a, b = torch.randn(512, 777), torch.randn(777, 301)
+            h.update((a @ b).numpy().tobytes())
+            lin = torch.nn.Linear(777, 301)
+            h.update(torch.softmax(lin(a), -1).detach().numpy().tobytes())
+            cfg = LlamaConfig(vocab_size=1000, hidden_size=96, intermediate_size=256, num_hidden_layers=2,
+                              num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=128)
+            torch.manual_seed(0)
+            model = LlamaForCausalLM(cfg)
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            ids = torch.randint(0, 1000, (8, 64), generator=torch.Generator().manual_seed(1))
+            for _ in range(3):
+                loss = model(input_ids=ids, labels=ids).loss
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+            for p in model.parameters():
+                h.update(p.detach().numpy().tobytes())
+            return h.hexdigest()[:16]
+    finally:
+        torch.set_num_threads(before)
+
+
+def reference() -> dict[int, str] | None:
+    """The reference digests for this process's torch and transformers versions (None when not measured)."""
+    import torch
+    import transformers
+
+    return REFERENCE.get((torch.__version__.split("+")[0], transformers.__version__))
+
+
+def report() -> tuple[list[str], bool]:
+    """(lines for `fedlab doctor`, whether this machine computes like the reference)."""
+    env = environment()
+    ref = reference()
+    lines = [f"cpu: {env['cpu']}", f"numerics: {env['numerics']} (ATen dispatches to {env['capability']}"
+             + ("" if env["in_force"] else "; the pin is NOT in force: torch ran before fedlab was imported") + ")",
+             "variables: " + " ".join(f"{k}={v}" for k, v in env["env"].items()),
+             f"torch {env['torch']}, transformers {env['transformers']}, tokenizers {env['tokenizers']}"]
+    same = True
+    for t in (1, 2):
+        d = digest(t)
+        want = (ref or {}).get(t)
+        same &= d == want
+        verdict = ("no reference for these library versions" if want is None else
+                   "equal to the reference" if d == want else f"DIFFERS from the reference {want}")
+        lines.append(f"digest threads={t}: {d} ({verdict})")
+    lines.append("this machine computes fedlab's operations like the reference machine (AMD EPYC, AVX2): "
+                 "recorded tables reproduce here to the last digit" if same else
+                 "this machine does not compute like the reference machine: recorded numbers may differ in the "
+                 "last digits or more (FEDLAB_NUMERICS=native, another torch/transformers, or a CPU whose AVX2 "
+                 "path sums otherwise)")
+    return lines, same
