@@ -26,10 +26,16 @@ def test_pico_zoo_builds_cached_with_distinct_tokenizers(pico_zoo):
     b, tb = zoo.load_model("pico-gpt2")
     assert a.config.model_type == "llama" and b.config.model_type == "gpt2"
     assert len(ta) != len(tb) and ta.tokenize("tell me")[0].startswith("▁")
-    meta = json.loads((zoo.zoo_dir("pico-llama") / "meta.json").read_text())
+    meta = zoo.read_meta("pico-llama")
     assert meta["steps"] == zoo.ZOO["pico-llama"].steps and meta["final_loss"] > 0
+
+
+def test_a_model_built_here_is_cached_and_not_rebuilt(tmp_path, monkeypatch):
+    monkeypatch.setenv("FEDLAB_HOME", str(tmp_path))
+    zoo.build("pico-llama", force=True, progress=False)
     mtime = (zoo.zoo_dir("pico-llama") / "meta.json").stat().st_mtime
-    zoo.build("pico-llama")  # cached: not rebuilt
+    monkeypatch.setattr(zoo, "shipped_current", lambda name, world_seed=0: False)     # as for an unshipped recipe
+    assert zoo.build("pico-llama") == zoo.zoo_dir("pico-llama")  # cached: not rebuilt
     assert (zoo.zoo_dir("pico-llama") / "meta.json").stat().st_mtime == mtime
 
 
@@ -71,6 +77,7 @@ def test_mask_tokens_targets_a_share_of_the_plain_tokens():
 def test_pico_bert_is_a_masked_lm_pretrained_encoder(pico_zoo):
     path = zoo.build("pico-bert", progress=False)
     meta = json.loads((path / "meta.json").read_text())
+    assert meta == zoo.read_meta("pico-bert")
     assert meta["family"] == "bert" and meta["recipe"]["objective"] == "masked_lm" and meta["final_loss"] > 0
     enc, tok = zoo.load_encoder("pico-bert")
     out = enc(**tok(["where does tom live ?"], return_tensors="pt")).last_hidden_state
@@ -92,7 +99,7 @@ def test_a_build_runs_on_one_thread_and_gives_the_caller_its_threads_back(tmp_pa
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        zoo.build("pico-gpt2", progress=False)
+        zoo.build("pico-gpt2", force=True, progress=False)
         assert seen == [1] and torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)

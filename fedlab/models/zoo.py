@@ -180,15 +180,40 @@ def fingerprint(name: str, world_seed: int = 0) -> str:
     return _sha256(json.dumps(recipe(name, world_seed), sort_keys=True, default=str))[:16]
 
 
-def read_meta(name: str) -> dict:
+def shipped_current(name: str, world_seed: int = 0) -> bool:
+    """Whether the repository ships weights of `name` built by the current recipe (the world of seed 0)."""
+    from fedlab.models import shipped
+
+    e = shipped.entry(name) if world_seed == 0 else None
+    return bool(e) and e.get("fingerprint") == fingerprint(name, world_seed)
+
+
+def cache_meta(name: str) -> dict:
+    """meta.json of the copy built on this machine under $FEDLAB_HOME ({} when none)."""
     path = zoo_dir(name) / "meta.json"
     return json.loads(path.read_text()) if path.exists() else {}
 
 
-def is_built(name: str, world_seed: int = 0) -> bool:
-    """Built by the current recipe: a cached model whose fingerprint differs is stale, never reused."""
-    meta = read_meta(name)
+def read_meta(name: str) -> dict:
+    """meta.json of the weights `resolve(name)` loads: the shipped ones when they match the recipe, else the
+    copy built on this machine ({} when neither)."""
+    if name in ZOO and shipped_current(name):
+        from fedlab.models import shipped
+
+        return json.loads((shipped.SHIPPED / name / "meta.json").read_text())
+    return cache_meta(name)
+
+
+def is_cached(name: str, world_seed: int = 0) -> bool:
+    """Built on this machine by the current recipe: a cached model whose fingerprint differs is stale, never
+    reused."""
+    meta = cache_meta(name)
     return bool(meta) and meta.get("fingerprint") == fingerprint(name, world_seed)
+
+
+def is_built(name: str, world_seed: int = 0) -> bool:
+    """Available without pretraining: shipped by the current recipe, or built on this machine by it."""
+    return shipped_current(name, world_seed) or is_cached(name, world_seed)
 
 
 def _tokenizer_lines(world_seed: int) -> list[str]:
@@ -241,23 +266,29 @@ class LinePacker:
 
 
 def build(name: str, world_seed: int = 0, force: bool = False, progress: bool = True) -> Path:
-    """Train the tokenizer, pretrain the model on the corpus and cache both; returns the folder. A file
-    lock makes concurrent callers (sweep trials, Ray workers) wait for one build instead of racing."""
+    """The folder of zoo model `name`: the shipped weights when they match the current recipe (checked against
+    the manifest), else the copy built on this machine, pretraining it first when there is none. `force`
+    pretrains from the recipe into $FEDLAB_HOME whatever is shipped or cached (`fedlab zoo build --rebuild`).
+    A file lock makes concurrent callers (sweep trials, Ray workers) wait for one build instead of racing."""
     import fcntl
 
     if name not in ZOO:
         raise KeyError(f"zoo model {name!r} is not known; allowed: {', '.join(ZOO)}")
+    if not force and shipped_current(name, world_seed):
+        from fedlab.models import shipped
+
+        return shipped.verified_dir(name)
     out = zoo_dir(name)
-    if is_built(name, world_seed) and not force:
+    if is_cached(name, world_seed) and not force:
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out.parent / f".{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            if is_built(name, world_seed) and not force:
+            if is_cached(name, world_seed) and not force:
                 return out
-            old = read_meta(name)
-            if old and progress:
+            old = cache_meta(name)
+            if old and progress and not force:
                 import sys
 
                 print(f"[fedlab] zoo: {name} in the cache was built by another recipe (fingerprint "
@@ -333,7 +364,7 @@ def _pretrain(name: str, spec: ZooSpec, world_seed: int, progress: bool, out: Pa
                 params=sum(p.numel() for p in model.parameters()), steps=spec.steps, final_loss=loss_v,
                 seconds=round(time.time() - t0, 1), world_seed=world_seed, role=spec.role,
                 fingerprint=fingerprint(name, world_seed), weights_sha256=weights_sha256(model.state_dict()),
-                recipe=recipe(name, world_seed))
+                built_on=_built_on(), recipe=recipe(name, world_seed))
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
@@ -343,11 +374,20 @@ def _pretrain(name: str, spec: ZooSpec, world_seed: int, progress: bool, out: Pa
     return out
 
 
+def _built_on() -> dict:
+    """Where a build ran: the CPU, the instruction set in force and the numerics mode (the weights' bits
+    depend on them; the build runs on one thread)."""
+    from fedlab import numerics
+
+    env = numerics.environment(threads=1)
+    return {k: env[k] for k in ("cpu", "capability", "numerics", "threads")}
+
+
 def describe_zoo() -> list[dict]:
     rows = []
     for name, spec in ZOO.items():
         meta = read_meta(name)
-        built = "yes" if is_built(name) else ("stale" if meta else "no")
+        built = "shipped" if shipped_current(name) else "yes" if is_cached(name) else ("stale" if meta else "no")
         rows.append(dict(name=name, family=spec.family, role=spec.role, tokenizer=spec.tokenizer_style,
                          built=built, params=meta.get("params"), loss=meta.get("final_loss"),
                          seconds=meta.get("seconds"), fingerprint=fingerprint(name),
