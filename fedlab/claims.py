@@ -7,9 +7,20 @@ For each claim the paired difference d_s = 100·(f(a, s) − f(b, s)) over the c
     contradicted   the interval lies below 0 (b > a)
     inconclusive   the interval covers 0, or fewer than 2 common seeds
 
+    underpowered   the interval covers 0 and the paper's effect is smaller than the MDE: these seeds could not
+                   have detected it, so its absence says nothing
+    inconclusive   the interval covers 0 while the seeds could have detected the paper's effect; the verdict
+                   names the effects the interval excludes (a paper effect among them is ruled out)
+
+Beside each verdict stands the minimum detectable effect (MDE): the true difference a paired t-test on these
+seeds finds with 80 % power at two-sided α = 0.05, from the paired differences' spread
+(`fedlab.stats.mde_paired`). The paper's effect is the signed number in parentheses of `paper`
+("61.2 vs 58.9 (+2.3)"), or `effect`.
+
 A claim "a is comparable to b" (`at_least=True`, e.g. "FedMKT's LLM is comparable to centralized training")
 is reproduced when the interval's lower end is above −`tolerance` points (a is at most that much worse, with
-95 % confidence), contradicted when its upper end is below −`tolerance`, inconclusive otherwise."""
+95 % confidence), contradicted when its upper end is below −`tolerance`, inconclusive otherwise
+(underpowered when the interval is wider than the tolerance on either side: then no outcome could show it)."""
 from __future__ import annotations
 
 import re
@@ -31,6 +42,13 @@ class Claim:
     fn_b: Callable[[dict], float | None] | None = None   # for b when it differs (e.g. round 0 of the same run)
     at_least: bool = False                      # a comparable to b: not more than `tolerance` points below
     tolerance: float = 2.0
+    effect: float | None = None                 # the paper's a − b in points (default: read from `paper`)
+
+    def paper_effect(self) -> float | None:
+        if self.effect is not None:
+            return self.effect
+        m = re.search(r"\(([+\-−]?\d+(?:\.\d+)?)\)", self.paper)
+        return float(m.group(1).replace("−", "-")) if m else None
 
 
 def per_seed(results, keys: str | tuple[str, ...], fn) -> dict[int, float]:
@@ -41,37 +59,78 @@ def per_seed(results, keys: str | tuple[str, ...], fn) -> dict[int, float]:
     return {s: sum(d[s] for d in by_key) / len(by_key) for s in seeds}
 
 
-def check_claim(results, c: Claim) -> tuple[str, str]:
-    """(ours, verdict) of one claim on `results` (a `fedlab.runner.Results`)."""
+def assess(results, c: Claim) -> dict:
+    """The claim on `results` (a `fedlab.runner.Results`): {"ours", "mde", "verdict"} as table cells, and the
+    paired difference ("diff", None when it cannot be computed)."""
     from fedlab.stats import paired_difference
 
     keys = [k for side in (c.a, c.b) for k in ((side,) if isinstance(side, str) else side)]
     if not all(results.runs(k) for k in keys):
-        return "-", "not run yet"
+        return {"ours": "-", "mde": "-", "verdict": "not run yet", "diff": None}
     xa, xb = per_seed(results, c.a, c.fn), per_seed(results, c.b, c.fn_b or c.fn)
     seeds = sorted(set(xa) & set(xb))
     if len(seeds) < 2:
-        return "-", f"inconclusive ({len(seeds)} common seed)"
+        return {"ours": "-", "mde": "-", "verdict": f"inconclusive ({len(seeds)} common seed)", "diff": None}
     d = paired_difference([100 * xa[s] for s in seeds], [100 * xb[s] for s in seeds])
-    ours = f"{d['mean']:+.1f} ± {d['half']:.1f} pts ({len(seeds)} seeds)"
+    lo, hi = d["mean"] - d["half"], d["mean"] + d["half"]
+    out = {"ours": f"{d['mean']:+.1f} ± {d['half']:.1f} pts ({len(seeds)} seeds)", "mde": f"{d['mde']:.1f} pts",
+           "diff": d}
     if c.at_least:
-        if d["mean"] - d["half"] >= -c.tolerance:
-            return ours, "reproduced"
-        return ours, "contradicted" if d["mean"] + d["half"] < -c.tolerance else "inconclusive"
-    if d["significant"] and d["mean"] < 0:
-        return ours, "contradicted"
-    if d["significant"] and d["mean"] > 0:
-        return ours, "reproduced"
-    return ours, "inconclusive"
+        if lo >= -c.tolerance:
+            verdict = "reproduced"
+        elif hi < -c.tolerance:
+            verdict = "contradicted"
+        elif d["half"] > c.tolerance:
+            verdict = f"underpowered (interval ± {d['half']:.1f} wider than the tolerance {c.tolerance:g})"
+        else:
+            verdict = "inconclusive"
+        return {**out, "verdict": verdict}
+    if d["significant"]:
+        return {**out, "verdict": "reproduced" if d["mean"] > 0 else "contradicted"}
+    paper = c.paper_effect()
+    if paper is not None and abs(paper) < d["mde"]:
+        return {**out, "verdict": f"underpowered (paper {paper:+.1f} < MDE {d['mde']:.1f})"}
+    excluded = f"excludes < {lo:+.1f} and > {hi:+.1f}"
+    if paper is not None and not lo <= paper <= hi:
+        excluded += f": the paper's {paper:+.1f} is ruled out"
+    return {**out, "verdict": f"inconclusive ({excluded})"}
+
+
+def check_claim(results, c: Claim) -> tuple[str, str]:
+    """(ours, verdict) of one claim on `results` (a `fedlab.runner.Results`)."""
+    a = assess(results, c)
+    return a["ours"], a["verdict"]
 
 
 def claims_table(results, claims: list[Claim]) -> list[str]:
-    """Markdown lines: claim · paper's table · paper's number · ours (a − b, mean ± 95 %) · verdict."""
-    out = ["| claim | paper | paper's number | ours (a − b) | verdict |", "|---|---|---|---|---|"]
+    """Markdown lines: claim · paper's table · paper's number · ours (a − b, mean ± 95 %) · MDE · verdict."""
+    out = ["| claim | paper | paper's number | ours (a − b) | MDE (80 % power) | verdict |", "|---|---|---|---|---|---|"]
     for c in claims:
-        ours, verdict = check_claim(results, c)
-        out.append(f"| {c.claim} | {c.source} | {c.paper} | {ours} | {verdict} |")
+        a = assess(results, c)
+        out.append(f"| {c.claim} | {c.source} | {c.paper} | {a['ours']} | {a['mde']} | {a['verdict']} |")
+    out.append("")
+    out.append("MDE: the smallest true difference these seeds detect with 80 % power (paired t-test, two-sided "
+               "α = 0.05). *underpowered*: the paper's effect is below it, so not finding it says nothing; "
+               "*inconclusive*: the seeds could have found the paper's effect, and the interval says which effects "
+               "it excludes.")
     return out
+
+
+def differences_table(results, pairs, digits: int = 3, scale: float = 1.0) -> list[str]:
+    """Markdown lines of paired differences over seeds, one row per (name, row a, metric a, row b, metric b) that
+    has two or more common seeds: mean ± 95 % half-width, seeds, the MDE (80 % power, paired t-test, two-sided
+    α = 0.05), the p-value and whether the interval excludes 0; [] when no pair has records."""
+    out = []
+    for name, a, ma, b, mb in pairs:
+        d = results.paired(a, ma, b, mb, scale=scale)
+        if d is None:
+            continue
+        out.append(f"| {name} | {d['mean']:+.{digits}f} ± {d['half']:.{digits}f} | {d['seeds']} | "
+                   f"{d['mde']:.{digits}f} | {d['p']:.3g} | {'yes' if d['significant'] else 'no'} |")
+    if not out:
+        return []
+    return ["| difference | mean ± 95 % | seeds | MDE (80 % power) | p (paired t) | significant |",
+            "|---|---|---|---|---|---|", *out]
 
 
 def write_block(readme: Path, lines: list[str]) -> None:

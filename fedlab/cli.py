@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from fedlab.config import ConfigError
+from fedlab.models.shipped import ZooError
 from fedlab.tables import final_table, format_table
 
 
@@ -21,6 +22,10 @@ def cmd_run(args) -> int:
     # config errors and preflight errors (raised by run_experiment before anything is written) reach
     # main(), which prints them as one line
     cfg = load_config(args.config, args.overrides)
+    from fedlab import numerics
+
+    if cfg.numerics != numerics.mode():
+        return _restart(args.argv, {numerics.ENV: cfg.numerics})
     if args.seeds:
         from fedlab.seeds import run_seeds
 
@@ -39,6 +44,19 @@ def cmd_run(args) -> int:
 
         print(f"charts: `fedlab ui`, then {runs_view(history.experiment_id, history.run_id)}")
     return 0
+
+
+def _restart(argv: list[str], env: dict) -> int:
+    """This command again in a new Python process with `env` set (the CPU numerics are fixed before torch
+    loads, so a config that asks for another mode runs in a process started in it)."""
+    import os
+    import subprocess
+
+    print(f"[fedlab] starting again with {' '.join(f'{k}={v}' for k, v in env.items())}", file=sys.stderr, flush=True)
+    try:
+        return subprocess.call([sys.executable, "-m", "fedlab.cli", *argv], env={**os.environ, **env})
+    except KeyboardInterrupt:
+        return 130
 
 
 def _seed_list(text: str) -> list[int]:
@@ -68,26 +86,92 @@ def cmd_ui(args) -> int:
 
 
 def cmd_zoo(args) -> int:
-    from fedlab.models import zoo
+    from fedlab.models import shipped, zoo
 
     if args.action == "list":
         rows = [[r["name"], r["family"], r["role"], r["tokenizer"], r["built"], r["params"], r["seconds"],
                  r["fingerprint"], r["weights"], r["about"]] for r in zoo.describe_zoo()]
         print(format_table(rows, ["name", "family", "role", "tokenizer", "built", "params", "build s", "recipe",
                                   "weights sha256", "about"]))
-        print("\nbuilt: stale = cached by another recipe (rebuilt on next use); recipe = fingerprint of what "
-              "builds the model; weights sha256 = of the built weights")
+        print("\nbuilt: shipped = the repository's weights (built by the current recipe); yes = built on this "
+              "machine; stale = cached by another recipe (rebuilt on next use); recipe = fingerprint of what builds "
+              "the model; weights sha256 = of the weights a run loads")
         return 0
-    names = args.names or zoo.TINY_ZOO
+    names = args.names or (list(zoo.ZOO) if args.action in ("verify", "ship") else zoo.TINY_ZOO)
     for n in names:
         if n not in zoo.ZOO:
             return _fail(f"zoo: {n!r} is not a zoo model; allowed: {', '.join(zoo.ZOO)}")
+    if args.action == "verify":
+        return _zoo_verify(names)
+    if args.action == "ship":
+        for n in names:
+            meta = zoo.cache_meta(n)
+            if not zoo.is_cached(n):
+                return _fail(f"zoo ship: {n} is not built on this machine by the current recipe; run "
+                             f"`fedlab zoo build {n} --rebuild` first")
+            shipped.ship(n, zoo.zoo_dir(n), meta)
+            print(f"{n}: shipped {meta['weights_sha256'][:12]} (recipe {meta['fingerprint']})")
+        return 0
     from tqdm.auto import tqdm
 
+    rebuild = args.rebuild or args.force
     for n in tqdm(names, desc="zoo", disable=None):
-        path = zoo.build(n, force=args.force)
-        print(f"{n}: {path}")
+        path = zoo.build(n, force=rebuild)
+        if rebuild:
+            print(f"{n}: {path}\n  {_compare_with_shipped(n, zoo.cache_meta(n))}")
+        else:
+            print(f"{n}: {path}")
     return 0
+
+
+def _compare_with_shipped(name: str, meta: dict) -> str:
+    """One line: whether the weights built here equal the shipped ones."""
+    from fedlab.models import shipped
+
+    e = shipped.entry(name)
+    got = meta.get("weights_sha256", "")
+    if e is None:
+        return f"weights {got[:12]}; {name} is not shipped"
+    if e["fingerprint"] != meta.get("fingerprint"):
+        return (f"weights {got[:12]}; the shipped ones ({e['weights_sha256'][:12]}) were built by another recipe "
+                f"({e['fingerprint']}, now {meta.get('fingerprint')}): ship these with `fedlab zoo ship {name}`")
+    if got == e["weights_sha256"]:
+        return f"weights {got[:12]}: EQUAL to the shipped ones (this machine builds the reference weights)"
+    return (f"weights {got[:12]}: DIFFER from the shipped {e['weights_sha256'][:12]} (same recipe; this machine "
+            "computes otherwise: see `fedlab doctor`). Runs keep loading the shipped weights")
+
+
+def _zoo_verify(names: list[str]) -> int:
+    """Each shipped model's files against the manifest, and its recipe against today's: a line each."""
+    from fedlab.models import shipped, zoo
+
+    bad = 0
+    for n in names:
+        e = shipped.entry(n)
+        if e is None:
+            print(f"{n}: not shipped (built from its recipe on first use)")
+            continue
+        problems = shipped.problems(n)
+        if problems:
+            bad += 1
+            print(f"{n}: DAMAGED: {'; '.join(problems)}; restore with `git checkout -- {shipped.SHIPPED / n}`")
+        elif e["fingerprint"] != zoo.fingerprint(n):
+            bad += 1
+            print(f"{n}: STALE: shipped for recipe {e['fingerprint']}, the recipe is now {zoo.fingerprint(n)}; "
+                  f"`fedlab zoo build {n} --rebuild && fedlab zoo ship {n}`")
+        else:
+            print(f"{n}: ok ({len(e['files'])} files, weights {e['weights_sha256'][:12]}, recipe {e['fingerprint']})")
+    print(f"\n{len(names) - bad} of {len(names)} good" if bad else f"\nall {len(names)} good")
+    return 1 if bad else 0
+
+
+def cmd_doctor(args) -> int:
+    """This machine's numerics against the reference digest (fedlab/numerics.py)."""
+    from fedlab import numerics
+
+    lines, same = numerics.report()
+    print("\n".join(lines))
+    return 0 if same else 1
 
 
 def cmd_data(args) -> int:
@@ -221,10 +305,16 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "cores allow for backend.threads; 1 = one after another)")
     r.set_defaults(fn=cmd_run)
     z = sub.add_parser("zoo", help="build or list the embedded model zoo")
-    z.add_argument("action", choices=["build", "list"])
+    z.add_argument("action", choices=["build", "list", "verify", "ship"],
+                   help="build: make models available (shipped weights, else pretrain); list; verify: shipped files "
+                        "against the manifest; ship: copy this machine's builds into the repository (maintainers)")
     z.add_argument("names", nargs="*")
-    z.add_argument("--force", action="store_true")
+    z.add_argument("--rebuild", action="store_true", help="build: pretrain from the recipe even when shipped or "
+                                                          "cached, and say whether the weights equal the shipped ones")
+    z.add_argument("--force", action="store_true", help="the same as --rebuild")
     z.set_defaults(fn=cmd_zoo)
+    doc = sub.add_parser("doctor", help="this machine's CPU numerics against the reference digest")
+    doc.set_defaults(fn=cmd_doctor)
     d = sub.add_parser("data", help="describe the data of a config (default: the embedded benchmark)")
     d.add_argument("action", choices=["describe"])
     d.add_argument("config", nargs="?")
@@ -282,14 +372,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
+    args.argv = argv
     if args.cmd == "data" and args.config and "=" in args.config:
         args.overrides, args.config = [args.config] + args.overrides, None
     try:
+        from fedlab import numerics
+
+        numerics.check_mode()
         return args.fn(args)
     except ConfigError as e:
         return _fail(str(e))
     except FileNotFoundError as e:
+        return _fail(str(e))
+    except ZooError as e:
         return _fail(str(e))
 
 

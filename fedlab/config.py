@@ -274,6 +274,10 @@ class ExperimentConfig:
     seed: int = 0
     output_dir: str = "runs"
     resume: bool = False
+    # CPU numerics (fedlab/numerics.py): "pinned" = the AVX2 kernels on every x86-64 CPU (the same bits on
+    # every machine), "native" = the CPU's fastest kernels; set before torch loads (`fedlab run` restarts
+    # itself with FEDLAB_NUMERICS when this differs from the process's mode)
+    numerics: str = "pinned"
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -487,6 +491,9 @@ def build_config(tree: dict) -> ExperimentConfig:
     hints = typing.get_type_hints(ExperimentConfig)
     kwargs = {k: _coerce(v, hints[k], k) for k, v in tree.items()}
     cfg = ExperimentConfig(method=method, **kwargs)
+    from fedlab.numerics import MODES
+
+    choose(cfg.numerics, MODES, "numerics")
     _check_client_models(cfg)
     check(cfg.federation.min_clients <= cfg.data.num_clients, "federation.min_clients", cfg.federation.min_clients,
           f"at most data.num_clients ({cfg.data.num_clients})")

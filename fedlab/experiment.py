@@ -18,6 +18,12 @@ def preflight(cfg: ExperimentConfig) -> None:
                               "id, nor an existing folder")
         if not looks_local(name) and _is_hub_id(name):
             _check_hub_model(key, name)
+    from fedlab import numerics
+
+    if cfg.numerics != numerics.mode():
+        raise ConfigError(f"numerics: {cfg.numerics!r} is not this process's mode ({numerics.mode()!r}: it is fixed "
+                          f"before torch loads); start Python with {numerics.ENV}={cfg.numerics} (`fedlab run` "
+                          "does this itself)")
     if cfg.backend.name == "ray":
         from fedlab.runtime.cluster import check_address
 
@@ -101,8 +107,9 @@ def run_experiment(cfg: ExperimentConfig, tracker=None, progress: bool = True):
     try:
         models = model_provenance(cfg)
         tracker.set_tags({f"fedlab.model.{name}.{k}": v for name, d in models.items() for k, v in d.items()})
+        env, diff = _record_environment(cfg, tracker)
         history = run_federation(method, backend, cfg, tracker, progress)
-        history.models = models
+        history.models, history.environment, history.diff = models, env, diff
         _log_artifacts(cfg, method, history, tracker)
     except BaseException:
         backend.shutdown()
@@ -112,6 +119,29 @@ def run_experiment(cfg: ExperimentConfig, tracker=None, progress: bool = True):
     if own_tracker:
         tracker.finish()
     return history
+
+
+def _record_environment(cfg, tracker) -> tuple[dict, str]:
+    """The run's environment fingerprint as MLflow tags, and a dirty tree's diff as the artifact
+    `provenance/source.diff`; returns (environment, diff)."""
+    import sys
+
+    from fedlab import numerics
+    from fedlab.provenance import git_state, mlflow_tags, run_environment
+    from fedlab.runtime.federation import run_dir
+
+    state = git_state()
+    env = run_environment(cfg, state)
+    tracker.set_tags(mlflow_tags(env))
+    if not numerics.in_force():
+        print(f"[fedlab] warning: numerics are pinned but ATen dispatches to {env['capability']} (torch ran a kernel "
+              "before fedlab was imported): this run's numbers may differ from other machines'", file=sys.stderr)
+    if state["diff"]:
+        path = run_dir(cfg) / "source.diff"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(state["diff"])
+        tracker.log_artifact(path, "provenance")
+    return env, state["diff"]
 
 
 def _log_artifacts(cfg, method, history, tracker) -> None:

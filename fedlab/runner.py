@@ -25,7 +25,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -140,14 +139,15 @@ class Results:
 
     def stale(self, plan: list[Planned]) -> set[str]:
         """Keys of rows with a record made by another config than the one the script would run now (older
-        code or YAML): a table marks them instead of presenting them as current."""
+        code or YAML), by other weights, or by other numerics (`stale_numerics`): a table marks them instead
+        of presenting them as current."""
         from fedlab.config import load_config
 
         out = set()
         for p in plan:
             for rec in self.runs(p.key):
                 cfg = load_config(p.config, [*p.overrides, f"seed={rec.get('seed', 0)}"])
-                if outdated(rec, cfg):
+                if outdated(rec, cfg) or stale_numerics(rec) or stale_models(rec):
                     out.add(p.key)
         return out
 
@@ -156,14 +156,28 @@ class Results:
         return runs[0].get("label", default) if runs else default
 
 
-def _git_commit() -> str | None:
-    try:
-        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-        return out.stdout.strip() + ("+dirty" if dirty else "") if out.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError):
-        return None
+class DirtyTree(RuntimeError):
+    """A table run asked of a tree with uncommitted changes to files that can change its numbers."""
+
+
+def check_tree(allow_dirty: bool) -> dict:
+    """fedlab's git state before a table runs: a tree with uncommitted changes (or no git checkout) is refused
+    unless `allow_dirty` — then every record carries the diff's sha256 and the diff itself is kept."""
+    from fedlab.provenance import git_state
+
+    state = git_state()
+    if state["clean"] is not True and not allow_dirty:
+        what = ("fedlab is not a git checkout, so no record could name its source" if state["commit"] is None else
+                f"the working tree has uncommitted changes to {len(state['changed'])} file(s) that can change "
+                f"numbers ({', '.join(state['changed'][:4])}{', …' if len(state['changed']) > 4 else ''})")
+        raise DirtyTree(f"table: {what}; commit them first, or pass --allow-dirty to record the diff with every "
+                        "record (its sha256 in the record, the patch in diffs/ beside results.json and in MLflow)")
+    return state
+
+
+def _git_label(env: dict) -> str | None:
+    commit = env.get("commit")
+    return None if commit is None else commit + ("" if env.get("clean") else "+dirty")
 
 
 def _numbers(metrics: dict) -> dict:
@@ -185,8 +199,21 @@ def make_record(planned: Planned, seed: int, cfg, history, seconds: float, extra
         "rounds": [{k: r[k] for k in ("round", *ROUND_KEYS) if k in r} for r in history.rounds],
         "headline": history.headline, "summary": summary, "models": history.models,
         "command": planned.command(seed, extra), "run_id": history.run_id, "seconds": round(seconds, 1),
-        "fedlab": fedlab.__version__, "git": _git_commit(),
+        "fedlab": fedlab.__version__, "git": _git_label(history.environment),
+        "environment": {k: v for k, v in history.environment.items() if k != "changed"},
     }
+
+
+def keep_diff(folder: Path, record: dict, diff: str) -> None:
+    """A dirty tree's patch beside the table's records (`diffs/<sha256 prefix>.patch`), named in the record."""
+    sha = (record.get("environment") or {}).get("diff_sha256")
+    if not diff or not sha:
+        return
+    path = Path(folder) / "diffs" / f"{sha[:16]}.patch"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        path.write_text(diff)
+    record["diff"] = str(path.relative_to(folder))
 
 
 def _parent_run(results: Results, cfg, title: str) -> str | None:
@@ -256,6 +283,16 @@ def method_drift(record: dict, cfg) -> list[str]:
     return sorted(k for k in then.keys() & now.keys() if then[k] != now[k])
 
 
+def stale_numerics(record: dict) -> bool:
+    """A record computed by other kernels than this process would use: its numerics fingerprint (instruction
+    set in force, numerics mode, torch / transformers / tokenizers versions) differs from this process's, or
+    it has none (made before fedlab recorded it)."""
+    from fedlab import numerics
+
+    then = (record.get("environment") or {}).get("numerics_fingerprint")
+    return then != numerics.fingerprint(numerics.environment())
+
+
 def stale_models(record: dict) -> list[str]:
     """The zoo models a record was made with whose weights differ from the ones this machine builds from the
     current recipe: its numbers came from other weights than a rerun would use, so it is stale. That covers a
@@ -278,9 +315,10 @@ def stale_models(record: dict) -> list[str]:
 
 def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tuple[str, ...] = (),
             rerun: bool = False, title: str = "", summarize: Callable | None = None,
-            progress: bool = True, jobs: int | None = None) -> int:
-    """Run every (row, seed) the results do not hold for the current config, `jobs` at a time (default: as
-    many as the cores allow for the runs' threads), saving each record as its run ends; returns how many ran."""
+            progress: bool = True, jobs: int | None = None, allow_dirty: bool = False) -> int:
+    """Run every (row, seed) the results do not hold for the current config, weights and numerics, `jobs` at a
+    time (default: as many as the cores allow for the runs' threads), saving each record as its run ends;
+    returns how many ran. A dirty tree is refused (`DirtyTree`) unless `allow_dirty` (`check_tree`)."""
     from fedlab.config import load_config
     from fedlab.parallel import default_jobs, run_many
 
@@ -289,10 +327,11 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
         for seed in seeds:
             cfg = load_config(p.config, [*p.overrides, *extra, f"seed={seed}"])
             old = results.records.get(record_key(p.key, seed))
-            if rerun or old is None or outdated(old, cfg) or stale_models(old):
+            if rerun or old is None or outdated(old, cfg) or stale_models(old) or stale_numerics(old):
                 todo.append((p, seed, cfg))
     if not todo:
         return 0
+    check_tree(allow_dirty)
     jobs = default_jobs([c for *_, c in todo]) if jobs is None else jobs
     parent = _parent_run(results, todo[0][2], title or str(results.path.parent.name))
     tags = {"mlflow.parentRunId": parent, "fedlab.table": title} if parent else None
@@ -308,9 +347,13 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
                   "the other runs go on", file=sys.stderr, flush=True)
             continue
         seconds = h.final.get("time/total", float("nan"))
-        results.records[record_key(p.key, seed)] = make_record(p, seed, cfg, h, seconds, extra,
-                                                               summarize(cfg, h) if summarize else None)
+        rec = make_record(p, seed, cfg, h, seconds, extra, summarize(cfg, h) if summarize else None)
+        keep_diff(results.path.parent, rec, h.diff)
+        results.records[record_key(p.key, seed)] = rec
         results.save()
+        if h.diff and not allow_dirty and progress:
+            print(f"[fedlab] table: {p.key} seed {seed} ran after the tree changed; its diff is kept in {rec['diff']}",
+                  file=sys.stderr, flush=True)
         if progress:
             left = (time.perf_counter() - t0) / done * (len(todo) - done)
             score = h.final.get(h.headline)
@@ -332,6 +375,8 @@ def table_parser(title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2)) ->
     ap.add_argument("--render-only", action="store_true", help="write RESULTS.md from results.json, run nothing")
     ap.add_argument("--jobs", type=int, default=None, help="runs at once (default: as many as the cores allow; "
                                                          "1 = one after another)")
+    ap.add_argument("--allow-dirty", action="store_true", help="run from a tree with uncommitted changes: each "
+                    "record keeps the diff (its sha256, and the patch in diffs/)")
     return ap
 
 
@@ -364,8 +409,9 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
     rows = select_rows(plan(), args.only)
     try:
         if not args.render_only:
-            execute(rows, results, seeds, tuple(args.overrides), args.rerun, title, summarize, jobs=args.jobs)
-    except ConfigError as e:
+            execute(rows, results, seeds, tuple(args.overrides), args.rerun, title, summarize, jobs=args.jobs,
+                    allow_dirty=args.allow_dirty)
+    except (ConfigError, DirtyTree) as e:
         print(f"fedlab: error: {e}", file=sys.stderr)
         return 2
     text = render(results)

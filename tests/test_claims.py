@@ -21,11 +21,11 @@ def test_verdicts_follow_the_paired_interval(tmp_path):
     ours, verdict = check_claim(r, Claim("a above b", "T1", "-", "a", "b", acc))
     assert verdict == "reproduced" and ours == "+9.7 ± 1.4 pts (3 seeds)"
     assert check_claim(r, Claim("b above a", "T1", "-", "b", "a", acc))[1] == "contradicted"
-    assert check_claim(r, Claim("c above a", "T1", "-", "c", "a", acc))[1] == "inconclusive"
+    assert check_claim(r, Claim("c above a", "T1", "-", "c", "a", acc))[1].startswith("inconclusive (excludes < ")
     # comparable (tolerance 2 points): a is 1 point below d, 9.7 ± 1.4 above b, c's interval is wide
     assert check_claim(r, Claim("a ≈ d", "T1", "-", "a", "d", acc, at_least=True))[1] == "reproduced"
     assert check_claim(r, Claim("b ≈ a", "T1", "-", "b", "a", acc, at_least=True))[1] == "contradicted"
-    assert check_claim(r, Claim("a ≈ c", "T1", "-", "a", "c", acc, at_least=True))[1] == "inconclusive"
+    assert check_claim(r, Claim("a ≈ c", "T1", "-", "a", "c", acc, at_least=True))[1].startswith("underpowered")
     # the same run's round 0 as b; a missing row; one seed
     assert check_claim(r, Claim("a over its zero-shot", "T1", "-", "a", "a", acc,
                                fn_b=lambda rec: rec["zero"]["acc"]))[1] == "reproduced"
@@ -49,4 +49,31 @@ def test_block_is_replaced_in_place(tmp_path):
     write_block(readme, claims_table(r, [Claim("a above b", "T1", "61 vs 50", "a", "b", acc)]))
     text = readme.read_text()
     assert text.count(BEGIN) == 1 and text.count(END) == 1 and text.startswith("# Title\n\ntext\n")
-    assert "| a above b | T1 | 61 vs 50 | +11.0 ± 12.7 pts (2 seeds) | inconclusive |" in text
+    # differences +10, +12: sd 1.414, MDE at n = 2 is 11.55 sd = 16.3 points
+    assert "| a above b | T1 | 61 vs 50 | +11.0 ± 12.7 pts (2 seeds) | 16.3 pts | inconclusive (" in text
+
+
+def test_mde_of_a_paired_t_test_matches_the_published_power_tables():
+    from fedlab.stats import mde_paired, paired_difference
+
+    # G*Power, paired t-test, two-sided α = 0.05, power 0.8: n = 10 needs d_z = 0.996, n = 30 needs 0.529
+    assert abs(mde_paired(1.0, 10) - 0.996) < 1e-3 and abs(mde_paired(2.0, 30) - 2 * 0.529) < 2e-3
+    # n = 2 (one degree of freedom): power 0.8 needs the χ²(1) 80 % quantile under (δ√2/t_.975,1)², δ ≈ 11.5 sd
+    assert 11.4 < mde_paired(1.0, 2) < 11.7
+    assert mde_paired(0.0, 3) == 0.0 and mde_paired(1.0, 1) != mde_paired(1.0, 1)        # nan for one pair
+    d = paired_difference([0.3, 0.5, 0.4], [0.1, 0.2, 0.3])                               # diffs .2 .3 .1
+    assert abs(d["sd"] - 0.1) < 1e-12 and abs(d["mde"] - 0.3264) < 1e-3
+
+
+def test_a_paper_effect_below_the_mde_is_underpowered_and_a_detectable_one_inconclusive(tmp_path):
+    r = results(tmp_path, {"a": [0.60, 0.50, 0.70], "b": [0.58, 0.56, 0.60]})
+    # a − b = +2, −6, +10 points: mean 2, sd 8, MDE 3.264·8 = 26.1; interval 2 ± 19.9
+    ours, verdict = check_claim(r, Claim("a above b", "T", "60 vs 58 (+1.9)", "a", "b", acc))
+    assert ours == "+2.0 ± 19.9 pts (3 seeds)" and verdict == "underpowered (paper +1.9 < MDE 26.1)"
+    verdict = check_claim(r, Claim("a above b", "T", "90 vs 60 (+30.0)", "a", "b", acc))[1]
+    assert verdict == "inconclusive (excludes < -17.9 and > +21.9: the paper's +30.0 is ruled out)"
+    assert check_claim(r, Claim("a above b", "T", "x", "a", "b", acc, effect=-27.0))[1] == (
+        "inconclusive (excludes < -17.9 and > +21.9: the paper's -27.0 is ruled out)")
+    assert Claim("x", "T", "60.9 vs 64.5 (−3.7)", "a", "b", acc).paper_effect() == -3.7
+    # comparable-within-tolerance claims: an interval wider than the tolerance cannot decide
+    assert check_claim(r, Claim("a ≈ b", "T", "-", "a", "b", acc, at_least=True))[1].startswith("underpowered")

@@ -60,8 +60,8 @@ def test_the_zoo_rebuilds_the_same_and_never_reuses_a_stale_entry(tmp_path, monk
     digests = []
     for home in ("a", "b"):
         monkeypatch.setenv("FEDLAB_HOME", str(tmp_path / home))
-        zoo.build("pico-gpt2", progress=False)
-        meta = zoo.read_meta("pico-gpt2")
+        zoo.build("pico-gpt2", force=True, progress=False)        # from the recipe, whatever is shipped
+        meta = zoo.cache_meta("pico-gpt2")
         digests.append((meta["fingerprint"], meta["weights_sha256"]))
         assert meta["recipe"]["steps"] == zoo.ZOO["pico-gpt2"].steps
     assert digests[0] == digests[1]                              # two builds, identical weights
@@ -71,6 +71,7 @@ def test_the_zoo_rebuilds_the_same_and_never_reuses_a_stale_entry(tmp_path, monk
     try:
         assert not zoo.is_built("pico-gpt2")
         assert [r["built"] for r in zoo.describe_zoo() if r["name"] == "pico-gpt2"] == ["stale"]
+        assert not zoo.shipped_current("pico-gpt2")                 # the shipped weights are of the old recipe
         zoo.build("pico-gpt2", progress=False)                     # rebuilt, not reused
         assert zoo.read_meta("pico-gpt2")["fingerprint"] == zoo.fingerprint("pico-gpt2") != digests[0][0]
     finally:
@@ -82,10 +83,16 @@ def test_runner_records_name_the_weights(pico_zoo, tmp_path):
 
     results = Results(tmp_path / "results.json")
     execute([Planned("r", None, (*SMALL, "tracking.enabled=false", f"output_dir={tmp_path}/runs"))], results, [0],
-            progress=False)
+            progress=False, allow_dirty=True)
     rec = json.loads((tmp_path / "results.json").read_text())["r@seed0"]
     assert set(rec["models"]["pico-llama"]) == {"fingerprint", "weights_sha256"}
     assert rec["git"] is None or len(rec["git"].split("+")[0]) == 40
+    env = rec["environment"]            # the environment fingerprint (fedlab.provenance.run_environment)
+    assert {"cpu", "capability", "numerics", "threads", "torch", "transformers", "tokenizers", "commit",
+            "clean", "numerics_fingerprint"} <= set(env)
+    assert env["threads"] == 1 and env["numerics"] == "pinned" and env["capability"] == "AVX2"
+    assert (rec["git"] or "").endswith("+dirty") == (env["clean"] is False)
+    assert ("diff" in rec) == (env["clean"] is False)      # a dirty tree's record names its kept diff
 
 
 def test_seeds_in_parallel_give_the_sequential_numbers(pico_zoo, tmp_path):

@@ -79,7 +79,7 @@ def test_block_counts_known_without_loading_match_the_zoo():
 
 
 def test_emulator_indices_by_hand():
-    from fedlab.methods.fedproxy.offsite import emulator_indices, offsite_layout
+    from fedlab.methods.fedproxy.offsite import emulator_indices
 
     assert emulator_indices(5, 3) == [0, 2, 4]
     assert emulator_indices(4, 3) == [0, 2, 3]      # 1.5 rounds half up

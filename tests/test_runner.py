@@ -37,7 +37,7 @@ def _plan(tmp_path, lr="0.01"):
 @pytest.mark.slow   # 35 s: three table runs; rendering from records stays in the default tier (default tier ≤ 10 min on 2 cores)
 def test_runner_records_resumes_and_reruns_what_changed(pico_zoo, tmp_path):
     results = Results(tmp_path / "results.json")
-    assert execute(_plan(tmp_path), results, [0, 1], progress=False) == 4
+    assert execute(_plan(tmp_path), results, [0, 1], progress=False, allow_dirty=True) == 4
     data = json.loads((tmp_path / "results.json").read_text())
     rec = data["t/fedavg@seed1"]
     assert rec["seed"] == 1 and rec["method"] == "fedavg" and rec["method_config"]["aggregator"] == "mean"
@@ -45,8 +45,8 @@ def test_runner_records_resumes_and_reruns_what_changed(pico_zoo, tmp_path):
     assert rec["run_id"] and rec["final"]["acc/mean"] == rec["rounds"][-1]["acc/mean"]
     assert "parent_run_id" in data["_meta"]
     again = Results(tmp_path / "results.json")
-    assert execute(_plan(tmp_path), again, [0, 1], progress=False) == 0            # resumed: nothing to do
-    assert execute(_plan(tmp_path, lr="0.02"), again, [0, 1], progress=False) == 2   # changed config: re-run
+    assert execute(_plan(tmp_path), again, [0, 1], progress=False, allow_dirty=True) == 0            # resumed: nothing to do
+    assert execute(_plan(tmp_path, lr="0.02"), again, [0, 1], progress=False, allow_dirty=True) == 2   # changed config: re-run
     assert len(again.runs("t/fedavg")) == 2 and again.cell("t/zeroshot", lambda r: r["final"]["acc/mean"]) != "-"
     # a record made with a zoo model whose recipe has changed since is stale when the weights differ too
     made_with = again.records["t/zeroshot@seed0"]["models"]["pico-llama"]
@@ -54,7 +54,7 @@ def test_runner_records_resumes_and_reruns_what_changed(pico_zoo, tmp_path):
     assert stale_models(again.records["t/zeroshot@seed0"]) == []
     made_with["weights_sha256"] = "0" * 64              # other weights: stale
     assert stale_models(again.records["t/zeroshot@seed0"]) == ["pico-llama"]
-    assert execute(_plan(tmp_path, lr="0.02"), again, [0, 1], progress=False) == 1
+    assert execute(_plan(tmp_path, lr="0.02"), again, [0, 1], progress=False, allow_dirty=True) == 1
     # the same recipe built into other weights (another machine): stale too
     again.records["t/zeroshot@seed1"]["models"]["pico-llama"]["weights_sha256"] = "1" * 64
     assert stale_models(again.records["t/zeroshot@seed1"]) == ["pico-llama"]
@@ -68,7 +68,7 @@ def test_runner_records_resumes_and_reruns_what_changed(pico_zoo, tmp_path):
     fed["method_config"]["aggregator"] = "median"          # what an old default would have recorded
     fed["method_config"]["retired_field"] = 1               # a field the config no longer has: not compared
     assert method_drift(fed, cfg) == ["aggregator"] and "t/fedavg" in again.stale(_plan(tmp_path, lr="0.02"))
-    assert execute(_plan(tmp_path, lr="0.02"), again, [0], progress=False) == 1
+    assert execute(_plan(tmp_path, lr="0.02"), again, [0], progress=False, allow_dirty=True) == 1
     # both seeds in one MLflow parent
     import mlflow
 
@@ -82,7 +82,7 @@ def test_run_table_renders_from_records(pico_zoo, tmp_path, capsys):
     def render(r: Results) -> str:
         return f"fedavg {r.final('t/fedavg', 'acc/mean')} zero {r.final('t/zeroshot', 'acc/mean')}"
 
-    assert run_table(tmp_path, lambda: _plan(tmp_path), render, ["--seeds", "0,1", "--only", "t/zero"]) == 0
+    assert run_table(tmp_path, lambda: _plan(tmp_path), render, ["--seeds", "0,1", "--only", "t/zero", "--allow-dirty"]) == 0
     text = (tmp_path / "RESULTS.md").read_text()
     assert text.startswith("fedavg - zero ") and text.endswith("± 0.000")   # zero-shot: the same for every seed
     assert run_table(tmp_path, lambda: _plan(tmp_path), render, ["--render-only"]) == 0
@@ -113,7 +113,7 @@ def test_a_failed_run_is_handed_back_and_the_others_still_finish(monkeypatch):
 
     calls = []
 
-    def fake_run(cfg_dict, tags, progress=False):
+    def fake_run(cfg_dict, tags, progress=False, allow_dirty=True):
         calls.append(cfg_dict["seed"])
         if cfg_dict["seed"] == 1:
             raise ValueError("boom")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from fedlab.claims import differences_table
 from fedlab.data.tasks import TASKS as TASK_SPECS
 from fedlab.runner import Planned, Results, run_table
 
@@ -79,20 +80,13 @@ def _mean(r: Results, key: str, metric: str):
 
 def differences(r: Results, prefix: str, setting: str) -> list[str]:
     """Paired differences of the mean accuracy over the seeds both rows have."""
-    out = []
-    seeds = 0
-    for a, b in PAIRS:
-        d = r.paired(f"{prefix}/{a}", "acc/mean", f"{prefix}/{b}")
-        if d is None:
-            continue
-        seeds = d["seeds"]
-        out.append(f"| {a} − {b} | {d['mean']:+.3f} ± {d['half']:.3f} | {d['p']:.3g} | "
-                   f"{'yes' if d['significant'] else 'no'} |")
-    if not out:
+    rows = differences_table(r, [(f"{a} − {b}", f"{prefix}/{a}", "acc/mean", f"{prefix}/{b}", "acc/mean")
+                                 for a, b in PAIRS])
+    if not rows:
         return []
-    return ["", f"Paired differences of the mean accuracy, {setting} setting (over {seeds} seeds; "
-                "± the 95 % t-interval of the difference; significant: the interval excludes 0):", "",
-            "| difference | mean ± 95 % | p (paired t) | significant |", "|---|---|---|---|", *out]
+    return ["", f"Paired differences of the mean accuracy, {setting} setting (± the 95 % t-interval of the "
+                "difference; significant: the interval excludes 0; MDE: the smallest true difference these seeds "
+                "detect with 80 % power, paired t-test, two-sided α = 0.05):", "", *rows]
 
 
 def headroom(r: Results, prefix: str) -> list[str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from fedlab.claims import differences_table
 from fedlab.runner import Planned, Results, run_table
 
 HERE = Path(__file__).resolve().parent
@@ -135,17 +136,10 @@ def differences(r: Results) -> list[str]:
             for m, label in HOMO[:-1]:
                 claims.append((f"λ={lam}, {slm}: Co-PLMs − {label} (homo)", f"homo/{slm}/lambda{lam}/coplms",
                                f"homo/{slm}/lambda{lam}/{m}", "rougeL/mean"))
-    out = []
-    for name, a, b, metric in claims:
-        d = r.paired(a, metric, b, scale=100)
-        if d is None:
-            continue
-        out.append(f"| {name} | {d['mean']:+.1f} ± {d['half']:.1f} | {d['seeds']} | {d['p']:.3g} | "
-                   f"{'yes' if d['significant'] else 'no'} |")
-    if not out:
+    rows = differences_table(r, [(name, a, metric, b, metric) for name, a, b, metric in claims], digits=1, scale=100)
+    if not rows:
         return []
-    return ["", "## The paper's claims, paired over seeds (Rouge-L ×100)", "",
-            "| difference | mean ± 95 % | seeds | p (paired t) | significant |", "|---|---|---|---|---|", *out]
+    return ["", "## The paper's claims, paired over seeds (Rouge-L ×100)", "", *rows]
 
 
 if __name__ == "__main__":

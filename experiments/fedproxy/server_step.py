@@ -19,6 +19,7 @@ import math
 import sys
 from pathlib import Path
 
+from fedlab.claims import differences_table
 from fedlab.runner import Planned, Results, run_table
 
 HERE = Path(__file__).resolve().parent
@@ -90,15 +91,10 @@ def render(r: Results) -> str:
              (f"FedAvg η_g = √K ({SQRT_K}) − FedAvg η_g = 1", f"test/fedavg/eta{SQRT_K}", "test/fedavg/eta1"),
              ("H-TIES (η_g = 1) − FedAvg η_g = √K", "test/htiess/eta1", f"test/fedavg/eta{SQRT_K}"),
              ("H-TIES denominator all − agreeing (η_g = 1)", "test/htiess_all/eta1", "test/htiess/eta1")]
-    diffs = []
-    for name, a, b in pairs:
-        d = None if name.startswith("tuned") and best in (None, "1") else r.paired(a, METRIC, b, METRIC)
-        if d is not None:
-            diffs.append(f"| {name} | {d['mean']:+.3f} ± {d['half']:.3f} | {d['seeds']} | {d['p']:.3g} | "
-                         f"{'yes' if d['significant'] else 'no'} |")
+    diffs = differences_table(r, [(name, a, METRIC, b, METRIC) for name, a, b in pairs
+                                  if not (name.startswith("tuned") and best in (None, "1"))])
     if diffs:
-        L += ["", "## Differences, paired by seed", "", "| difference | mean ± 95 % | seeds | p (paired t) | significant |",
-              "|---|---|---|---|---|", *diffs]
+        L += ["", "## Differences, paired by seed", "", *diffs]
     return "\n".join(L) + "\n"
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from fedlab.claims import differences_table
 from fedlab.runner import Planned, Results, log_to_parent, run_table
 
 HERE = Path(__file__).resolve().parent
@@ -242,17 +243,10 @@ CLAIMS = [("Floe − LLM-base (acc)", "floe/floe", "fused/acc/mean", "floe/llm_b
 
 
 def differences(r: Results) -> list[str]:
-    out = []
-    for name, a, ma, b, mb in CLAIMS:
-        d = r.paired(a, ma, b, mb)
-        if d is None:
-            continue
-        out.append(f"| {name} | {d['mean']:+.3f} ± {d['half']:.3f} | {d['seeds']} | {d['p']:.3g} | "
-                   f"{'yes' if d['significant'] else 'no'} |")
-    if not out:
+    rows = differences_table(r, CLAIMS)
+    if not rows:
         return []
-    return ["", "## The paper's claims, paired over seeds", "",
-            "| difference | mean ± 95 % | seeds | p (paired t) | significant |", "|---|---|---|---|---|", *out]
+    return ["", "## The paper's claims, paired over seeds", "", *rows]
 
 
 if __name__ == "__main__":

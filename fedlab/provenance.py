@@ -1,0 +1,79 @@
+"""Where a run's numbers come from besides its config and weights: the machine's numerics and fedlab's source.
+
+`run_environment(cfg)` is recorded with every run (MLflow tags `fedlab.env.*`, and `environment` in a table
+record): CPU model, the instruction set in force, numerics mode, threads, torch / transformers / tokenizers
+versions, fedlab's git commit and whether the tree was clean. A tree is clean when no file that can change a
+number differs from the commit: documentation (`*.md`), figures and the table records themselves
+(`results.json`) are left out, so a table script writing its own records does not make the next run dirty.
+A dirty tree's diff (tracked changes and untracked files) travels with the run: its sha256 in the record, the
+patch as an MLflow artifact and beside the table's records (`fedlab.runner`).
+"""
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# files whose changes cannot change a number: documentation, figures, and the records tables are made of
+NOT_CODE_SUFFIXES = (".md", ".png", ".svg", ".pdf", ".csv", ".txt")
+NOT_CODE_NAMES = ("results.json", "RESULTS.md", ".gitignore")
+
+
+def affects_numbers(path: str) -> bool:
+    p = Path(path)
+    return not (p.name in NOT_CODE_NAMES or p.suffix in NOT_CODE_SUFFIXES or p.parts[:1] == ("mlruns",))
+
+
+def git_state(root: Path = ROOT) -> dict:
+    """{"commit": HEAD or None (not a git checkout), "clean": bool or None, "changed": [paths that affect
+    numbers and differ from HEAD, untracked ones included], "diff": the patch of those paths ('' when clean)}."""
+    _git = lambda *args: subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30)
+    try:
+        head = _git("rev-parse", "HEAD")
+        if head.returncode != 0:
+            return {"commit": None, "clean": None, "changed": [], "diff": ""}
+        status = _git("status", "--porcelain", "--untracked-files=all").stdout.splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "clean": None, "changed": [], "diff": ""}
+    tracked, untracked = [], []
+    for line in status:
+        path = line[3:].split(" -> ")[-1].strip('"')
+        if affects_numbers(path):
+            (untracked if line.startswith("??") else tracked).append(path)
+    diff = _git("diff", "HEAD", "--", *tracked).stdout if tracked else ""
+    for path in untracked:     # a new file as a patch from nothing (exit status 1 means "they differ")
+        diff += _git("diff", "--no-index", "--", "/dev/null", path).stdout
+    return {"commit": head.stdout.strip(), "clean": not (tracked or untracked),
+            "changed": sorted(tracked + untracked), "diff": diff}
+
+
+def diff_sha256(diff: str) -> str:
+    return hashlib.sha256(diff.encode()).hexdigest()
+
+
+def run_environment(cfg, state: dict | None = None) -> dict:
+    """The environment fingerprint of a run of `cfg` in this process (numerics, libraries, source), with the
+    dirty tree's diff hash; `state` is a `git_state()` already taken."""
+    from fedlab import numerics
+
+    state = git_state() if state is None else state
+    env = numerics.environment(threads=cfg.backend.threads)
+    env.update(numerics_fingerprint=numerics.fingerprint(env), commit=state["commit"], clean=state["clean"])
+    if state["clean"] is False:
+        env["diff_sha256"] = diff_sha256(state["diff"])
+        env["changed"] = state["changed"]
+    return env
+
+
+def mlflow_tags(env: dict) -> dict:
+    """The environment as MLflow tags (`fedlab.env.<key>`), nested values flattened."""
+    out = {}
+    for k, v in env.items():
+        if isinstance(v, dict):
+            out.update({f"fedlab.env.{k}.{kk}": str(vv) for kk, vv in v.items()})
+        elif isinstance(v, list):
+            out[f"fedlab.env.{k}"] = ", ".join(map(str, v))[:5000]
+        else:
+            out[f"fedlab.env.{k}"] = str(v)
+    return out
