@@ -24,6 +24,7 @@ This module imports torch (and fedlab.validation) only inside functions: fedlab/
 """
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import sys
@@ -77,6 +78,7 @@ def in_force() -> bool:
     return mode() != "pinned" or capability() == PINNED_CAPABILITY
 
 
+@functools.lru_cache(maxsize=1)
 def cpu_model() -> str:
     """The CPU's model name (/proc/cpuinfo on Linux) and its widest vector instruction set."""
     info = {}
@@ -112,6 +114,12 @@ def fingerprint(env: dict) -> str:
     config). Two records with equal fingerprints were computed by the same kernels."""
     keys = ("capability", "numerics", "torch", "transformers", "tokenizers")
     return "|".join(str(env.get(k)) for k in keys)
+
+
+@functools.lru_cache(maxsize=1)
+def current_fingerprint() -> str:
+    """`fingerprint` of this process's environment (fixed once torch has dispatched its first kernel)."""
+    return fingerprint(environment())
 
 
 def digest(threads: int) -> str:

@@ -290,16 +290,16 @@ def stale_numerics(record: dict) -> bool:
     from fedlab import numerics
 
     then = (record.get("environment") or {}).get("numerics_fingerprint")
-    return then != numerics.fingerprint(numerics.environment())
+    return then != numerics.current_fingerprint()
 
 
 def stale_models(record: dict) -> list[str]:
-    """The zoo models a record was made with whose weights differ from the ones this machine builds from the
-    current recipe: its numbers came from other weights than a rerun would use, so it is stale. That covers a
-    recipe that changed (a ZOO_VERSION bump that builds the same weights keeps the record) and the same recipe
-    built on another machine: the zoo's pretraining is bit-reproducible on one machine, not across CPU types
-    (tiny-llama's recipe 850b55dd built bcff7e16… on one 2-core machine and b125cf01… on another). The
-    comparison builds the model if it is not built yet (the run would need it anyway)."""
+    """The zoo models a record was made with whose weights differ from the ones a run here would load (the
+    shipped weights when they match the current recipe, else the ones built here): its numbers came from other
+    weights, so it is stale. That covers a recipe that changed (a ZOO_VERSION bump that builds the same weights
+    keeps the record) and the same recipe built on another machine kind before the zoo was shipped (tiny-llama's
+    recipe 850b55dd built bcff7e16… on the Intel machines and b125cf01… on the AMD ones). A model neither
+    shipped nor built is built first (the run would need it anyway)."""
     from fedlab.models.zoo import ZOO, build, is_built, read_meta
 
     out = []

@@ -91,3 +91,9 @@ def test_seeds_parallel_benchmark_gives_identical_numbers(pico_zoo):
 def test_platform_share_benchmark_runs(pico_zoo):
     out = _run("benchmarks/platform_share.py", *SMALL)
     assert "federated run (everything)" in out and "client fits" in out
+
+
+@pytest.mark.slow   # four processes load tiny-llama: ~30 s
+def test_numerics_pin_benchmark_runs():
+    out = _run("benchmarks/numerics_pin.py", "--repeats", "2", "--steps", "1")
+    assert "pinned  (AVX2)" in out and "pinned / native:" in out

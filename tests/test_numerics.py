@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -67,3 +68,16 @@ def test_doctor_prints_the_digests(capsys):
     out = capsys.readouterr().out
     assert "digest threads=1: " in out and "digest threads=2: " in out and "cpu: " in out
     assert code == (0 if "recorded tables reproduce here" in out else 1)
+
+
+def test_fedlab_run_restarts_itself_in_the_mode_a_config_asks_for(monkeypatch):
+    import subprocess as sp
+
+    from fedlab.cli import main
+
+    seen = {}
+    monkeypatch.setattr(sp, "call", lambda cmd, env: seen.update(cmd=cmd, env=env) or 0)
+    argv = ["run", str(Path(__file__).resolve().parents[1] / "experiments/defaults.yaml"), "model.name=pico-llama",
+            "numerics=native"]
+    assert main(argv) == 0
+    assert seen["cmd"][1:] == ["-m", "fedlab.cli", *argv] and seen["env"]["FEDLAB_NUMERICS"] == "native"

@@ -61,6 +61,14 @@ def test_quickstart_main_job_verbatim(tmp_path):
                        cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert p.returncode == 0, p.stderr[-2000:]
     assert "| mean (over clients)" in p.stdout and "[fedlab] round 8/8" in p.stderr
+    # the numbers of the baselines table's seed-0 FedAvg record, to the last printed digit (shipped weights,
+    # pinned numerics: on a machine whose `fedlab doctor` digest equals the reference)
+    import json
+
+    rec = json.loads((ROOT / "experiments/baselines/results.json").read_text())["tiny/hetero/fedavg@seed0"]
+    printed = dict(re.findall(r"^\| (\w+)\s+\| [\d.]+\s+\| ([\d.]+)\s+\|$", p.stdout, flags=re.M))
+    want = {k[len("acc/task_"):]: f"{v:.4f}" for k, v in rec["final"].items() if k.startswith("acc/task_")}
+    assert printed and {t: printed[t] for t in want} == want
 
 
 @pytest.mark.parametrize("cmd", [c for c in readme_commands() + [ln.strip() for ln in re.findall(

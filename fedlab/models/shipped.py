@@ -8,7 +8,7 @@ recipe's (`fedlab.models.zoo.fingerprint`); a recipe that changed without new sh
 scratch (and a test fails until `fedlab zoo ship NAME` writes them). Each file is checked against the manifest
 once per process before it is loaded: a damaged file is one line, never a silently different model.
 
-A leaf module under the zoo: it imports only the standard library and `fedlab.home`-free helpers.
+A leaf module: it imports only the standard library.
 """
 from __future__ import annotations
 
@@ -28,18 +28,25 @@ class ZooError(RuntimeError):
 
 
 def manifest(root: Path | None = None) -> dict:
-    """{name: entry} of the shipped models ({} when none are shipped); a damaged manifest is a ZooError."""
+    """{name: entry} of the shipped models ({} when none are shipped); a damaged manifest is a ZooError. Read
+    once per process and file state."""
     path = (root or SHIPPED) / MANIFEST
     if not path.exists():
         return {}
+    st = path.stat()
+    return _read_manifest(str(path), st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=8)
+def _read_manifest(path: str, size: int, mtime_ns: int) -> dict:
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(Path(path).read_text())
         if not isinstance(data, dict) or not all(isinstance(v, dict) and "files" in v for v in data.values()):
             raise ValueError("not a {name: {fingerprint, weights_sha256, files}} object")
         return data
     except (ValueError, OSError) as e:
         raise ZooError(f"{path}: the shipped zoo's manifest cannot be read ({e}); restore it with "
-                       f"`git checkout -- {path.name}` in {path.parent}") from None
+                       f"`git checkout -- {Path(path).name}` in {Path(path).parent}") from None
 
 
 def entry(name: str, root: Path | None = None) -> dict | None:
@@ -108,7 +115,7 @@ def ship(name: str, built: Path, meta: dict, root: Path | None = None) -> dict:
     e = {"fingerprint": meta["fingerprint"], "weights_sha256": meta["weights_sha256"], "params": meta.get("params"),
          "final_loss": meta.get("final_loss"), "build_seconds": meta.get("seconds"), "built_on": meta.get("built_on"),
          "files": files}
-    data = manifest(root)
+    data = dict(manifest(root))
     data[name] = e
     root.mkdir(parents=True, exist_ok=True)
     (root / MANIFEST).write_text(json.dumps(dict(sorted(data.items())), indent=1) + "\n")
