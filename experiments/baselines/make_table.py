@@ -65,8 +65,8 @@ def render(r: Results) -> str:
         old = [m for m in rows if f"{prefix}/{m}" in stale]
         if old:
             seeds_old = sorted({x["seed"] for m in old for x in r.runs(f"{prefix}/{m}")})
-            lines += ["", "† made by an earlier config than the script's current one (an older benchmark or code; "
-                          f"seeds {', '.join(map(str, seeds_old))}), kept until re-run with "
+            lines += ["", "† stale: made by another config, other weights or other CPU numerics than a run here would use "
+                          f"(seeds {', '.join(map(str, seeds_old))}), kept until re-run with "
                           f"`python experiments/baselines/make_table.py --only {prefix.split('/')[0]}/`."]
     lines += headroom(r, "tiny/hetero") + differences(r, "tiny/hetero", "heterogeneous")
     lines += differences(r, "tiny/homo", "homogeneous")
