@@ -29,13 +29,14 @@ def git_state(root: Path = ROOT) -> dict:
     """{"commit": HEAD or None (not a git checkout), "clean": bool or None, "changed": [paths that affect
     numbers and differ from HEAD, untracked ones included], "diff": the patch of those paths ('' when clean)}."""
     _git = lambda *args: subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30)
+    unknown = {"commit": None, "clean": None, "changed": [], "diff": ""}
     try:
         head = _git("rev-parse", "HEAD")
         if head.returncode != 0:
-            return {"commit": None, "clean": None, "changed": [], "diff": ""}
+            return unknown
         status = _git("status", "--porcelain", "--untracked-files=all").stdout.splitlines()
     except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "clean": None, "changed": [], "diff": ""}
+        return unknown
     tracked, untracked = [], []
     for line in status:
         path = line[3:].split(" -> ")[-1].strip('"')
