@@ -36,7 +36,7 @@ def bench_step(model: str, batch: int, seq: int, repeat: int) -> list[list]:
     from fedlab.methods.elsa import edge as edge_mod
     from fedlab.methods.elsa.chains import client_chain, full_chain, label_space
     from fedlab.methods.elsa.client import ClassifierModule, masked_logits
-    from fedlab.methods.elsa.edge import ClientLink, EdgeHandle, EdgeServer, link_sketch
+    from fedlab.methods.elsa.edge import ClientLink, EdgeHandle, EdgeServer, link_codec
     from fedlab.methods.elsa.model import root_of
     from fedlab.runtime.resident import get_resident
     from fedlab.transforms import set_state
@@ -70,11 +70,12 @@ def bench_step(model: str, batch: int, seq: int, repeat: int) -> list[list]:
     rows = []
     try:
         unsplit = best_time(stepper(full), repeat)
-        for label, sketch, rotation in (("split, raw floats (Vanilla)", None, None),
-                                        ("split, SS-OP + sketch ρ=4.2", link_sketch(cfg, 0, dim),
-                                         torch.linalg.qr(torch.randn(dim, dim, generator=g))[0])):
-            edge.sketches[0] = sketch
-            root_of(client.model).link = ClientLink(EdgeHandle("bench"), 0, sketch, rotation)
+        raw = load_config("experiments/elsa/base.yaml", [f"model.name={model}", "method.ratio=1"])
+        for label, codec, rotation in (("split, raw floats (Vanilla)", link_codec(raw, 0, dim), None),
+                                       ("split, SS-OP + sketch ρ=4.2", link_codec(cfg, 0, dim),
+                                        torch.linalg.qr(torch.randn(dim, dim, generator=g))[0])):
+            edge.codecs[0] = codec
+            root_of(client.model).link = ClientLink(EdgeHandle("bench"), 0, codec, rotation, rnd=1)
             split = best_time(stepper(client), repeat)
             rows.append([f"{label} [{batch}×{seq}]", split * 1e3, unsplit * 1e3, split / unsplit, "≤ 1.5×"])
     finally:

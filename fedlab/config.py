@@ -95,6 +95,13 @@ class DataConfig:
     # fraction of its multiple-choice samples gets another choice as its answer (seeded)
     mislabeled_clients: list[int] = field(default_factory=list)
     mislabel_fraction: float = 0.5
+    # instead of naming them: this many mislabeled clients drawn (seeded) among the clients that hold at least
+    # two classes, each with at least mislabel_min_share of the client's samples (SPEC §3.4, third reading)
+    mislabeled_count: int = 0
+    mislabel_min_share: float = 0.1
+    # every client holds at least this many training samples (topped up from the largest clients after the
+    # partition; ELSA: two batches, so no client solves its local problem with one or two examples)
+    min_client_samples: int = 1
 
     def public_count(self) -> int:
         """Size of the public (server) set: public_size instruction pairs, or with `holdout` the share of each
@@ -120,6 +127,13 @@ class DataConfig:
         check(all(0 <= c < self.num_clients for c in self.mislabeled_clients), f"{p}.mislabeled_clients",
               self.mislabeled_clients, f"client ids in 0..{self.num_clients - 1}")
         check(0 < self.mislabel_fraction <= 1, f"{p}.mislabel_fraction", self.mislabel_fraction, "a fraction in (0, 1]")
+        check(0 <= self.mislabeled_count <= self.num_clients, f"{p}.mislabeled_count", self.mislabeled_count,
+              f"an integer in 0..{self.num_clients} (data.num_clients)")
+        check(not (self.mislabeled_count and self.mislabeled_clients), f"{p}.mislabeled_count",
+              self.mislabeled_count, "0 when data.mislabeled_clients names the clients (one or the other)")
+        check(0 < self.mislabel_min_share <= 0.5, f"{p}.mislabel_min_share", self.mislabel_min_share,
+              "a fraction in (0, 0.5]")
+        check(self.min_client_samples >= 1, f"{p}.min_client_samples", self.min_client_samples, "an integer >= 1")
         check(self.public_path is None or self.public_source == "instructions", f"{p}.public_path", self.public_path,
               "null with data.public_source=holdout (the public set is then held out of the task data)")
         check(self.validation_per_task >= 1, f"{p}.validation_per_task", self.validation_per_task, "an integer >= 1")
@@ -158,6 +172,9 @@ class DataConfig:
             most = per_task * n_tasks
             check(most >= self.num_clients, f"{p}.num_clients", self.num_clients,
                   f"at most {most} clients: every client needs at least one training sample")
+        check(self.min_client_samples * self.num_clients < per_task * n_tasks, f"{p}.min_client_samples",
+              self.min_client_samples, f"fewer than {per_task * n_tasks} / {self.num_clients} (the training "
+              "samples per client), so that the partition can give every client that many")
 
 
 @dataclass(frozen=True)

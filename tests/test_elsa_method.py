@@ -68,7 +68,7 @@ def _grads(model, keys):
 
 
 def test_vanilla_split_gives_the_whole_models_gradients(bert_home, tmp_path):
-    from fedlab.methods.elsa.edge import ClientLink, EdgeHandle
+    from fedlab.methods.elsa.edge import ClientLink, EdgeHandle, link_codec
     from fedlab.methods.elsa.model import root_of
 
     cfg = _cfg(tmp_path, "method.ratio=1", "method.ssop_rank=0")
@@ -81,7 +81,7 @@ def test_vanilla_split_gives_the_whole_models_gradients(bert_home, tmp_path):
 
     edge_mod._LOCAL_EDGES["t"] = edge
     try:
-        root_of(client.model).link = ClientLink(EdgeHandle("t"), 0, None, None)
+        root_of(client.model).link = ClientLink(EdgeHandle("t"), 0, link_codec(cfg, 0, 8), None)
         client.model.zero_grad()
         got_loss = _loss(client.model, batch)
         got_loss.backward()
@@ -100,7 +100,7 @@ def test_ssop_split_gradient_is_that_of_the_rotated_composition(bert_home, tmp_p
     """With 𝒬_n and no sketch the client's gradients equal those of back(middle(front(x) 𝒬ᵀ)) in one graph."""
     from torch.func import functional_call
 
-    from fedlab.methods.elsa.edge import ClientLink, EdgeHandle
+    from fedlab.methods.elsa.edge import ClientLink, EdgeHandle, link_codec
     from fedlab.methods.elsa.model import root_of
 
     cfg = _cfg(tmp_path, "method.ratio=1", "method.ssop_rank=4")
@@ -111,7 +111,7 @@ def test_ssop_split_gradient_is_that_of_the_rotated_composition(bert_home, tmp_p
 
     edge_mod._LOCAL_EDGES["t"] = edge
     try:
-        root_of(client.model).link = ClientLink(EdgeHandle("t"), 0, None, q)
+        root_of(client.model).link = ClientLink(EdgeHandle("t"), 0, link_codec(cfg, 0, d), q)
         client.model.zero_grad()
         got_loss = _loss(client.model, batch)
         got_loss.backward()
@@ -161,17 +161,17 @@ def test_link_bytes_are_what_the_communication_model_counts(bert_home, tmp_path)
     """Per step: sketched activations up and down, sketched gradients down and up (4·B·T·Y·Z·ζ in all) and the
     int8 mask (B·T); Eq. 14's activation term counts the two activation transfers, 2·ζ·μ·D/ρ·B."""
     from fedlab.methods.elsa import edge as edge_mod
-    from fedlab.methods.elsa.edge import ClientLink, EdgeHandle, link_sketch
+    from fedlab.methods.elsa.edge import ClientLink, EdgeHandle, link_codec
     from fedlab.methods.elsa.model import root_of
     from fedlab.splitfed.comm_model import link_step_bytes, round_bytes
 
     cfg = _cfg(tmp_path)
     full, client, edge, state, batch = _setup(cfg)
     d = full.model.config.hidden_size
-    sk = link_sketch(cfg, 0, d)
-    edge.sketches[0] = sk
+    codec = link_codec(cfg, 0, d)
+    sk = codec.sketch(1, 0)
     edge_mod._LOCAL_EDGES["t"] = edge
-    link = ClientLink(EdgeHandle("t"), 0, sk, None)
+    link = ClientLink(EdgeHandle("t"), 0, codec, None, rnd=1)
     try:
         root_of(client.model).link = link
         for _ in range(2):
@@ -290,7 +290,8 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
     from fedlab.models.real import installed
 
     assert len(rows) == (len(mod.TASKS) * len(mod.ALPHAS) * len(mod.METHODS) + len(mod.RATIOS) + len(mod.DEPTHS)
-                         + len(mod.WARMUPS) + (2 if installed("minilm-l6") else 0))
+                         + 2 * len(mod.WARMUPS) + len(mod.TASKS) * len(mod.CAL_SETTINGS)
+                         + len(mod.CONTROL_RATIOS) * len(mod.SKETCH_CONTROLS) + (2 if installed("minilm-l6") else 0))
     for p in rows:
         cfg = load_config(p.config, list(p.overrides))
         m = cfg.method

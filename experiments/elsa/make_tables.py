@@ -7,11 +7,18 @@ SL; right: the client-side depth p of the split, the paper's p ∈ {1, 3, 6, 9} 
 of tiny-bert's 6 with the head block o = 1); each cell the mean over seeds ± its 95 % interval.
 
     python experiments/elsa/make_tables.py                      # every row, seeds 0,1,2 (resumable)
-    python experiments/elsa/make_tables.py --only t1/topic/     # one task first
+    python experiments/elsa/make_tables.py --only cal/          # the positive control first
+    python experiments/elsa/make_tables.py --only t1/topic/     # one task
     python experiments/elsa/make_tables.py --render-only        # RESULTS.md from results.json
 
 Tasks are the embedded analogues of the paper's: topic (AG_News, 10 classes), sentiment (Emotion / SST-2),
-entailment (RTE), paraphrase (MRPC). Table 4 (privacy) is `privacy_table.py`."""
+entailment (RTE), paraphrase (MRPC). Table 4 (privacy) is `privacy_table.py`.
+
+Before any comparison, the calibration rows (`cal/`, SPEC §3.4 third reading) show that the uncompressed Vanilla
+learns every task at the table's budget — iid, under the paper's skew, and centralized (one client holding all
+the data) — with its learning curve (calibration.png). Every accuracy is the split path as deployed; the whole
+model's is beside it. Table 3 carries the sketch's controls: Y = 1 against Y = 3, hashes re-drawn per step, and
+the uncompressed link with Gaussian noise of the sketch's MSE, each with the reconstruction cosine."""
 from __future__ import annotations
 
 import sys
@@ -26,6 +33,18 @@ ALPHAS = ("0.1", "0.2")
 RATIOS = ("2.1", "3.3", "6.4", "8.4", "11.8")
 DEPTHS = (1, 2, 3, 4)          # Fig. 6 right: split [p, 5 − p, 1]
 WARMUPS = (8, 32, 128)         # the trust step alone (no training round) after longer local warm-ups
+CONTROL_RATIOS = ("2.1", "4.2", "8.4")
+# the sketch's controls at each ρ (SPEC §3.4): what each changes against ELSA's sketch (Y = 3, hashes fixed)
+SKETCH_CONTROLS = {"y1": ("Y = 1", ("method.sketch_rows=1",)),
+                   "per_step": ("hashes per step", ("method.sketch_hashes=per_step",)),
+                   "noise": ("noise of the sketch's MSE", ("method.link_codec=noise",))}
+# the positive control (cal/): Vanilla on each task, iid, skewed and centralized
+CAL_SETTINGS = {"iid": ("iid", ("data.partition=iid",)),
+                "a0.1": ("α̂ = 0.1", ("data.alpha=0.1",)),
+                "a0.2": ("α̂ = 0.2", ("data.alpha=0.2",)),
+                "central": ("centralized", ("data.partition=iid", "data.num_clients=1", "data.mislabeled_count=0",
+                                            "data.min_client_samples=1", "method.num_edges=1",
+                                            "method.grouping=single", "method.aggregation=sizes"))}
 # the baselines run in ELSA's pipeline (SPEC §3.4): the overrides that make each one
 METHODS = {
     "elsa": ("ELSA", ()),
@@ -42,6 +61,11 @@ METHODS = {
 def plan() -> list[Planned]:
     rows = []
     for task in TASKS:
+        for key, (label, over) in CAL_SETTINGS.items():
+            rows.append(Planned(f"cal/{task}/{key}/vanilla", HERE / "dirichlet.yaml",
+                                (f"data.tasks=[{task}]", *METHODS["vanilla"][1], *over),
+                                label=f"Vanilla, {label}", setting=f"{task} calibration"))
+    for task in TASKS:
         for alpha in ALPHAS:
             for key, (label, over) in METHODS.items():
                 rows.append(Planned(f"t1/{task}/a{alpha}/{key}", HERE / "dirichlet.yaml",
@@ -51,6 +75,11 @@ def plan() -> list[Planned]:
         rows.append(Planned(f"t3/topic/rho{ratio}", HERE / "dirichlet.yaml",
                             ("data.tasks=[topic]", f"method.ratio={ratio}"), label=f"ELSA ρ = {ratio}",
                             setting="topic α̂=0.1"))
+    for ratio in CONTROL_RATIOS:
+        for key, (label, over) in SKETCH_CONTROLS.items():
+            rows.append(Planned(f"t3/topic/rho{ratio}/{key}", HERE / "dirichlet.yaml",
+                                ("data.tasks=[topic]", f"method.ratio={ratio}", *over), label=f"ELSA ρ = {ratio}, {label}",
+                                setting="topic α̂=0.1"))
     for p in DEPTHS:
         rows.append(Planned(f"f6/topic/p{p}", HERE / "dirichlet.yaml",
                             ("data.tasks=[topic]", f"method.split=[{p},{5 - p},1]"), label=f"ELSA p = {p}",
@@ -65,15 +94,21 @@ def plan() -> list[Planned]:
         rows.append(Planned(f"trust/topic/w{w}", HERE / "dirichlet.yaml",
                             ("data.tasks=[topic]", f"method.warmup_steps={w}", "federation.rounds=0"),
                             label=f"trust after {w} warm-up steps", setting="topic α̂=0.1"))
+        # the positive control: on an iid split only the flipped labels set the mislabelled clients apart
+        rows.append(Planned(f"trust/topic/iid/w{w}", HERE / "dirichlet.yaml",
+                            ("data.tasks=[topic]", "data.partition=iid", f"method.warmup_steps={w}",
+                             "federation.rounds=0"), label=f"trust after {w} warm-up steps, iid", setting="topic iid"))
     return rows
 
 
 def summarize(cfg, history) -> dict:
     """Per evaluated round: accuracy and the clients' cumulative link time (Table 2), and the trust metrics."""
-    curve = [[r["round"], r["acc/mean"], r.get("server/link_seconds_total", 0.0)]
+    curve = [[r["round"], r["acc/mean"], r.get("server/link_seconds_total", 0.0), r.get("full/acc/mean")]
              for r in history.rounds if "acc/mean" in r]
     first = history.rounds[0]
-    return {"curve": curve, "trust": {k: v for k, v in first.items() if k.startswith("server/trust")}}
+    cos = [r["server/link_cosine"] for r in history.rounds if "server/link_cosine" in r]
+    return {"curve": curve, "trust": {k: v for k, v in first.items() if k.startswith("server/trust")},
+            "train_cosine": sum(cos) / len(cos) if cos else None}
 
 
 def time_to(record: dict, target: float) -> float | None:
@@ -96,21 +131,60 @@ def _seeds_noted(r: Results, key: str, cell: str) -> str:
     return cell if n == 0 or n >= 3 else f"{cell} ({n} seed{'s' if n > 1 else ''})"
 
 
+ACC = lambda rec: 100 * rec["final"]["acc/mean"]
+FULL = lambda rec: 100 * rec["final"]["full/acc/mean"] if "full/acc/mean" in rec["final"] else None
+COS = lambda rec: rec["final"].get("link/cosine")
+
+
+def _acc_cell(r: Results, key: str) -> str:
+    """The split path's accuracy (as deployed) with the whole model's in brackets."""
+    if not r.runs(key):
+        return "-"
+    split = r.cell(key, ACC, 1)
+    full = r.cell(key, FULL, 1) if any(FULL(rec) is not None for rec in r.runs(key)) else None
+    return _seeds_noted(r, key, split + (f" ({full})" if full and full != "-" else ""))
+
+
+def calibration_section(r: Results) -> list[str]:
+    """The positive control: Vanilla per task and setting, final accuracy and chance, flagged when every run
+    of the row ends at or below chance + 0.25."""
+    from fedlab.data.tasks import TASKS as ALL
+
+    lines = ["## Calibration: the uncompressed Vanilla learns every task at the table's budget (positive control)", "",
+             "Vanilla = ELSA with ρ = 1 and no SS-OP, the table's budget (`base.yaml`). Each cell: the split path's "
+             "accuracy ×100 (the whole model's in brackets); ✗ marks a row whose mean is below chance + 25 points.", "",
+             "| task | chance | " + " | ".join(lab for lab, _ in CAL_SETTINGS.values()) + " |",
+             "|---|---|" + "---|" * len(CAL_SETTINGS)]
+    for task in TASKS:
+        cells = []
+        for key in CAL_SETTINGS:
+            k = f"cal/{task}/{key}/vanilla"
+            vals = r.values(k, ACC)
+            mark = " ✗" if vals and sum(vals) / len(vals) < 100 * ALL[task].chance + 25 else ""
+            cells.append(_acc_cell(r, k) + mark)
+        if any(c != "-" for c in cells):
+            lines.append(f"| {task} | {100 * ALL[task].chance:.0f} | " + " | ".join(cells) + " |")
+    return lines + ["", "![calibration curves](calibration.png)", ""]
+
+
 def render(r: Results) -> str:
     seeds = sorted({rec["seed"] for rec in r.records.values()})
     lines = ["# ELSA results (embedded scale)", "",
              f"Produced by `python experiments/elsa/make_tables.py` (seeds {', '.join(map(str, seeds)) or 'none yet'}; "
-             "2 CPU cores). Each cell: mean ± 95 % interval over seeds; rows not run yet are absent.", "",
-             "## Table 1: accuracy (×100)", "", "| task | α̂ | " + " | ".join(lab for lab, _ in METHODS.values()) + " |",
-             "|---|---|" + "---|" * len(METHODS)]
+             "2 CPU cores). Each cell: mean ± 95 % interval over seeds; rows not run yet are absent. Accuracies are "
+             "the split path as deployed (client Part 1 → its link → θ₂ → the link back → Part 3 and head); the "
+             "whole uncompressed model's is in brackets.", ""]
+    lines += calibration_section(r)
+    lines += ["## Table 1: accuracy (×100)", "", "| task | α̂ | " + " | ".join(lab for lab, _ in METHODS.values()) + " |",
+              "|---|---|" + "---|" * len(METHODS)]
     for task in TASKS:
         for alpha in ALPHAS:
-            cells = [_seeds_noted(r, f"t1/{task}/a{alpha}/{k}",
-                                  r.cell(f"t1/{task}/a{alpha}/{k}", lambda rec: 100 * rec["final"]["acc/mean"], 1))
-                     for k in METHODS]
+            cells = [_acc_cell(r, f"t1/{task}/a{alpha}/{k}") for k in METHODS]
             if any(c != "-" for c in cells):
                 lines.append(f"| {task} | {alpha} | " + " | ".join(cells) + " |")
     lines += ["", "## Table 2: link time (s) to the target accuracy (the lowest plateau of the compared methods)", "",
+              "Link time: the measured bytes at each client's bandwidth plus two round trips a step (to the edge, or "
+              "to the cloud for Simple SL), the slowest client of each round, summed over rounds.", "",
               "| task | α̂ | target | " + " | ".join(lab for lab, _ in METHODS.values()) + " |",
               "|---|---|---|" + "---|" * len(METHODS)]
     for task in TASKS:
@@ -129,19 +203,25 @@ def render(r: Results) -> str:
                 times = [time_to(rec, target) for rec in r.runs(k)]
                 cells.append(fmt_ci([t for t in times if t is not None]) + ("" if None not in times else " (not all)"))
             lines.append(f"| {task} | {alpha} | {100 * target:.1f} | " + " | ".join(cells) + " |")
-    lines += ["", "## Table 3: ELSA against the compression ratio ρ (topic, α̂ = 0.1)", "",
-              "| ρ | accuracy (×100) | link bytes per round |", "|---|---|---|"]
-    for ratio in RATIOS:
-        key = f"t3/topic/rho{ratio}"
-        if r.runs(key):
-            lines.append(f"| {ratio} | {r.cell(key, lambda rec: 100 * rec['final']['acc/mean'], 1)} | "
-                         f"{r.cell(key, lambda rec: rec['final'].get('server/link_bytes'), 0)} |")
+    lines += ["", "## Table 3: ELSA against the compression ratio ρ, with the sketch's controls (topic, α̂ = 0.1)", "",
+              "ELSA's sketch: Y = 3 rows, hashes fixed per link. Controls at the same ρ: Y = 1; hashes re-drawn every "
+              "(round, step); no sketch but Gaussian noise of the sketch's MSE on raw floats. Cosine: the uplink "
+              "activations' reconstruction cosine at evaluation.", "",
+              "| ρ | link | accuracy (×100) | cosine | link bytes per round |", "|---|---|---|---|---|"]
+    variants = [("", "ELSA (Y = 3, fixed)")] + [(f"/{k}", lab) for k, (lab, _) in SKETCH_CONTROLS.items()]
+    for ratio in sorted({*RATIOS, *CONTROL_RATIOS}, key=float):
+        for suffix, label in variants:
+            # ELSA at the default ρ = 4.2 is Table 1's topic row
+            key = "t1/topic/a0.1/elsa" if (ratio, suffix) == ("4.2", "") else f"t3/topic/rho{ratio}{suffix}"
+            if r.runs(key):
+                lines.append(f"| {ratio} | {label} | {_acc_cell(r, key)} | {r.cell(key, COS, 3)} | "
+                             f"{r.cell(key, lambda rec: rec['final'].get('server/link_bytes'), 0)} |")
     real = [k for k in ("real/minilm/elsa", "real/minilm/vanilla") if r.runs(k)]
     if real:
         lines += ["", "## A real encoder: all-MiniLM-L6-v2 (split 3/2/1, topic, α̂ = 0.1; `minilm.yaml`)", "",
                   "| method | accuracy (×100) | link bytes per round | wall s |", "|---|---|---|---|"]
         for k in real:
-            lines.append(f"| {r.label(k)} | {r.cell(k, lambda rec: 100 * rec['final']['acc/mean'], 1)} | "
+            lines.append(f"| {r.label(k)} | {_acc_cell(r, k)} | "
                          f"{r.cell(k, lambda rec: rec['final'].get('server/link_bytes'), 0)} | "
                          f"{r.cell(k, lambda rec: rec.get('seconds'), 0)} |")
     lines += mislabel_section(r)
@@ -158,17 +238,23 @@ def mislabel_section(r: Results) -> list[str]:
         cell = lambda m: r.cell(key, lambda rec: (rec.get("summary") or {}).get("trust", {}).get(m), 2)
         return (f"| {setting} | {alpha} | {cell('server/trust/flagged')} | {cell('server/trust/precision')} "
                 f"({len(trust('server/trust/precision'))} of {len(r.runs(key))}) | "
-                f"{cell('server/trust/recall')} | {cell('server/trust/recall_at_m')} |")
+                f"{cell('server/trust/recall')} | {cell('server/trust/recall_at_m')} | "
+                f"{cell('server/trust/spearman_entropy')} |")
 
     out = [row(task, alpha, f"t1/{task}/a{alpha}/elsa") for task in TASKS for alpha in ALPHAS
            if r.runs(f"t1/{task}/a{alpha}/elsa")]
     out += [row(f"topic, {w} warm-up steps, no training", "0.1", f"trust/topic/w{w}") for w in WARMUPS
             if r.runs(f"trust/topic/w{w}")]
+    out += [row(f"topic, {w} warm-up steps, no training (positive control)", "iid", f"trust/topic/iid/w{w}")
+            for w in WARMUPS if r.runs(f"trust/topic/iid/w{w}")]
     if not out:
         return []
     return ["", "## Mislabelled clients found by trust (ELSA rows; 4 of 20 clients with half their labels flipped)", "",
+            "Spearman: the rank correlation of the clients' trust with their label entropy (does trust rank clients "
+            "by how mixed their classes are?). On the iid rows only the flipped labels set clients apart: there "
+            "recall@4 = 1 is the positive control.", "",
             "| task | α̂ | clients excluded for low trust | exclusion precision (seeds that excluded any) | exclusion recall "
-            "| recall@4 (lowest trust) |", "|---|---|---|---|---|---|",
+            "| recall@4 (lowest trust) | Spearman(trust, label entropy) |", "|---|---|---|---|---|---|---|",
             *out]
 
 
@@ -208,6 +294,27 @@ def figures(r: Results, folder: Path = HERE) -> None:
         ax.grid(alpha=0.3, axis="y")
         ax.legend(fontsize=8)
 
+    cal = [(t, k) for t in TASKS for k in CAL_SETTINGS if r.runs(f"cal/{t}/{k}/vanilla")]
+    if cal:
+        fig, axes = plt.subplots(1, len(TASKS), figsize=(4 * len(TASKS), 3.4), sharey=True)
+        for ax, task in zip(axes, TASKS):
+            for k, (label, _) in CAL_SETTINGS.items():
+                runs = r.runs(f"cal/{task}/{k}/vanilla")
+                if not runs:
+                    continue
+                rounds = sorted({c[0] for rec in runs for c in rec["summary"]["curve"]})
+                mean = [sum(c[1] for rec in runs for c in rec["summary"]["curve"] if c[0] == x) / len(runs)
+                        for x in rounds]
+                ax.plot(rounds, mean, marker="o", label=f"{label} ({len(runs)} seeds)")
+            ax.set_title(f"Vanilla on {task}", fontsize=9)
+            ax.set_xlabel("round")
+            ax.grid(alpha=0.3)
+        axes[0].set_ylabel("split-path accuracy")
+        axes[0].set_ylim(0, 1)
+        axes[0].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(folder / "calibration.png", dpi=100)
+        plt.close(fig)
     fig, ax = plt.subplots(figsize=(6, 4))
     pair(ax, "elsa", "vanilla", "Fig. 5 analogue: ELSA vs the uncompressed Vanilla (α̂ = 0.1)", bytes_ratio=True)
     fig.tight_layout()

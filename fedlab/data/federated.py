@@ -18,6 +18,7 @@ class FederatedData:
     public: tuple[Example, ...]
     chance: dict                                # task -> chance accuracy
     client_test: tuple[tuple[Example, ...], ...] | None = None   # per client, when held out of its partition
+    mislabeled: tuple[int, ...] = ()            # the clients whose labels were partly flipped
 
     @property
     def num_clients(self) -> int:
@@ -113,17 +114,55 @@ def _build(cfg_json: str, seed: int) -> FederatedData:
         public = tuple(public_from_file(c["public_path"], c["public_size"], derive_seed(seed, "public-file")))
     else:
         public = tuple(public_examples(c["public_size"], c["world_seed"]))
-    parts = partition(c["partition"], pooled, c["num_clients"], c["alpha"], derive_seed(seed, "partition"))
+    parts = partition(c["partition"], pooled, c["num_clients"], c["alpha"], derive_seed(seed, "partition"),
+                      c.get("min_client_samples", 1))
     train = tuple(tuple(pooled[i] for i in idx) for idx in parts)
-    if c.get("mislabeled_clients"):
+    bad = tuple(sorted(c.get("mislabeled_clients") or ()))
+    if c.get("mislabeled_count", 0):
+        bad = draw_mislabeled(train, c["mislabeled_count"], c.get("mislabel_min_share", 0.1),
+                              derive_seed(seed, "mislabel-draw"))
+    if bad:
         train = tuple(mislabel(part, c["mislabel_fraction"], derive_seed(seed, f"mislabel/{cid}"))
-                      if cid in c["mislabeled_clients"] else part for cid, part in enumerate(train))
+                      if cid in bad else part for cid, part in enumerate(train))
     client_test = None
     if c.get("client_test_fraction", 0.0) > 0:
         train, client_test = _split_clients(train, c["client_test_fraction"], derive_seed(seed, "client-test"))
     elif c.get("client_test_per_task", 0) > 0:
         client_test = _matched_tests(train, test, c["client_test_per_task"], derive_seed(seed, "client-test"))
-    return FederatedData(train=train, test=test, public=public, chance=chance, client_test=client_test)
+    return FederatedData(train=train, test=test, public=public, chance=chance, client_test=client_test,
+                         mislabeled=bad)
+
+
+def second_class_share(part) -> float:
+    """The share of a client's samples in its second most frequent (task, answer) class (0: one class)."""
+    from collections import Counter
+
+    counts = sorted(Counter((e.task, e.target) for e in part).values(), reverse=True)
+    return counts[1] / len(part) if len(counts) >= 2 else 0.0
+
+
+def multi_class_clients(train, min_share: float) -> list[int]:
+    """The clients whose second most frequent (task, answer) class holds ≥ `min_share` of their samples."""
+    return [cid for cid, part in enumerate(train) if second_class_share(part) >= min_share]
+
+
+def draw_mislabeled(train, count: int, min_share: float, seed: int) -> tuple[int, ...]:
+    """`count` clients drawn at random (seeded) among `multi_class_clients`: flipping labels of a client that
+    holds one class, or two samples, does not make a client with wrong labels worth detecting. When fewer
+    than `count` clients reach `min_share`, all of them are taken and the rest are the clients with the next
+    largest second-class shares (still two classes each)."""
+    import numpy as np
+
+    pool = multi_class_clients(train, min_share)
+    rng = np.random.default_rng(seed)
+    if len(pool) >= count:
+        return tuple(sorted(int(c) for c in rng.choice(pool, size=count, replace=False)))
+    share = {c: second_class_share(p) for c, p in enumerate(train)}
+    rest = sorted((c for c in share if c not in pool and share[c] > 0), key=lambda c: (-share[c], c))
+    if len(pool) + len(rest) < count:
+        raise ValueError(f"data.mislabeled_count: {count} clients asked for, but only {len(pool) + len(rest)} hold "
+                         "two classes (lower data.mislabeled_count)")
+    return tuple(sorted(pool + rest[:count - len(pool)]))
 
 
 def mislabel(part, fraction: float, seed: int) -> tuple:

@@ -1,5 +1,6 @@
 """Partitioners: deterministic by seed. Each returns, for K clients, lists of indices into the pooled
-training examples. Every client gets at least one example (validated before)."""
+training examples. Every client gets at least one example (validated before); `partition(..., min_size=m)`
+tops up every client to m examples (ELSA: every client holds at least two batches, SPEC §3.4)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,13 +8,15 @@ import numpy as np
 from fedlab.data.tasks import Example
 
 
-def _ensure_nonempty(parts: list[list[int]], rng: np.random.Generator) -> list[list[int]]:
-    # move one example from the largest client to each empty one (keeps the skew, avoids empty clients)
+def _ensure_nonempty(parts: list[list[int]], rng: np.random.Generator, min_size: int = 1) -> list[list[int]]:
+    """Each client below `min_size` examples gets random examples of the currently largest client, one at a
+    time, until it has `min_size` (keeps the skew of everyone else; avoids empty and near-empty clients)."""
     for k in range(len(parts)):
-        if not parts[k]:
+        while len(parts[k]) < min_size:
             big = max(range(len(parts)), key=lambda j: len(parts[j]))
-            if len(parts[big]) <= 1:
-                raise ValueError("data.num_clients: more clients than training samples")
+            if len(parts[big]) <= min_size:
+                raise ValueError("data.num_clients: more clients than training samples" if min_size == 1 else
+                                 f"data.min_client_samples: too few training samples for every client to hold {min_size}")
             parts[k].append(parts[big].pop(int(rng.integers(len(parts[big])))))
     return [sorted(p) for p in parts]
 
@@ -121,6 +124,13 @@ PARTITIONERS = {"iid": iid, "by_task": by_task, "dirichlet_label": dirichlet_lab
                 "dirichlet_mix": dirichlet_mix, "quantity": quantity}
 
 
-def partition(kind: str, examples: list[Example], k: int, alpha: float, seed: int) -> list[list[int]]:
+def partition(kind: str, examples: list[Example], k: int, alpha: float, seed: int,
+              min_size: int = 1) -> list[list[int]]:
+    """Client index lists from partitioner `kind`; with `min_size` > 1 every client is then topped up to that
+    many examples from the largest clients (seeded apart from the partitioner, so min_size = 1 changes
+    nothing)."""
     fn = PARTITIONERS[kind]
-    return fn(examples, k, seed) if kind in ("iid", "by_task") else fn(examples, k, alpha, seed)
+    parts = fn(examples, k, seed) if kind in ("iid", "by_task") else fn(examples, k, alpha, seed)
+    if min_size > 1:
+        parts = _ensure_nonempty([list(p) for p in parts], np.random.default_rng([seed, 1]), min_size)
+    return parts

@@ -60,18 +60,23 @@ def num_labels(cfg) -> int:
     return len(label_space(build_federated_data(cfg.data, cfg.seed)))
 
 
+def head_of(cfg):
+    """The encoder with its classification head (every party's chain starts with it)."""
+    return transform("encoder_classifier", num_labels=num_labels(cfg), pooling=cfg.method.pooling)
+
+
 def full_chain(cfg) -> tuple:
     """The whole model (evaluation, warm-up, the cloud's θ_g): LoRA on every block, head trainable."""
-    return (transform("encoder_classifier", num_labels=num_labels(cfg)), transform("encoder_lora", head=True))
+    return (head_of(cfg), transform("encoder_lora", head=True))
 
 
 def client_chain(cfg) -> tuple:
     """The client's view: front and back blocks and the head; the middle runs on the edge."""
-    return (transform("encoder_classifier", num_labels=num_labels(cfg)), transform("remote_middle", cuts=cuts(cfg)),
+    return (head_of(cfg), transform("remote_middle", cuts=cuts(cfg)),
             transform("encoder_lora", head=True))
 
 
 def middle_chain(cfg) -> tuple:
     """The edge's view: the middle blocks only."""
-    return (transform("encoder_classifier", num_labels=num_labels(cfg)),
+    return (head_of(cfg),
             transform("split", cuts=cuts(cfg), part="middle"), transform("encoder_lora", head=False))

@@ -1,13 +1,18 @@
-"""ELSA's client (paper 002 §3.1–3.2): a classification loss on the encoder's [CLS] head, trained
+"""ELSA's client (paper 002 §3.1–3.2): a classification loss on the encoder's head (on its pooled vector),
+trained
 
 - `mode: warmup` — the whole model locally (uncompressed) for `warmup_steps`, then the [CLS] embeddings of the
   public probe texts go up (T_n [Q, D]: the fingerprint's samples; no parameters leave);
 - `mode: split` — the client's view of the split model for ϱ steps with its edge (`fedlab.methods.elsa.edge`):
-  it sends sketched, SS-OP-rotated activations and receives the edge's; it uploads [θ₁, θ₃, head];
+  it sends sketched, SS-OP-rotated activations and receives the edge's; it uploads [θ₁, θ₃, head]; its
+  steps are `rho_steps`, or ⌈local_epochs·|D_n|/B⌉ when `local_epochs` is set;
 
-and evaluated with the whole model (the cloud's θ_g) on its own test items."""
+and evaluated as deployed (SPEC §3.4, third reading): the cloud's θ_g through the client's own link — Part 1,
+𝒬_n, the codec, θ₂, the codec back, Part 3 and the head (`acc/…`) — with the whole uncompressed model's
+accuracy beside it (`full/acc/…`)."""
 from __future__ import annotations
 
+import math
 import time
 
 import torch
@@ -17,8 +22,9 @@ from torch.utils.data import DataLoader, Dataset
 from fedlab.comm.messages import EvalIns, EvalRes, FitIns, FitRes
 from fedlab.comm.ssop import client_seed, ssop_matrix
 from fedlab.methods.client import LoraClient
-from fedlab.methods.elsa.chains import client_chain, full_chain, label_space, task_classes
-from fedlab.methods.elsa.edge import ClientLink, EdgeHandle, link_sketch
+from fedlab.methods.elsa.chains import client_chain, cuts, full_chain, label_space, task_classes
+from fedlab.methods.elsa.deployed import capture_front, split_path
+from fedlab.methods.elsa.edge import ClientLink, EdgeHandle, link_codec
 from fedlab.methods.elsa.model import root_of
 from fedlab.objectives.modules import ClientModule, Weighted
 from fedlab.objectives.terms import ProximalTerm
@@ -84,25 +90,15 @@ class ClassifierModule(ClientModule):
 
 @torch.no_grad()
 def cls_embeddings(model, tokenizer, texts: list[str], max_length: int, batch_size: int = 32) -> torch.Tensor:
-    """[Q, D] [CLS] vectors of the whole model's last layer."""
+    """[Q, D] pooled vectors (the head's input: mean or [CLS], `method.pooling`) of the whole model's last
+    layer."""
     model.eval()
     out = []
     for i in range(0, len(texts), batch_size):
         enc = tokenizer(texts[i:i + batch_size], padding=True, truncation=True, max_length=max_length,
                         return_tensors="pt")
-        out.append(model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).cls.cpu())
+        out.append(model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).pooled.cpu())
     return torch.cat(out)
-
-
-class _CaptureLink:
-    """Stands in for the edge while J_n is gathered: records the layer-p outputs, returns them unchanged."""
-
-    def __init__(self):
-        self.mask, self.rows = None, []
-
-    def forward(self, hidden, train):
-        self.rows.append(hidden.detach()[self.mask.bool()])
-        return hidden
 
 
 class ElsaClient(LoraClient):
@@ -157,18 +153,20 @@ class ElsaClient(LoraClient):
         t0 = time.perf_counter()
         link = None
         if mode == "split":
-            link = self.make_link(res, ds, seed, ins.config["edge"])
+            link = self.make_link(res, ds, ins.round, ins.config["edge"])
             root_of(res.model).link = link
         terms = []
         if m.prox_mu > 0 and mode == "split":
             keys = tuple(res.spec.communicated)
             terms.append(Weighted(1.0, ProximalTerm(keys, flatten_state(start, keys), m.prox_mu)))
         module = ClassifierModule(res.model, res.spec.trainable, terms, **optimizer_args(self.cfg, self.cfg.federation.lr))
+        if m.client_opt == "sgd":
+            module.optimizer_factory = sgd_factory(self.cfg)
         if m.client_opt == "fedcada" and mode == "split":
             from fedlab.objectives.fedcada import fedcada_factory, from_wire
 
             module.optimizer_factory = fedcada_factory(self.cfg, ins.round, from_wire(ins.aux))
-        steps = m.warmup_steps if mode == "warmup" else m.rho_steps
+        steps = m.warmup_steps if mode == "warmup" else split_steps(m, len(ds), self.cfg.federation.batch_size)
         res.model.train()
         try:
             make_trainer(self.cfg, max_steps=steps).fit(module, self.loader(ds, seed))
@@ -183,6 +181,7 @@ class ElsaClient(LoraClient):
             return FitRes(self.cid, ins.round, None, len(ds), metrics, aux={"probe": emb})
         metrics.update({"link/bytes_up": float(link.bytes_up), "link/bytes_down": float(link.bytes_down),
                         "link/steps": float(link.steps),
+                        **({"link/cosine": sum(link.cosines) / len(link.cosines)} if link.cosines else {}),
                         "link/batch": float(min(self.cfg.federation.batch_size, len(ds)))})
         state = get_state(res.model, res.spec.communicated)
         aux = None
@@ -192,44 +191,87 @@ class ElsaClient(LoraClient):
             aux = to_wire(module.built_optimizer.export())             # FedCAda: the moments go up too
         return FitRes(self.cid, ins.round, state, len(ds), metrics, aux=aux)
 
-    def make_link(self, res, ds, seed: int, edge_name: str) -> ClientLink:
-        """The link to this round's edge: the pair's sketch and, with SS-OP, 𝒬_n from J_n = the layer-p
-        outputs (token vectors) of the client's first batches at its first split round. 𝒬_n is kept for the
-        run (and checkpointed with the client): the edge's θ₂ learns on rotated activations, and a rotation
-        drawn anew every round would move them under it."""
+    def ensure_rotation(self, model, ds) -> torch.Tensor | None:
+        """𝒬_n (None without SS-OP), drawn once from J_n = the layer-p inputs of the client's first
+        `ssop_tokens` token vectors (its data in a seeded order that does not depend on the round) under the
+        state `model` holds — θ_0's front blocks at the client's first split round or first evaluation,
+        whichever comes first, so both give the same 𝒬_n. Kept for the run (and checkpointed with the client):
+        the edge's θ₂ learns on rotated activations, and a rotation drawn anew every round would move them
+        under it."""
         m = self.cfg.method
-        dim = res.model.config.hidden_size
         if m.ssop_rank > 0 and self.rotation is None:
-            capture = _CaptureLink()
-            root = root_of(res.model)
-            root.link = capture
-            rows = 0
-            with torch.no_grad():
-                for batch in self.loader(ds, derive_seed(seed, "ssop"), shuffle=True):
-                    res.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
-                    rows += int(batch["attention_mask"].sum())
-                    if rows >= m.ssop_tokens:
-                        break
-            root.link = None
-            J = torch.cat(capture.rows)[:m.ssop_tokens]
+            batches = self.loader(ds, derive_seed(self.cfg.seed, "ssop", self.cid), shuffle=True)
+            J = capture_front(model, batches, cuts(self.cfg)[0], m.ssop_tokens)
             self.rotation = ssop_matrix(J, m.ssop_rank, client_seed(m.ssop_salt, self.cid))
-        return ClientLink(EdgeHandle(edge_name), self.cid, link_sketch(self.cfg, self.cid, dim), self.rotation)
+        return self.rotation
+
+    def make_link(self, res, ds, rnd: int, edge_name: str) -> ClientLink:
+        """The link to this round's edge: the pair's codec and 𝒬_n (`ensure_rotation`)."""
+        rotation = self.ensure_rotation(res.model, ds)
+        dim = res.model.config.hidden_size
+        return ClientLink(EdgeHandle(edge_name), self.cid, link_codec(self.cfg, self.cid, dim), rotation, rnd)
 
     # ------------------------------------------------------------------ evaluation
     @torch.no_grad()
     def evaluate(self, ins: EvalIns) -> EvalRes:
+        """Per task: the accuracy of the split path as deployed (`acc/…`, module docstring) and of the whole
+        uncompressed model (`full/acc/…`); the uplink's reconstruction cosine (`link/cosine`).
+
+        Every client is sent the same θ_g and scores the shared test sets, so the whole model's count is
+        computed once per process and (round, θ_g, task); the split path is each client's own, except where
+        the link is the identity (ρ = 1 and no SS-OP), where it is the whole model's computation exactly."""
         self.use_model(ins)
         res = self.resident
-        set_state(res.model, {k: v for k, v in ins.state.items() if k in set(res.spec.communicated)})
+        state = {k: v for k, v in ins.state.items() if k in set(res.spec.communicated)}
+        set_state(res.model, state)
         res.model.eval()
-        metrics = {}
+        rotation = self.ensure_rotation(res.model, self.class_dataset("own", self.host.data.train[self.cid]))
+        codec = link_codec(self.cfg, self.cid, res.model.config.hidden_size)
+        identity = rotation is None and codec.ratio_asked <= 1
+        tag = (ins.round, float(sum(v.double().sum() for v in state.values())))
+        cache = self.host.shared.setdefault("elsa_full_counts", {})
+        metrics: dict = {}
+        cos: list[float] = []
         for task in self.host.data.client_tasks(self.cid):
-            ds = self.class_dataset(f"test/{task}", self.host.data.test_examples(task, self.cid))
-            correct = 0
-            for batch in self.loader(ds, 0, shuffle=False):
-                out = res.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
-                pred = masked_logits(out.logits, batch["allowed"]).argmax(-1)
-                correct += int((pred == batch["class_label"]).sum())
-            metrics[f"acc/{task}"] = correct / max(1, len(ds))
+            examples = self.host.data.test_examples(task, self.cid)
+            ds = self.class_dataset(f"test/{task}", examples)
+            shared = self.host.data.client_test is None
+            full = cache.get((*tag, task)) if shared else None
+            if full is None:
+                full = sum(self._correct(res.model, b) for b in self.loader(ds, 0, shuffle=False))
+                if shared:
+                    cache[(*tag, task)] = full
+            split = full
+            if not identity:
+                split = 0
+                for batch in self.loader(ds, 0, shuffle=False):
+                    with split_path(res.model, cuts(self.cfg), codec, rotation, ins.round) as c:
+                        split += self._correct(res.model, batch)
+                    cos += c
+            metrics[f"acc/{task}"] = split / max(1, len(ds))
+            metrics[f"full/acc/{task}"] = full / max(1, len(ds))
             metrics[f"n/{task}"] = len(ds)
+        if cos:
+            metrics["link/cosine"] = sum(cos) / len(cos)
         return EvalRes(self.cid, ins.round, metrics)
+
+    @staticmethod
+    def _correct(model, batch) -> int:
+        out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+        return int((masked_logits(out.logits, batch["allowed"]).argmax(-1) == batch["class_label"]).sum())
+
+
+def sgd_factory(cfg):
+    """`client_opt: sgd`: plain SGD at federation.lr with federation.weight_decay, no momentum (no state)."""
+    f = cfg.federation
+
+    def make(params, names):
+        return torch.optim.SGD(params, lr=f.lr, weight_decay=f.weight_decay)
+    return make
+
+
+def split_steps(m, size: int, batch_size: int) -> int:
+    """A client's split steps per round: ϱ (`rho_steps`), or ⌈local_epochs·|D_n|/B⌉ (at least 1)."""
+    if m.local_epochs is None:
+        return m.rho_steps
+    return max(1, math.ceil(m.local_epochs * size / batch_size))

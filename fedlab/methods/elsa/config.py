@@ -18,9 +18,16 @@ class ElsaConfig(MethodConfig):
     # default (pico-bert 1/1/1, tiny-bert 3/2/1, minilm-l6 3/2/1, BERT-base 6/4/2)
     split: Optional[tuple[int, int, int]] = None
     rho_steps: int = 4               # ϱ client–edge rounds (mini-batch steps) per global round
+    # local work scaled to the client's data instead (SPEC §3.4, third reading): ⌈local_epochs·|D_n|/B⌉ split
+    # steps per round for client n (null: rho_steps for every client)
+    local_epochs: Optional[float] = None
+    pooling: str = "mean"            # the head's input: mean of the last layer's token vectors | cls ([CLS])
     # compression of the client–edge link: count sketch at ratio ρ (≤ 1: raw floats) and SS-OP rank r (0: none)
     ratio: float = 4.2
     sketch_rows: int = 3             # Y (odd: the median of the rows is defined)
+    sketch_hashes: str = "fixed"     # fixed: one sketch per link for the run | per_step: re-drawn every (round, step)
+    # sketch: the count sketch on the wire | noise (control): raw floats plus Gaussian noise of the sketch's MSE
+    link_codec: str = "sketch"
     ssop_rank: int = 8
     ssop_salt: str = "elsa"
     ssop_tokens: int = 256           # layer-p token vectors of the client's first batches that form J_n
@@ -36,6 +43,9 @@ class ElsaConfig(MethodConfig):
     num_edges: int = 4
     area_km: float = 8.0
     tau_max_ms: float = 200.0
+    # Simple SL's cloud: its distance from the area's centre, with the edges' latency model (fedlab's choice;
+    # the paper gives none)
+    cloud_km: float = 20.0
     # who trains under which edge and how the cloud aggregates
     grouping: str = "trust"          # trust (ELSA) | nearest (nearest feasible edge) | random (FedAvg(Random):
     #                                  a random half of the clients each round, random feasible edges) |
@@ -48,6 +58,9 @@ class ElsaConfig(MethodConfig):
     prox_mu: float = 0.0             # FedProx's μ on the client's parameters (0: none)
     # adamw | fedcada (FedCAda: Adam whose moments the cloud aggregates and sends back, with the correction
     # m̂ = m/(1 − β1^k + γ/r), fedlab/objectives/fedcada.py) — on the clients' and the edges' parameters
+    # sgd: plain SGD (no state: a step moves each parameter by lr × its gradient, where a fresh AdamW's first
+    # steps move every parameter by about lr whatever its gradient — under label skew that drives each client
+    # to its own classes)
     client_opt: str = "adamw"
     fedcada_gamma: float = 1.0
     xi: float = 0.0                  # stop when ‖θ_g − θ_{g−1}‖ ≤ ξ (0: run every round)
@@ -59,6 +72,14 @@ class ElsaConfig(MethodConfig):
             check(len(self.split) == 3 and all(int(x) >= 1 for x in self.split), f"{p}.split", self.split,
                   "null or three integers >= 1 (p, q, o)")
         check(self.rho_steps >= 1, f"{p}.rho_steps", self.rho_steps, "an integer >= 1")
+        check(self.local_epochs is None or self.local_epochs > 0, f"{p}.local_epochs", self.local_epochs,
+              "null (rho_steps steps for every client) or a number of local epochs > 0")
+        choose(self.pooling, ["mean", "cls"], f"{p}.pooling")
+        choose(self.sketch_hashes, ["fixed", "per_step"], f"{p}.sketch_hashes")
+        choose(self.link_codec, ["sketch", "noise"], f"{p}.link_codec")
+        check(self.link_codec == "sketch" or self.ratio > 1, f"{p}.link_codec", self.link_codec,
+              "'sketch' when method.ratio is 1 (the noise control takes the MSE of a sketch at ratio > 1)")
+        check(self.cloud_km >= 0, f"{p}.cloud_km", self.cloud_km, "a number >= 0")
         check(self.ratio == 1 or self.ratio > 1, f"{p}.ratio", self.ratio,
               "1 (no sketch) or a compression ratio > 1 (a sketch with ρ ≤ 1 does not compress)")
         check(self.sketch_rows >= 1 and self.sketch_rows % 2 == 1, f"{p}.sketch_rows", self.sketch_rows,
@@ -81,7 +102,7 @@ class ElsaConfig(MethodConfig):
         choose(self.server_opt, SERVER_OPTS, f"{p}.server_opt")
         check(self.server_lr > 0, f"{p}.server_lr", self.server_lr, "a number > 0")
         check(self.prox_mu >= 0, f"{p}.prox_mu", self.prox_mu, "a number >= 0")
-        choose(self.client_opt, ["adamw", "fedcada"], f"{p}.client_opt")
+        choose(self.client_opt, ["adamw", "sgd", "fedcada"], f"{p}.client_opt")
         check(self.fedcada_gamma >= 0, f"{p}.fedcada_gamma", self.fedcada_gamma, "a number >= 0")
         check(self.xi >= 0, f"{p}.xi", self.xi, "a number >= 0")
         lo, hi = self.bandwidth_mbps

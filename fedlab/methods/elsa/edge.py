@@ -14,7 +14,8 @@ actors call it by name), so activations and gradients cross a process boundary a
 θ₂ⁿ per member (leaf tensors run through the shared frozen middle model with `torch.func.functional_call`) for
 the ϱ steps of a global round, then averages its group: θ_{g,k} = Σ_n |D_n| [θ₁ⁿ, θ₂ⁿ, θ₃ⁿ, headⁿ] / Σ |D_n|.
 
-The pair's count sketch is built on both sides from the same seed (`link_sketch`); the edge never sees the
+The pair's codec (count sketch, its hashes fixed or drawn per step, or the noise control: `codec.py`) is built
+on both sides from the same seed (`link_codec`); the edge never sees the
 text, the labels, 𝒬_n or the client's parameters. Dropout on the edge draws from a generator seeded by
 (run seed, round, client, step), so the numbers do not depend on where the edge runs."""
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from fedlab.comm.sketch import sketch_for_ratio
+from fedlab.methods.elsa.codec import LinkCodec, cosine
 from fedlab.seeding import derive_seed
 from fedlab.splitfed.aggregate import edge_average
 
@@ -30,12 +31,9 @@ _LOCAL_EDGES: dict[str, EdgeServer] = {}
 _RAY_EDGES: dict[str, object] = {}    # the creator's handles: a named actor lives as long as one is held
 
 
-def link_sketch(cfg, cid: int, dim: int):
-    """The count sketch client `cid` and its edge share (None: raw floats, ρ = 1)."""
-    m = cfg.method
-    if m.ratio <= 1:
-        return None
-    return sketch_for_ratio(dim, m.ratio, derive_seed(cfg.seed, "elsa-sketch", cid), rows=m.sketch_rows)
+def link_codec(cfg, cid: int, dim: int) -> LinkCodec:
+    """What the link of client `cid` and its edge does to the tensors it carries (`codec.LinkCodec`)."""
+    return LinkCodec(cfg, cid, dim)
 
 
 def _nbytes(t: torch.Tensor) -> int:
@@ -43,39 +41,37 @@ def _nbytes(t: torch.Tensor) -> int:
 
 
 class ClientLink:
-    """The client's end: rotation 𝒬_n (None: no SS-OP), the pair's sketch, the edge, and the bytes sent each
-    way (activations, the int8 mask and gradients)."""
+    """The client's end: rotation 𝒬_n (None: no SS-OP), the pair's codec, the edge, the round, and the bytes
+    sent each way (activations, the int8 mask and gradients); `cosines` holds the reconstruction cosine of
+    every uplink activation the edge reads."""
 
-    def __init__(self, edge, cid: int, sketch=None, rotation: torch.Tensor | None = None):
-        self.edge, self.cid, self.sketch, self.rotation = edge, cid, sketch, rotation
+    def __init__(self, edge, cid: int, codec: LinkCodec, rotation: torch.Tensor | None = None, rnd: int = 0):
+        self.edge, self.cid, self.codec, self.rotation, self.round = edge, cid, codec, rotation, rnd
         self.mask = None
         self.bytes_up = self.bytes_down = 0
         self.steps = 0
-
-    def pack(self, x):
-        return x if self.sketch is None else self.sketch.compress(x)
-
-    def unpack(self, x):
-        return x if self.sketch is None else self.sketch.decompress(x)
+        self.cosines: list[float] = []
 
     def forward(self, hidden: torch.Tensor, train: bool) -> torch.Tensor:
         h = hidden.detach()
         if self.rotation is not None:
             h = h @ self.rotation.T.to(h.dtype)
-        up = self.pack(h)
+        up = self.codec.pack(h, self.round, self.steps, "act-up")
+        if self.codec.ratio_asked > 1:
+            self.cosines.append(cosine(h, self.codec.unpack(up, self.round, self.steps), self.mask))
         mask8 = self.mask.to(torch.int8)
         down = self.edge.forward(self.cid, up, mask8, train)
         self.bytes_up += _nbytes(up) + _nbytes(mask8)
         self.bytes_down += _nbytes(down)
-        return self.unpack(down).to(hidden.dtype)
+        return self.codec.unpack(down, self.round, self.steps).to(hidden.dtype)
 
     def backward(self, grad: torch.Tensor) -> torch.Tensor:
-        g_down = self.pack(grad.detach())
+        g_down = self.codec.pack(grad.detach(), self.round, self.steps, "grad-down")
         g_up = self.edge.backward(self.cid, g_down)
         self.bytes_up += _nbytes(g_down)
         self.bytes_down += _nbytes(g_up)
+        g = self.codec.unpack(g_up, self.round, self.steps).to(grad.dtype)
         self.steps += 1
-        g = self.unpack(g_up).to(grad.dtype)
         return g if self.rotation is None else g @ self.rotation.to(g.dtype)
 
 
@@ -94,7 +90,7 @@ class EdgeServer:
         self.dim = res.model.config.hidden_size
         self.params: dict[int, dict] = {}
         self.opts: dict[int, torch.optim.Optimizer] = {}
-        self.sketches: dict[int, object] = {}
+        self.codecs: dict[int, LinkCodec] = {}
         self.pending: dict[int, tuple] = {}
         self.steps: dict[int, int] = {}
         self.round = 0
@@ -102,12 +98,21 @@ class EdgeServer:
     def ready(self) -> bool:
         return True
 
-    def start(self, rnd: int, state: dict, members: list[int], moments: dict | None = None) -> None:
-        """`moments` (FedCAda): the federation's Adam moments of the middle blocks' parameters."""
+    def start(self, rnd: int, state: dict, members: list[int], moments: dict | None = None,
+              shared: bool = False) -> None:
+        """`moments` (FedCAda): the federation's Adam moments of the middle blocks' parameters. `shared` (Simple
+        SL): one θ₂ and one optimiser that every member's steps update in turn, instead of one θ₂ⁿ each."""
         f = self.cfg.federation
         self.round = rnd
         self.params, self.opts, self.pending, self.steps = {}, {}, {}, {}
         for cid in members:
+            self.steps[cid] = 0
+            if cid not in self.codecs:
+                self.codecs[cid] = link_codec(self.cfg, cid, self.dim)
+            if shared and self.params:
+                first = next(iter(self.params))
+                self.params[cid], self.opts[cid] = self.params[first], self.opts[first]
+                continue
             p = {k: _tensor(state[k]).clone().requires_grad_(True) for k in self.keys}
             self.params[cid] = p
             if self.cfg.method.client_opt == "fedcada":
@@ -115,12 +120,11 @@ class EdgeServer:
 
                 self.opts[cid] = fedcada_factory(self.cfg, rnd, _tensor(moments) if moments else None)(
                     list(p.values()), list(p))
+            elif self.cfg.method.client_opt == "sgd":
+                self.opts[cid] = torch.optim.SGD(list(p.values()), lr=f.lr, weight_decay=f.weight_decay)
             else:
                 self.opts[cid] = torch.optim.AdamW(list(p.values()), lr=f.lr, weight_decay=f.weight_decay,
                                                    betas=tuple(f.betas))
-            self.steps[cid] = 0
-            if cid not in self.sketches:
-                self.sketches[cid] = link_sketch(self.cfg, cid, self.dim)
 
     def _run(self, cid: int, hidden: torch.Tensor, mask: torch.Tensor, train: bool) -> torch.Tensor:
         from torch.func import functional_call
@@ -145,34 +149,30 @@ class EdgeServer:
 
     def forward(self, cid: int, payload, mask, train: bool):
         payload, mask = _tensor(payload), _tensor(mask)
-        sk = self.sketches[cid]
-        h = payload if sk is None else sk.decompress(payload)
+        codec, step = self.codecs[cid], self.steps[cid]
+        h = codec.unpack(payload, self.round, step)
         if not train:
             with torch.no_grad():
-                return _like(self._pack(cid, self._run(cid, h, mask, False)), payload)
+                return _like(codec.pack(self._run(cid, h, mask, False), self.round, step, "act-down"), payload)
         with torch.enable_grad():     # in-process the call comes from inside the client's autograd function
             h = h.detach().requires_grad_(True)
             out = self._run(cid, h, mask, True)
         self.pending[cid] = (h, out)
-        return _like(self._pack(cid, out.detach()), payload)
-
-    def _pack(self, cid, x):
-        sk = self.sketches[cid]
-        return x if sk is None else sk.compress(x)
+        return _like(codec.pack(out.detach(), self.round, step, "act-down"), payload)
 
     def backward(self, cid: int, grad_payload):
         grad_payload = _tensor(grad_payload)
         h, out = self.pending.pop(cid)
-        sk = self.sketches[cid]
+        codec, step = self.codecs[cid], self.steps[cid]
         opt = self.opts[cid]
         opt.zero_grad(set_to_none=True)
         with torch.enable_grad():
-            out.backward(grad_payload if sk is None else sk.decompress(grad_payload))
+            out.backward(codec.unpack(grad_payload, self.round, step))
         params = list(self.params[cid].values())
         torch.nn.utils.clip_grad_norm_(params, 1.0)      # as the client's trainer clips its own
         opt.step()
         self.steps[cid] += 1
-        return _like(self._pack(cid, h.grad), grad_payload)
+        return _like(codec.pack(h.grad, self.round, step, "grad-up"), grad_payload)
 
     def states(self) -> dict[int, dict]:
         return {cid: {k: v.detach().clone() for k, v in p.items()} for cid, p in self.params.items()}
@@ -256,12 +256,13 @@ class EdgeHandle:
     def backward(self, cid, grad):
         return self._call("backward", cid, grad)
 
-    def start(self, rnd, state, members, moments=None):
+    def start(self, rnd, state, members, moments=None, shared=False):
         if self.local is not None:
-            return self.local.start(rnd, state, members, moments)
+            return self.local.start(rnd, state, members, moments, shared)
         import ray
 
-        return ray.get(self.actor.start.remote(rnd, {k: v.numpy() for k, v in state.items()}, members, moments))
+        return ray.get(self.actor.start.remote(rnd, {k: v.numpy() for k, v in state.items()}, members, moments,
+                                               shared))
 
     def aggregate(self, client_states, sizes, client_moments=None):
         if self.local is not None:

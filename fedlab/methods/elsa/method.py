@@ -13,9 +13,12 @@ Global round g:
   2. each edge averages its group by |D_n| (θ_{g,k});
   3. the cloud: θ_g = Σ_k α̃_k θ_{g,k} with α_k = w̄_k/(1 + R̄_k) (or by data sizes), optionally through
      AMSGrad on the update (FedAMS); the run stops once ‖θ_g − θ_{g−1}‖ ≤ ξ;
-  4. logged: measured link bytes and time at each client's bandwidth, Eq. 14–15's model of them, Δθ.
+  4. logged: measured link bytes, their time at each client's bandwidth plus two round trips a step, Eq.
+     14–15's model of them, the uplink's reconstruction cosine, Δθ.
+Evaluation scores the split path as deployed (`acc/…`) with the whole model beside it (`full/acc/…`).
 The baselines are the same round with other `grouping`, `aggregation`, `server_opt`, `prox_mu`, `ratio` and
-`ssop_rank` (README)."""
+`ssop_rank` (README); Simple SL (`grouping: single`) is classic split learning: one θ₂ on the cloud that the
+clients train in turn, no edges."""
 from __future__ import annotations
 
 import uuid
@@ -24,9 +27,11 @@ import numpy as np
 import torch
 
 from fedlab.comm.messages import EvalIns, FitIns
+from fedlab.eval.summary import summarize_eval
 from fedlab.methods.base import FedMethod
 from fedlab.methods.elsa.chains import client_chain, full_chain, middle_chain, model_dims, split_of
-from fedlab.methods.elsa.edge import EdgeHandle, link_sketch, start_edges, stop_edges
+from fedlab.methods.elsa.client import split_steps
+from fedlab.methods.elsa.edge import EdgeHandle, link_codec, start_edges, stop_edges
 from fedlab.objectives.fedcada import from_wire, to_wire
 from fedlab.runtime.context import log_line
 from fedlab.runtime.resident import get_resident
@@ -91,6 +96,8 @@ class Elsa(FedMethod):
                               tau_max_ms=m.tau_max_ms)
         rng = np.random.default_rng(derive_seed(cfg.seed, "elsa-bandwidth"))
         self.bandwidth = rng.uniform(*m.bandwidth_mbps, n) * 1e6 / 8            # bytes/s per client
+        self.cloud_rtt_ms = cloud_latency_ms(self.topology.clients, m.area_km, m.cloud_km,
+                                             derive_seed(cfg.seed, "elsa-cloud"))
         self.trust = np.ones(n)
         self.divergence = np.zeros((n, n))
         self.grouping: Grouping | None = None
@@ -99,6 +106,7 @@ class Elsa(FedMethod):
         self.stopped = False
         self.moments = None            # FedCAda: the federation's Adam moments (client_opt: fedcada)
         self.edge_names: list[str] = []
+        self.latest_rtt: dict[int, float] = {}
 
     def _ensure_edges(self) -> None:
         if not self.edge_names:
@@ -157,12 +165,19 @@ class Elsa(FedMethod):
         fedcada = m.client_opt == "fedcada"
         down = self.moments_for(self.middle_keys) if fedcada else None
         up = self.moments_for(self.client_keys) if fedcada else None
+        single = m.grouping == "single"
         for k, members in grouping.groups.items():
-            EdgeHandle(self.edge_names[k]).start(rnd, middle, members, down)
+            EdgeHandle(self.edge_names[k]).start(rnd, middle, members, down, single)
             for c in members:
                 instructions[c] = FitIns(rnd, front_back, {"mode": "split", "edge": self.edge_names[k]},
                                          to_wire(up) if up else None)
-        results = ctx.fit(dict(sorted(instructions.items())))
+        if single:     # Simple SL: the clients train the cloud's one θ₂ in turn (client order: their ids)
+            results = {}
+            for c, ins in sorted(instructions.items()):
+                results.update(ctx.fit({c: ins}))
+        else:
+            results = ctx.fit(dict(sorted(instructions.items())))
+        self.latest_rtt = {c: self.rtt_ms(c, k) for k, ms in grouping.groups.items() for c in ms}
         edge_states, edge_members, edge_moments = {}, {}, {}
         for k, members in grouping.groups.items():
             done = [c for c in members if c in results]
@@ -220,29 +235,58 @@ class Elsa(FedMethod):
             out[k] = (self.global_state[k].float() + m.server_lr * s["m"][k] / s["vhat"][k].sqrt()).to(v.dtype)
         return out
 
+    def rtt_ms(self, cid: int, edge: int) -> float:
+        """The round trip of client `cid` to the party that runs its middle blocks: its edge, or the cloud
+        (Simple SL)."""
+        if self.cfg.method.grouping == "single":
+            return float(self.cloud_rtt_ms[cid])
+        return float(self.topology.latency_ms[cid, edge])
+
+    def evaluate(self, rnd: int, ctx) -> dict:
+        """The split path as deployed (`acc/…`, the reported accuracy) and the whole uncompressed model
+        (`full/acc/…`), summarised alike; the mean reconstruction cosine of the uplink (`link/cosine`)."""
+        got = ctx.evaluate(self.configure_evaluate(rnd, ctx.clients))
+        out = summarize_eval(got)
+        whole = {c: type(r)(r.cid, r.round, {k[5:]: v for k, v in r.metrics.items() if k.startswith("full/")}
+                            | {k: v for k, v in r.metrics.items() if k.startswith("n/")})
+                 for c, r in got.items() if hasattr(r, "metrics")}
+        out.update({f"full/{k}": v for k, v in summarize_eval(whole).items()})
+        cos = [r.metrics["link/cosine"] for r in got.values() if hasattr(r, "metrics") and "link/cosine" in r.metrics]
+        if cos:
+            out["link/cosine"] = sum(cos) / len(cos)
+        return out
+
     def comm_metrics(self, results: dict, num_edges: int) -> dict:
-        """Measured bytes on the client–edge links and the time they take at each client's bandwidth, beside
-        Eq. 14–15's model of them (μ = model.max_length, ρ the sketch's achieved ratio)."""
+        """Measured bytes on the client–edge links and the time they take at each client's bandwidth, plus
+        two round trips per step (the forward and the backward exchange), beside Eq. 14–15's model of the
+        transfer (μ = model.max_length, ρ the link's achieved ratio, the client's actual steps)."""
         m = self.cfg.method
         _, dim = model_dims(self.cfg.model.name)
-        sk = link_sketch(self.cfg, 0, dim)
-        ratio = 1.0 if sk is None else sk.ratio
+        ratio = link_codec(self.cfg, 0, dim).ratio
         link = {c: r.metrics.get("link/bytes_up", 0.0) + r.metrics.get("link/bytes_down", 0.0)
                 for c, r in results.items()}
         adapters = sum(sum(v.numel() * v.element_size() for v in r.state.values()) for r in results.values())
         # FedCAda: each client's Adam moments (m and v of its parameters) go up beside its state
         adapters += sum(sum(t.numel() * t.element_size() for n, t in r.aux.items() if n != "k")
                         for r in results.values() if r.aux and self.cfg.method.client_opt == "fedcada")
-        seconds = max((link[c] / self.bandwidth[c] for c in link), default=0.0)
+        steps = {c: r.metrics.get("link/steps", 0.0) for c, r in results.items()}
+        latency = {c: 2 * steps[c] * self.latest_rtt.get(c, 0.0) / 1000 for c in results}
+        seconds = max((link[c] / self.bandwidth[c] + latency[c] for c in link), default=0.0)
         self.link_seconds += seconds
         batches = [r.metrics.get("link/batch", 0.0) for r in results.values()]
         lora = sum(v.numel() for v in self.global_state.values())
-        model_s = max((client_seconds(r.metrics.get("link/batch", 0.0), m.rho_steps, self.cfg.model.max_length,
-                                      dim, ratio, self.bandwidth[c]) for c, r in results.items()), default=0.0)
+        sizes = self.data.sizes()
+        model_s = max((client_seconds(r.metrics.get("link/batch", 0.0),
+                                      split_steps(m, sizes[c], self.cfg.federation.batch_size),
+                                      self.cfg.model.max_length, dim, ratio, self.bandwidth[c])
+                       for c, r in results.items()), default=0.0)
+        cos = [r.metrics["link/cosine"] for r in results.values() if "link/cosine" in r.metrics]
         return {"link_bytes": sum(link.values()), "link_mb": sum(link.values()) / 1e6, "adapter_bytes": adapters,
                 "link_seconds": seconds, "link_seconds_total": self.link_seconds,
-                "eq14_bytes": round_bytes(batches, m.rho_steps, self.cfg.model.max_length, dim, ratio, lora,
-                                          num_edges),
+                "link_latency_seconds": max(latency.values(), default=0.0),
+                **({"link_cosine": sum(cos) / len(cos)} if cos else {}),
+                "eq14_bytes": round_bytes(batches, max(steps.values(), default=0.0), self.cfg.model.max_length,
+                                          dim, ratio, lora, num_edges),
                 "eq15_seconds": model_s, "sketch_ratio": ratio}
 
     def should_stop(self, rnd: int) -> bool:
@@ -254,7 +298,9 @@ class Elsa(FedMethod):
         out = {f"trust_client_{c}": float(w) for c, w in enumerate(self.trust)}
         out.update({"groups": len(g.groups), "excluded": len(g.excluded), "moved": len(g.moved),
                     "merged": len(g.merged)})
-        bad = set(self.cfg.data.mislabeled_clients)
+        bad = set(self.data.mislabeled)
+        if self.cfg.method.grouping == "trust":
+            out["trust/spearman_entropy"] = trust_entropy_spearman(self.trust, self.data.train)
         if bad and self.cfg.method.grouping == "trust":
             flagged = {c for c, why in g.excluded.items() if why == "low trust"}
             hit = len(flagged & bad)
@@ -272,7 +318,7 @@ class Elsa(FedMethod):
         g = self.grouping
         path = ctx.out_dir / "elsa_topology.png"
         elsa_topology(self.topology.clients, self.topology.edges, g.groups, g.excluded, self.trust, path,
-                      mislabeled=tuple(self.cfg.data.mislabeled_clients))
+                      mislabeled=tuple(self.data.mislabeled))
         ctx.log_artifact(path, "figures")
         line = "; ".join(f"edge {k}: {ms}" for k, ms in g.groups.items())
         why = ", ".join(f"{c} ({w})" for c, w in sorted(g.excluded.items())) or "none"
@@ -308,3 +354,31 @@ class Elsa(FedMethod):
         self.grouping = None if state["grouping"] is None else Grouping(*state["grouping"])
         self.server, self.link_seconds, self.stopped = state["server"], state["link_seconds"], state["stopped"]
         self.moments = state.get("moments")
+
+
+def label_entropy(part) -> float:
+    """H = −Σ_c p_c log p_c of a client's (task, answer) classes, in nats."""
+    from collections import Counter
+
+    counts = np.array(list(Counter((e.task, e.target) for e in part).values()), dtype=float)
+    p = counts / counts.sum()
+    return float(-(p * np.log(p)).sum())
+
+
+def trust_entropy_spearman(trust, train) -> float:
+    """Spearman's ρ between the clients' trust and their label entropy (SPEC §3.4, third reading: does trust
+    rank clients by how mixed their classes are rather than by label noise?); nan when either is constant."""
+    from scipy.stats import spearmanr
+
+    ent = [label_entropy(p) for p in train]
+    if np.ptp(trust) == 0 or np.ptp(ent) == 0:
+        return float("nan")
+    return float(spearmanr(trust, ent).statistic)
+
+
+def cloud_latency_ms(clients: np.ndarray, area_km: float, cloud_km: float, seed: int) -> np.ndarray:
+    """[N] round trips to Simple SL's cloud at `cloud_km` from the centre of the area_km × area_km area (along
+    its first axis), with the edges' latency model: 20 ms + 25 ms/km · distance + U(0, 20) ms."""
+    cloud = np.array([area_km / 2 + cloud_km, area_km / 2])
+    dist = np.linalg.norm(clients - cloud, axis=-1)
+    return 20.0 + 25.0 * dist + np.random.default_rng(seed).uniform(0, 20.0, dist.shape)

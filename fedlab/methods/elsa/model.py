@@ -1,11 +1,11 @@
-"""ELSA's models (paper 002 §3.2, SPEC §3.2): a BERT-family encoder with a classification head on its [CLS]
-vector, cut into three parts at `cuts` = (p, p + q) — the client holds embeddings, blocks [0, p), blocks
+"""ELSA's models (paper 002 §3.2, SPEC §3.2): a BERT-family encoder with a classification head on its pooled
+vector (the mean of the last layer's token vectors by default, or [CLS]), cut into three parts at `cuts` = (p, p + q) — the client holds embeddings, blocks [0, p), blocks
 [p + q, M) and the head; the edge holds blocks [p, p + q). Three model transforms build each party's view
 of the same architecture, so LoRA keys of a block are named alike everywhere and the parts' states join into
 the whole model's state:
 
-- `encoder_classifier(num_labels)`: the encoder with a linear head on [CLS] (seeded init); declares the
-  group `head`;
+- `encoder_classifier(num_labels, pooling)`: the encoder with a linear head on the pooled vector (seeded
+  init); declares the group `head`;
 - `remote_middle(cuts)`: the client's view — block p becomes a `RemoteMiddle` that sends the hidden states
   through the client's link to its edge and returns what comes back (an autograd function: the backward pass
   sends the gradient to the edge and returns the edge's), blocks (p, p + q) become pass-throughs; LoRA goes
@@ -24,14 +24,33 @@ from fedlab.transforms.lora import AdapterSpec, apply_lora
 from fedlab.transforms.registry import register_transform
 from fedlab.transforms.split import PassThrough, _blocks, part_range
 
+POOLINGS = ("mean", "cls")
+
+
+def pool(hidden: torch.Tensor, mask: torch.Tensor | None, how: str) -> torch.Tensor:
+    """The sequence's vector: h_[CLS] = hidden[:, 0] (`cls`), or the mean over the attended positions,
+    Σ_t m_t h_t / Σ_t m_t (`mean`)."""
+    if how == "cls":
+        return hidden[:, 0]
+    if mask is None:
+        return hidden.mean(1)
+    m = mask.to(hidden.dtype).unsqueeze(-1)
+    return (hidden * m).sum(1) / m.sum(1).clamp_min(1.0)
+
 
 class EncoderClassifier(nn.Module):
-    """logits = W·h_[CLS] + b over the encoder's last hidden states (the pooler, if any, is not used)."""
+    """logits = W·pool(H) + b over the encoder's last hidden states H (the pooler, if any, is not used).
 
-    def __init__(self, encoder: nn.Module, num_labels: int, seed: int):
+    Mean pooling is the default: a masked-LM-pretrained encoder (the zoo's tiny-bert) never trains its [CLS]
+    vector, so a head on [CLS] starts from a vector that carries little of the sentence."""
+
+    def __init__(self, encoder: nn.Module, num_labels: int, seed: int, pooling: str = "mean"):
         super().__init__()
+        if pooling not in POOLINGS:
+            raise ValueError(f"encoder_classifier: pooling {pooling!r}; allowed: {list(POOLINGS)}")
         self.bert = encoder              # the name lets the split transforms find bert.encoder.layer
         self.config = encoder.config
+        self.pooling = pooling
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             self.classifier = nn.Linear(encoder.config.hidden_size, int(num_labels))
@@ -44,14 +63,14 @@ class EncoderClassifier(nn.Module):
             hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         finally:
             self.mask = None
-        cls = hidden[:, 0]
-        return SimpleNamespace(logits=self.classifier(cls), cls=cls)
+        pooled = pool(hidden, attention_mask, self.pooling)
+        return SimpleNamespace(logits=self.classifier(pooled), pooled=pooled)
 
 
-@register_transform("encoder_classifier", params=("num_labels",))
-def encoder_classifier(model, build, num_labels):
-    """The encoder with a linear classification head on its [CLS] vector (`num_labels` outputs, seeded)."""
-    out = EncoderClassifier(model, num_labels, build.seed)
+@register_transform("encoder_classifier", params=("num_labels", "pooling"))
+def encoder_classifier(model, build, num_labels, pooling="mean"):
+    """The encoder with a linear classification head on its pooled vector (`num_labels` outputs, seeded)."""
+    out = EncoderClassifier(model, num_labels, build.seed, pooling)
     build.groups["head"] = list(out.classifier.parameters())
     return out
 
