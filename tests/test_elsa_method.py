@@ -299,6 +299,10 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
         assert (cfg.model.name == "minilm-l6") == p.key.startswith("real/minilm/")
         if p.key.endswith("/vanilla"):
             assert m.ratio == 1 and m.ssop_rank == 0
+        if p.key.startswith("cal/"):        # the positive control: uncompressed, every client, size weights
+            assert m.ratio == 1 and m.ssop_rank == 0 and m.aggregation == "sizes" and m.grouping in ("nearest", "single")
+            assert (cfg.data.num_clients == 1) == p.key.endswith("/central/reference")
+            assert cfg.data.mislabeled_count == 0 and not cfg.data.mislabeled_clients
         if p.key.endswith(("/fedavg", "/fedprox", "/fedams")):
             assert m.grouping == "nearest" and m.aggregation == "sizes"
         assert (m.prox_mu > 0) == p.key.endswith("/fedprox") and (m.server_opt == "amsgrad") == p.key.endswith("/fedams")
