@@ -96,9 +96,8 @@ def test_the_uncompressed_split_model_learns_an_iid_pico_task_and_ssop_alone_sta
     """Positive control: Vanilla (ρ = 1, no SS-OP) ends ≥ 0.25 above chance (topic: 0.25) and its split-path accuracy
     equals the whole model's at every evaluation; SS-OP alone (a rotation, no information lost) ends within
     0.15 of it."""
-    from fedlab.experiment import run_experiment
-
     from fedlab.data.tasks import TASKS
+    from fedlab.experiment import run_experiment
 
     h = run_experiment(_cfg(tmp_path / "a", base=LEARN), progress=False)
     vanilla = h.final["acc/mean"]

@@ -133,11 +133,16 @@ def _build(cfg_json: str, seed: int) -> FederatedData:
                          mislabeled=bad)
 
 
-def second_class_share(part) -> float:
-    """The share of a client's samples in its second most frequent (task, answer) class (0: one class)."""
+def class_counts(part) -> list[int]:
+    """How many of a client's samples each of its (task, answer) classes holds, largest first."""
     from collections import Counter
 
-    counts = sorted(Counter((e.task, e.target) for e in part).values(), reverse=True)
+    return sorted(Counter((e.task, e.target) for e in part).values(), reverse=True)
+
+
+def second_class_share(part) -> float:
+    """The share of a client's samples in its second most frequent (task, answer) class (0: one class)."""
+    counts = class_counts(part)
     return counts[1] / len(part) if len(counts) >= 2 else 0.0
 
 

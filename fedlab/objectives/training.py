@@ -39,6 +39,16 @@ def make_trainer(cfg, max_epochs: int | None = None, max_steps: int | None = Non
         num_sanity_val_steps=0, gradient_clip_val=None if manual_optimization or not clip_gradients else 1.0, deterministic=False)
 
 
+def sgd_factory(cfg):
+    """Plain SGD at federation.lr with federation.weight_decay, no momentum (no state), as an optimiser factory
+    `(params, names) -> optimizer` (ELSA's `client_opt: sgd`, for the client's module and the edge's θ₂)."""
+    f = cfg.federation
+
+    def make(params, names):
+        return torch.optim.SGD(params, lr=f.lr, weight_decay=f.weight_decay)
+    return make
+
+
 def optimizer_args(cfg, lr: float | None = None) -> dict:
     f = cfg.federation
     return dict(lr=lr if lr is not None else f.lr, weight_decay=f.weight_decay, betas=tuple(f.betas),

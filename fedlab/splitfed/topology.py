@@ -33,5 +33,17 @@ def place(num_clients: int, num_edges: int, seed: int, width_km: float = 8.0, he
     clients = rng.uniform(0, 1, (num_clients, 2)) * size
     edges = rng.uniform(0, 1, (num_edges, 2)) * size
     dist = np.linalg.norm(clients[:, None, :] - edges[None, :, :], axis=-1)
-    latency = base_ms + per_km_ms * dist + rng.uniform(0, jitter_ms, dist.shape)
-    return Topology(clients, edges, latency, float(tau_max_ms))
+    return Topology(clients, edges, round_trip_ms(dist, rng, base_ms, per_km_ms, jitter_ms), float(tau_max_ms))
+
+
+def round_trip_ms(dist_km: np.ndarray, rng: np.random.Generator, base_ms: float = 20.0, per_km_ms: float = 25.0,
+                  jitter_ms: float = 20.0) -> np.ndarray:
+    """τ = base + per_km · distance + U(0, jitter) per entry of `dist_km` (module docstring)."""
+    return base_ms + per_km_ms * dist_km + rng.uniform(0, jitter_ms, dist_km.shape)
+
+
+def cloud_round_trips_ms(clients: np.ndarray, area_km: float, cloud_km: float, seed: int) -> np.ndarray:
+    """[N] round trips to a cloud `cloud_km` from the centre of the area_km × area_km area (along its first
+    axis), under the same latency model (Simple SL's middle part runs there)."""
+    cloud = np.array([area_km / 2 + cloud_km, area_km / 2])
+    return round_trip_ms(np.linalg.norm(clients - cloud, axis=-1), np.random.default_rng(seed))

@@ -28,7 +28,7 @@ from fedlab.methods.elsa.edge import ClientLink, EdgeHandle, link_codec
 from fedlab.methods.elsa.model import root_of
 from fedlab.objectives.modules import ClientModule, Weighted
 from fedlab.objectives.terms import ProximalTerm
-from fedlab.objectives.training import make_trainer, optimizer_args
+from fedlab.objectives.training import make_trainer, optimizer_args, sgd_factory
 from fedlab.seeding import derive_seed, seed_everything
 from fedlab.transforms import get_state, set_state
 from fedlab.transforms.lora import flatten_state
@@ -243,11 +243,9 @@ class ElsaClient(LoraClient):
                     cache[(*tag, task)] = full
             split = full
             if not identity:
-                split = 0
-                for batch in self.loader(ds, 0, shuffle=False):
-                    with split_path(res.model, cuts(self.cfg), codec, rotation, ins.round) as c:
-                        split += self._correct(res.model, batch)
-                    cos += c
+                with split_path(res.model, cuts(self.cfg), codec, rotation, ins.round) as c:
+                    split = sum(self._correct(res.model, b) for b in self.loader(ds, 0, shuffle=False))
+                cos += c
             metrics[f"acc/{task}"] = split / max(1, len(ds))
             metrics[f"full/acc/{task}"] = full / max(1, len(ds))
             metrics[f"n/{task}"] = len(ds)
@@ -259,15 +257,6 @@ class ElsaClient(LoraClient):
     def _correct(model, batch) -> int:
         out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
         return int((masked_logits(out.logits, batch["allowed"]).argmax(-1) == batch["class_label"]).sum())
-
-
-def sgd_factory(cfg):
-    """`client_opt: sgd`: plain SGD at federation.lr with federation.weight_decay, no momentum (no state)."""
-    f = cfg.federation
-
-    def make(params, names):
-        return torch.optim.SGD(params, lr=f.lr, weight_decay=f.weight_decay)
-    return make
 
 
 def split_steps(m, size: int, batch_size: int) -> int:

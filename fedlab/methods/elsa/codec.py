@@ -28,8 +28,8 @@ class LinkCodec:
         m = cfg.method
         self.seed, self.cid, self.dim = int(cfg.seed), int(cid), int(dim)
         self.ratio_asked, self.rows = float(m.ratio), int(m.sketch_rows)
-        self.per_step = getattr(m, "sketch_hashes", "fixed") == "per_step"
-        self.noise = getattr(m, "link_codec", "sketch") == "noise"
+        self.per_step = m.sketch_hashes == "per_step"
+        self.noise = m.link_codec == "noise"
         self._fixed = None if self.ratio_asked <= 1 else self._build(derive_seed(cfg.seed, "elsa-sketch", cid))
         self._last: tuple | None = None
 

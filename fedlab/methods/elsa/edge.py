@@ -121,7 +121,9 @@ class EdgeServer:
                 self.opts[cid] = fedcada_factory(self.cfg, rnd, _tensor(moments) if moments else None)(
                     list(p.values()), list(p))
             elif self.cfg.method.client_opt == "sgd":
-                self.opts[cid] = torch.optim.SGD(list(p.values()), lr=f.lr, weight_decay=f.weight_decay)
+                from fedlab.objectives.training import sgd_factory
+
+                self.opts[cid] = sgd_factory(self.cfg)(list(p.values()), list(p))
             else:
                 self.opts[cid] = torch.optim.AdamW(list(p.values()), lr=f.lr, weight_decay=f.weight_decay,
                                                    betas=tuple(f.betas))

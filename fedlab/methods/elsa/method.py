@@ -39,7 +39,7 @@ from fedlab.seeding import derive_seed
 from fedlab.splitfed.aggregate import cloud_weights, state_distance, weighted_average
 from fedlab.splitfed.comm_model import client_seconds, round_bytes
 from fedlab.splitfed.grouping import Grouping, group_clients
-from fedlab.splitfed.topology import place
+from fedlab.splitfed.topology import cloud_round_trips_ms, place
 from fedlab.splitfed.trust import divergence_matrix, log_trust, relative_trust
 
 
@@ -96,8 +96,8 @@ class Elsa(FedMethod):
                               tau_max_ms=m.tau_max_ms)
         rng = np.random.default_rng(derive_seed(cfg.seed, "elsa-bandwidth"))
         self.bandwidth = rng.uniform(*m.bandwidth_mbps, n) * 1e6 / 8            # bytes/s per client
-        self.cloud_rtt_ms = cloud_latency_ms(self.topology.clients, m.area_km, m.cloud_km,
-                                             derive_seed(cfg.seed, "elsa-cloud"))
+        self.cloud_rtt_ms = cloud_round_trips_ms(self.topology.clients, m.area_km, m.cloud_km,
+                                                 derive_seed(cfg.seed, "elsa-cloud"))
         self.trust = np.ones(n)
         self.divergence = np.zeros((n, n))
         self.grouping: Grouping | None = None
@@ -106,7 +106,6 @@ class Elsa(FedMethod):
         self.stopped = False
         self.moments = None            # FedCAda: the federation's Adam moments (client_opt: fedcada)
         self.edge_names: list[str] = []
-        self.latest_rtt: dict[int, float] = {}
 
     def _ensure_edges(self) -> None:
         if not self.edge_names:
@@ -177,7 +176,6 @@ class Elsa(FedMethod):
                 results.update(ctx.fit({c: ins}))
         else:
             results = ctx.fit(dict(sorted(instructions.items())))
-        self.latest_rtt = {c: self.rtt_ms(c, k) for k, ms in grouping.groups.items() for c in ms}
         edge_states, edge_members, edge_moments = {}, {}, {}
         for k, members in grouping.groups.items():
             done = [c for c in members if c in results]
@@ -205,7 +203,7 @@ class Elsa(FedMethod):
         self.stopped = m.xi > 0 and delta <= m.xi
         ctx.log({"delta": delta, "edges": len(ks), "clients": len(results),
                  **{f"alpha_edge_{k}": alpha[k] / sum(alpha.values()) for k in ks},
-                 **self.comm_metrics(results, len(ks))}, prefix="server/")
+                 **self.comm_metrics(results, len(ks), grouping)}, prefix="server/")
 
     def moments_for(self, keys) -> dict | None:
         """FedCAda: the federation's moments of `keys` (None before the first split round: Adam from zero)."""
@@ -256,7 +254,7 @@ class Elsa(FedMethod):
             out["link/cosine"] = sum(cos) / len(cos)
         return out
 
-    def comm_metrics(self, results: dict, num_edges: int) -> dict:
+    def comm_metrics(self, results: dict, num_edges: int, grouping: Grouping) -> dict:
         """Measured bytes on the client–edge links and the time they take at each client's bandwidth, plus
         two round trips per step (the forward and the backward exchange), beside Eq. 14–15's model of the
         transfer (μ = model.max_length, ρ the link's achieved ratio, the client's actual steps)."""
@@ -270,7 +268,8 @@ class Elsa(FedMethod):
         adapters += sum(sum(t.numel() * t.element_size() for n, t in r.aux.items() if n != "k")
                         for r in results.values() if r.aux and self.cfg.method.client_opt == "fedcada")
         steps = {c: r.metrics.get("link/steps", 0.0) for c, r in results.items()}
-        latency = {c: 2 * steps[c] * self.latest_rtt.get(c, 0.0) / 1000 for c in results}
+        rtt = {c: self.rtt_ms(c, k) for k, ms in grouping.groups.items() for c in ms}
+        latency = {c: 2 * steps[c] * rtt.get(c, 0.0) / 1000 for c in results}
         seconds = max((link[c] / self.bandwidth[c] + latency[c] for c in link), default=0.0)
         self.link_seconds += seconds
         batches = [r.metrics.get("link/batch", 0.0) for r in results.values()]
@@ -358,9 +357,9 @@ class Elsa(FedMethod):
 
 def label_entropy(part) -> float:
     """H = −Σ_c p_c log p_c of a client's (task, answer) classes, in nats."""
-    from collections import Counter
+    from fedlab.data.federated import class_counts
 
-    counts = np.array(list(Counter((e.task, e.target) for e in part).values()), dtype=float)
+    counts = np.array(class_counts(part), dtype=float)
     p = counts / counts.sum()
     return float(-(p * np.log(p)).sum())
 
@@ -375,10 +374,3 @@ def trust_entropy_spearman(trust, train) -> float:
         return float("nan")
     return float(spearmanr(trust, ent).statistic)
 
-
-def cloud_latency_ms(clients: np.ndarray, area_km: float, cloud_km: float, seed: int) -> np.ndarray:
-    """[N] round trips to Simple SL's cloud at `cloud_km` from the centre of the area_km × area_km area (along
-    its first axis), with the edges' latency model: 20 ms + 25 ms/km · distance + U(0, 20) ms."""
-    cloud = np.array([area_km / 2 + cloud_km, area_km / 2])
-    dist = np.linalg.norm(clients - cloud, axis=-1)
-    return 20.0 + 25.0 * dist + np.random.default_rng(seed).uniform(0, 20.0, dist.shape)
