@@ -17,7 +17,6 @@ def _fail(msg: str, code: int = 2) -> int:
 
 def cmd_run(args) -> int:
     from fedlab.config import load_config
-    from fedlab.experiment import run_experiment
 
     # config errors and preflight errors (raised by run_experiment before anything is written) reach
     # main(), which prints them as one line
@@ -26,6 +25,38 @@ def cmd_run(args) -> int:
 
     if cfg.numerics != numerics.mode():
         return _restart(args.argv, {numerics.ENV: cfg.numerics})
+    from fedlab import interrupt
+
+    try:
+        with interrupt.handlers():
+            return _run(args, cfg)
+    except interrupt.Interrupted as e:
+        return _interrupted(e, args, cfg)
+
+
+def _interrupted(e, args, cfg) -> int:
+    """One line for a run stopped by a signal: after which round, where the checkpoint is, how to resume."""
+    import shlex
+    import signal
+
+    from fedlab.runtime.federation import run_dir
+
+    again = ["fedlab", "run", *[a for a in args.argv[1:] if not a.startswith("resume=")], "resume=true"]
+    name = signal.Signals(e.signum).name
+    if args.seeds:
+        said = f"interrupted ({name}); the seeds that finished are recorded, the others stopped at a round's end"
+    elif e.after_round is not None:
+        said = (f"interrupted ({name}) after round {e.after_round} of {cfg.federation.rounds}; its checkpoint is "
+                f"in {run_dir(cfg)}")
+    else:
+        said = f"interrupted ({name}) {e.where or 'before round 1 completed'}; no round was checkpointed"
+    print(f"fedlab: {said}; resume with: {shlex.join(again)}", file=sys.stderr)
+    return e.exit_code
+
+
+def _run(args, cfg) -> int:
+    from fedlab.experiment import run_experiment
+
     if args.seeds:
         from fedlab.seeds import run_seeds
 
@@ -381,13 +412,24 @@ def main(argv: list[str] | None = None) -> int:
         from fedlab import numerics
 
         numerics.check_mode()
-        return args.fn(args)
+        if args.cmd != "zoo":
+            return args.fn(args)
+        from fedlab import interrupt
+
+        try:        # a zoo build stops at its next pretraining step on SIGINT / SIGTERM, keeping nothing
+            with interrupt.handlers():
+                return args.fn(args)
+        except interrupt.Interrupted as e:
+            return _fail(f"interrupted ({e}); run the command again to build from the start", e.exit_code)
     except ConfigError as e:
         return _fail(str(e))
     except FileNotFoundError as e:
         return _fail(str(e))
     except ZooError as e:
         return _fail(str(e))
+    except KeyboardInterrupt:       # a Ctrl-C outside a run's handlers (start-up, a table, the UI)
+        print("fedlab: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

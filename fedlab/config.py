@@ -12,6 +12,7 @@ from typing import Any, Literal, Optional
 
 import yaml
 
+from fedlab.files import anchored
 from fedlab.validation import ConfigError, MethodConfig, check, choose  # noqa: F401  (re-exported)
 
 
@@ -76,7 +77,7 @@ class DataConfig:
     public_source: Literal["instructions", "holdout"] = "instructions"
     # with public_source "instructions": a JSON / JSON Lines file of Alpaca-shaped rows (instruction, input,
     # output) from which public_size rows are drawn (seeded) instead of the embedded instruction set
-    public_path: Optional[str] = None
+    public_path: Optional[str] = field(default=None, metadata={"input_path": True})
     public_fraction: float = 0.2
     # what the runs are scored on: "test" (the test sets) or "validation" — validation_per_task rows of each
     # task's training data, held out before partitioning (seeded), stand in for the test sets, which are not
@@ -84,7 +85,7 @@ class DataConfig:
     evaluate_on: Literal["test", "validation"] = "test"
     validation_per_task: int = 100
     world_seed: int = 0                # the synthetic world; separate from the run seed
-    hf_dir: Optional[str] = None       # local folder of JSON rows for hf:<name> (offline); None: the Hub
+    hf_dir: Optional[str] = field(default=None, metadata={"input_path": True})  # local folder of JSON rows for hf:<name> (offline); None: the Hub
     # 0: every client is scored on the shared per-task test sets; > 0: each client's test set is this
     # fraction of its own partition, held out before training (Co-PLMs: 80 % train / 20 % test per device)
     client_test_fraction: float = 0.0
@@ -447,6 +448,27 @@ def apply_override(tree: dict, item: str) -> dict:
     return tree
 
 
+def input_path_keys() -> set[str]:
+    """The dotted keys whose values are input files or folders (fields with metadata `input_path`): in a YAML
+    relative to its folder, on the command line to the working directory (`fedlab.files`)."""
+    from fedlab import registry
+
+    keys = {f"data.{f.name}" for f in dataclasses.fields(DataConfig) if f.metadata.get("input_path")}
+    for name in registry.method_names():
+        keys |= {f"method.{f.name}" for f in dataclasses.fields(registry.get(name).config_cls)
+                 if f.metadata.get("input_path")}
+    return keys
+
+
+def _anchor_paths(tree: dict, base: Path, keys: set[str]) -> None:
+    """Rewrite, in place, the input paths of `tree` written relative to `base` in their stored form."""
+    for key in keys:
+        section, _, name = key.partition(".")
+        node = tree.get(section)
+        if isinstance(node, dict) and name in node:
+            node[name] = anchored(node[name], base)
+
+
 def load_yaml_tree(path: str | Path) -> dict:
     path = Path(path)
     if not path.exists():
@@ -461,6 +483,11 @@ def load_yaml_tree(path: str | Path) -> dict:
     if isinstance(plugins, list):
         tree["plugins"] = [str((path.parent / p).resolve()) if isinstance(p, str) and p.endswith(".py")
                            and not Path(p).is_absolute() else p for p in plugins]
+    if isinstance(plugins, list):
+        from fedlab import registry
+
+        registry.load_plugins([p for p in tree["plugins"] if isinstance(p, str)])
+    _anchor_paths(tree, path.parent, input_path_keys())
     base = tree.pop("defaults", None)  # `defaults: other.yaml` inherits another file, relative to this one
     if base:
         tree = inherit(load_yaml_tree(path.parent / base), tree)
@@ -546,8 +573,13 @@ def load_config(path: str | Path | None = None, overrides: list[str] | tuple[str
     names = [item.split("=", 1)[1].strip() for item in overrides if item.split("=", 1)[0].strip() == "method.name"]
     if names and yaml.safe_load(names[-1]) != _method_name(tree):
         tree.pop("method", None)
+    keys = input_path_keys()
     for item in overrides:
         apply_override(tree, item)
+        key = item.split("=", 1)[0].strip()
+        if key in keys:       # a path on the command line is relative to the working directory
+            section, _, name = key.partition(".")
+            tree[section][name] = anchored(tree[section][name], Path.cwd())
     return build_config(tree)
 
 

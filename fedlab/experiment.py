@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fedlab.config import ExperimentConfig, to_yaml
+from fedlab.interrupt import Interrupted
 
 
 def preflight(cfg: ExperimentConfig) -> None:
@@ -101,7 +102,7 @@ def run_experiment(cfg: ExperimentConfig, tracker=None, progress: bool = True):
     # the MLflow run id is written next to the checkpoint when the run starts, so a run killed at any
     # moment — even before its first checkpoint — is continued, not duplicated
     id_file = run_dir(cfg) / "mlflow_run_id"
-    resume_id = id_file.read_text().strip() or None if cfg.resume and id_file.exists() else None
+    resume_id = _resume_run_id(id_file) if cfg.resume and id_file.exists() else None
     own_tracker = tracker is None
     tracker = tracker or make_tracker(cfg, run_id=resume_id)
     try:
@@ -111,14 +112,32 @@ def run_experiment(cfg: ExperimentConfig, tracker=None, progress: bool = True):
         history = run_federation(method, backend, cfg, tracker, progress)
         history.models, history.environment, history.diff = models, env, diff
         _log_artifacts(cfg, method, history, tracker)
-    except BaseException:
+    except BaseException as e:
         backend.shutdown()
-        if own_tracker:
-            tracker.finish("FAILED")
+        if own_tracker:        # a run stopped by a signal was killed, not failed (`fedlab.interrupt`)
+            tracker.finish("KILLED" if isinstance(e, (Interrupted, KeyboardInterrupt)) else "FAILED")
         raise
     if own_tracker:
         tracker.finish()
     return history
+
+
+def _resume_run_id(id_file: Path) -> str | None:
+    """The MLflow run id a resumed run continues (32 hex digits in the run folder's `mlflow_run_id`); a
+    damaged file is said on stderr and the rest is logged to a new MLflow run."""
+    import re
+    import sys
+
+    try:
+        text = id_file.read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        text = None
+    if text is not None and re.fullmatch(r"[0-9a-f]{32}", text):
+        return text
+    if text:
+        print(f"[fedlab] {id_file} does not hold an MLflow run id: the resumed run is logged to a new MLflow run",
+              file=sys.stderr)
+    return None
 
 
 def _record_environment(cfg, tracker) -> tuple[dict, str]:

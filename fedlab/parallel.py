@@ -4,6 +4,7 @@ the machine instead. A run in a worker gives the numbers it gives alone (every r
 the config's seed, every run starts from fresh residents, MKL sums are conditionally reproducible)."""
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 
@@ -15,8 +16,13 @@ def default_jobs(cfgs) -> int:
     return 1 if ray else max(1, min(len(cfgs), (os.cpu_count() or 1) // threads))
 
 
-def _run_one(tree: dict, tags: dict | None, progress: bool = False):
-    """One experiment (in a worker process: the config rebuilt from its mapping, plugins imported first)."""
+def _run_one(tree: dict, tags: dict | None, progress: bool = False, worker: bool = False):
+    """One experiment (in a worker process: the config rebuilt from its mapping, plugins imported first). A
+    worker ignores the terminal's SIGINT and stops at its next round's end on the SIGUSR1 its parent forwards
+    (`run_many`); in the caller's process the caller's handlers stay."""
+    import signal
+
+    from fedlab import interrupt
     from fedlab.config import build_config
     from fedlab.experiment import run_experiment
     from fedlab.tracking import make_tracker
@@ -24,10 +30,12 @@ def _run_one(tree: dict, tags: dict | None, progress: bool = False):
     cfg = build_config(tree)
     tracker = make_tracker(cfg, tags=tags) if cfg.tracking.enabled else None
     try:
-        history = run_experiment(cfg, tracker=tracker, progress=progress)
-    except BaseException:
+        with (interrupt.handlers((signal.SIGUSR1,), ignore=(signal.SIGINT,)) if worker
+              else contextlib.nullcontext()):
+            history = run_experiment(cfg, tracker=tracker, progress=progress)
+    except BaseException as e:
         if tracker is not None:
-            tracker.finish("FAILED")
+            tracker.finish("KILLED" if isinstance(e, (interrupt.Interrupted, KeyboardInterrupt)) else "FAILED")
         raise
     if tracker is not None:
         tracker.finish()
@@ -50,12 +58,36 @@ def run_many(cfgs: list, tags: list[dict | None], jobs: int, progress: bool = Fa
                 yield i, e
         return
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    import signal
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    from fedlab import interrupt
 
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(_run_one, c.to_dict(), t): i for i, (c, t) in enumerate(zip(cfgs, tags))}
-        for f in as_completed(futures):
+        futures = {pool.submit(_run_one, c.to_dict(), t, False, True): i for i, (c, t) in enumerate(zip(cfgs, tags))}
+        forwarded, left = False, set(futures)
+        while left:
             try:
-                yield futures[f], f.result()
-            except Exception as e:   # one failed run must not lose the others: hand it back, keep going
-                yield futures[f], e
+                done, left = wait(left, timeout=1.0, return_when=FIRST_COMPLETED)
+            except interrupt.Interrupted:       # a second signal: stop the workers now
+                _signal_workers(pool, signal.SIGTERM)
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            if interrupt.requested() and not forwarded:     # a stop asked for: runs not started are dropped,
+                forwarded = True                             # running ones stop at their next round's end
+                for f in left:
+                    f.cancel()
+                _signal_workers(pool, signal.SIGUSR1)
+            for f in done:
+                if f.cancelled():
+                    continue
+                try:
+                    yield futures[f], f.result()
+                except Exception as e:   # one failed run must not lose the others: hand it back, keep going
+                    yield futures[f], e
+
+
+def _signal_workers(pool, signum: int) -> None:
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        with contextlib.suppress(OSError):
+            os.kill(proc.pid, signum)

@@ -90,7 +90,14 @@ class Results:
         self._loaded = dict(self.records)      # what this object read, to tell its own writes apart
 
     def _read(self) -> dict:
-        return json.loads(self.path.read_text()) if self.path.exists() else {}
+        """The file's records ({} when there is none); a damaged file is one line (`fedlab.files`)."""
+        if not self.path.exists():
+            return {}
+        from fedlab.files import read_json
+
+        return read_json(self.path, None, f"restore it with `git checkout -- {self.path}` (it is committed), or "
+                                          "move it aside to record the table afresh", dict,
+                         "table records {key@seed: record}")
 
     def save(self) -> None:
         """Write the records atomically, merged with what is on disk now: records this object added or
@@ -404,10 +411,10 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
         parser.error(f"--only {args.only!r} names no row prefix (e.g. --only homo/,hetero/)")
     from fedlab.config import ConfigError
 
-    results = Results(Path(folder) / "results.json")
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     rows = select_rows(plan(), args.only)
     try:
+        results = Results(Path(folder) / "results.json")
         if not args.render_only:
             execute(rows, results, seeds, tuple(args.overrides), args.rerun, title, summarize, jobs=args.jobs,
                     allow_dirty=args.allow_dirty)

@@ -53,9 +53,12 @@ def run_seeds(cfg: ExperimentConfig, seeds: list[int], progress: bool = True, jo
             if progress:
                 print(f"[fedlab] seed {runs[i].seed} done: {h.headline} {h.final.get(h.headline, float('nan')):.4f}",
                       file=sys.stderr, flush=True)
-    except BaseException:
+    except BaseException as e:
         if parent_id:
-            mlflow.MlflowClient().set_terminated(parent_id, "FAILED")
+            from fedlab.interrupt import Interrupted
+
+            killed = isinstance(e, (Interrupted, KeyboardInterrupt))
+            mlflow.MlflowClient().set_terminated(parent_id, "KILLED" if killed else "FAILED")
         raise
     if parent_id:
         client = mlflow.MlflowClient()

@@ -94,7 +94,12 @@ def _same_identity(folder: Path, identity: dict) -> bool:
     """True when the folder's finished trials were made from `identity` (then they are resumed); otherwise the
     old trials move aside (tune.stale-<n>) and the identity is recorded for the fresh sweep."""
     path = folder / "identity.json"
-    old = json.loads(path.read_text()) if path.exists() else None
+    old = None
+    if path.exists():
+        from fedlab.files import read_json
+
+        old = read_json(path, None, "delete it (the sweep's finished trials then move aside and it starts "
+                                    "afresh), or run with --fresh", dict, "a sweep identity")
     if old == identity:
         return True
     tune_dir = folder / "tune"
@@ -139,9 +144,16 @@ def run_sweep(base: str, grid: dict[str, list], overrides: list[str], name: str,
     # fails, never left active
     setup_mlflow(cfg.tracking.uri, cfg.tracking.artifact_root, cfg.tracking.experiment)
     parent_file = folder / "parent_run_id"
-    parent_id = parent_file.read_text().strip() if parent_file.exists() and resume else None
-    parent = mlflow.start_run(run_id=parent_id, run_name=None if parent_id else f"sweep-{name}",
-                              tags={"fedlab.sweep": name})
+    parent_id = parent_file.read_text(errors="replace").strip() if parent_file.exists() and resume else None
+    try:
+        parent = mlflow.start_run(run_id=parent_id, run_name=None if parent_id else f"sweep-{name}",
+                                  tags={"fedlab.sweep": name})
+    except mlflow.exceptions.MlflowException:
+        if not parent_id:
+            raise
+        print(f"[fedlab] {parent_file} names MLflow run {parent_id[:40]!r}, which {cfg.tracking.uri} does not hold: "
+              "the resumed sweep gets a new parent run", file=sys.stderr, flush=True)
+        parent = mlflow.start_run(run_name=f"sweep-{name}", tags={"fedlab.sweep": name})
     parent_file.write_text(parent.info.run_id)
     try:
         if not parent_id:

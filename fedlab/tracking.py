@@ -41,8 +41,16 @@ def setup_mlflow(uri: str, artifact_root: str, experiment: str):
         db = Path(uri[len("sqlite:///"):])
         db.parent.mkdir(parents=True, exist_ok=True)
     mlflow.set_tracking_uri(uri)
-    client = mlflow.MlflowClient()
-    exp = client.get_experiment_by_name(experiment)
+    try:
+        client = mlflow.MlflowClient()
+        exp = client.get_experiment_by_name(experiment)
+    except Exception as e:      # a damaged or foreign database file, a store that cannot be reached
+        from fedlab.files import problem
+
+        first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        raise problem("tracking.uri", uri, f"is not an MLflow store that can be opened ({first})",
+                      "move the file aside (a new store is made in its place), or point tracking.uri "
+                      "elsewhere, or run with tracking.enabled=false") from None
     if exp is None:
         exp_id = client.create_experiment(experiment, artifact_location=_artifact_location(artifact_root, experiment),
                                           tags={EXPERIMENT_KIND: MODEL_TRAINING})
@@ -66,8 +74,18 @@ class Tracker:
         os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
         setup_mlflow(tc.uri, tc.artifact_root, tc.experiment)
         name = tc.run_name or f"{cfg.method.name}-{Path(cfg.model.name).name}-s{cfg.seed}"
-        self.run = mlflow.start_run(run_id=run_id, run_name=None if run_id else name, nested=nested,
-                                    tags=tags)
+        try:
+            self.run = mlflow.start_run(run_id=run_id, run_name=None if run_id else name, nested=nested,
+                                        tags=tags)
+        except mlflow.exceptions.MlflowException as e:
+            if run_id is None:
+                raise
+            from fedlab.config import ConfigError
+
+            raise ConfigError(f"resume: the run's folder names MLflow run {run_id}, which the store {tc.uri} "
+                              f"does not hold ({str(e).splitlines()[0][:120]}); resume with the tracking.uri it "
+                              "was logged to, or delete the folder's mlflow_run_id file to log the rest to a "
+                              "new MLflow run") from None
         self.run_id = self.run.info.run_id
         self.experiment_id = self.run.info.experiment_id
         try:

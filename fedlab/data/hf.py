@@ -241,7 +241,9 @@ def load_rows(name: str, split: str, hf_dir: str | None = None):
 
 
 def local_files(name: str, split: str, hf_dir: str) -> list[Path]:
-    folder = Path(hf_dir) / name
+    from fedlab.files import input_path
+
+    folder = input_path(hf_dir) / name
     files = sorted(folder.glob(f"{split}.json*"))
     if not files:
         raise FileNotFoundError(f"data.hf_dir: no {split}.json or {split}.jsonl under {folder}")

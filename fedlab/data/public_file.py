@@ -9,6 +9,7 @@ import random
 from pathlib import Path
 
 from fedlab.data.tasks import Example
+from fedlab.files import input_path
 from fedlab.validation import ConfigError
 
 KEYS = ("instruction", "output")
@@ -16,7 +17,7 @@ KEYS = ("instruction", "output")
 
 def read_rows(path: str | Path) -> list[dict]:
     """The file's rows, each checked for the Alpaca keys (one clear line naming the row otherwise)."""
-    p = Path(path).expanduser()
+    p = input_path(path)
     if not p.is_file():
         raise ConfigError(f"data.public_path: {str(p)!r} is not a file (a JSON list or JSON Lines of "
                           "{instruction, input, output} rows)")

@@ -48,7 +48,11 @@ class Profile:
 
     @classmethod
     def from_json(cls, text: str) -> Profile:
-        d = json.loads(text)
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Profile:
+        """The profile of a parsed JSON object; a KeyError, TypeError or ValueError when it is not one."""
         return cls([int(r) for r in d["ranks"]], {int(k): float(v) for k, v in d["memory_mb"].items()},
                    {int(k): float(v) for k, v in d["step_s"].items()}, d.get("meta", {}))
 
@@ -144,7 +148,12 @@ def measured_profile(cfg, model_name: str, ranks, scale: float, steps: int = 9, 
              "device": str(device).split(":")[0], "torch": torch.__version__, "steps": steps, "warmup": warmup}
     path = fedlab_home() / "profiles" / f"{profile_key(parts)}.json"
     if cache and path.exists() and not refresh:
-        return Profile.from_json(path.read_text())
+        try:
+            return Profile.from_json(path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
+            if log:      # a cache: a damaged entry is measured again, not an error
+                log(f"[fedlab] floe profile: the cached profile {path} cannot be read ({type(e).__name__}); "
+                    "measuring again")
     threads = torch.get_num_threads()
     torch.set_num_threads(cfg.backend.threads)
     memory, step = {}, {}
@@ -171,5 +180,20 @@ def measured_profile(cfg, model_name: str, ranks, scale: float, steps: int = 9, 
     return prof
 
 
-def load_profile(path: str | Path) -> Profile:
-    return Profile.from_json(Path(path).read_text())
+def load_profile(path: str | Path, key: str = "method.profile") -> Profile:
+    """The pinned profile at `path` (a config value: relative to the repository root, `fedlab.files`); a
+    missing, damaged or misshapen file is one line naming `key`, the file and how to make a good one."""
+    from fedlab.files import input_path, problem, read_json
+
+    p = input_path(path)
+    fix = "write one with `fedlab profile CONFIG --out FILE`, or set method.profile=null to measure this machine"
+    d = read_json(p, key, fix, dict, "a rank profile {ranks, memory_mb, step_s}")
+    try:
+        prof = Profile.from_dict(d)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        what = f"lacks the field {e.args[0]!r}" if isinstance(e, KeyError) else f"has a bad value ({e})"
+        raise problem(key, p, f"is not a rank profile: it {what}", fix) from None
+    bad = [r for r in prof.ranks if r not in prof.memory_mb or r not in prof.step_s]
+    if bad or not prof.ranks:
+        raise problem(key, p, f"is not a rank profile: ranks {bad or '[]'} have no memory_mb / step_s entry", fix)
+    return prof

@@ -30,6 +30,7 @@ from transformers import (
     Qwen2Config,
 )
 
+from fedlab import interrupt
 from fedlab.home import fedlab_home
 from fedlab.models.digest import weights_sha256  # noqa: F401  (re-exported: zoo.weights_sha256)
 from fedlab.models.tokenizers import train_tokenizer
@@ -189,9 +190,51 @@ def shipped_current(name: str, world_seed: int = 0) -> bool:
 
 
 def cache_meta(name: str) -> dict:
-    """meta.json of the copy built on this machine under $FEDLAB_HOME ({} when none)."""
+    """meta.json of the copy built on this machine under $FEDLAB_HOME ({} when none, and when the copy is
+    damaged: its meta.json unreadable, or a file whose size or sha256 differs from what meta.json recorded at
+    the build — the cache is then rebuilt, with a line saying why)."""
     path = zoo_dir(name) / "meta.json"
-    return json.loads(path.read_text()) if path.exists() else {}
+    if not path.exists():
+        return {}
+    try:
+        meta = json.loads(path.read_text())
+        if not isinstance(meta, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as e:
+        return _damaged(name, f"{path} cannot be read ({type(e).__name__})")
+    bad = cache_problems(zoo_dir(name), meta.get("files") or {})
+    return _damaged(name, bad[0]) if bad else meta
+
+
+def cache_problems(folder: Path, files: dict) -> list[str]:
+    """What differs between the files of a built copy and their recorded {name: {bytes, sha256}} (checked once
+    per process and file state)."""
+    from fedlab.models import shipped
+
+    out = []
+    for fname, f in sorted(files.items()):
+        p = folder / fname
+        if not p.is_file():
+            out.append(f"{p} is missing")
+        elif p.stat().st_size != f["bytes"]:
+            out.append(f"{p} has {p.stat().st_size} bytes, {f['bytes']} when built")
+        elif not shipped._checked(str(p), p.stat().st_size, p.stat().st_mtime_ns, f["sha256"]):
+            out.append(f"{p}'s sha256 differs from the one recorded when it was built")
+    return out
+
+
+_SAID: set[str] = set()
+
+
+def _damaged(name: str, why: str) -> dict:
+    import sys
+
+    if why in _SAID:
+        return {}
+    _SAID.add(why)
+    print(f"[fedlab] zoo: the copy of {name} built under FEDLAB_HOME is damaged ({why}); it is a cache: "
+          f"rebuilding it (`fedlab zoo build {name} --rebuild`)", file=sys.stderr, flush=True)
+    return {}
 
 
 def read_meta(name: str) -> dict:
@@ -336,6 +379,7 @@ def _pretrain(name: str, spec: ZooSpec, world_seed: int, progress: bool, out: Pa
     lines_every = max(1, spec.steps // 10) if progress and bar.disable else 0
     loss_v = float("nan")
     for step in bar:
+        interrupt.check(f"while building zoo model {name} (step {step} of {spec.steps}; nothing was kept)")
         batch = packer.batch(spec.batch_size)
         if encoder:        # [CLS] first, then masked-LM targets on 15 % of the tokens
             batch = torch.cat([torch.full((len(batch), 1), tok.cls_token_id), batch[:, :-1]], dim=1)
@@ -365,6 +409,10 @@ def _pretrain(name: str, spec: ZooSpec, world_seed: int, progress: bool, out: Pa
                 seconds=round(time.time() - t0, 1), world_seed=world_seed, role=spec.role,
                 fingerprint=fingerprint(name, world_seed), weights_sha256=weights_sha256(model.state_dict()),
                 built_on=_built_on(), recipe=recipe(name, world_seed))
+    from fedlab.models import shipped
+
+    meta["files"] = {f.name: {"bytes": f.stat().st_size, "sha256": shipped.file_sha256(f)}
+                     for f in sorted(tmp.iterdir()) if f.is_file()}
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)

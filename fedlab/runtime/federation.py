@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from fedlab import interrupt
 from fedlab.config import to_yaml
 from fedlab.runtime.context import FederationError, RoundContext, log_line
 from fedlab.runtime.resident import clear_residents
@@ -101,6 +102,16 @@ def _progress(method, m: dict, rounds: int, seconds: float) -> str:
                       f"{seconds:.1f}s"])
 
 
+def _logged_round(marker: Path) -> int:
+    """The last round the tracker got (the run folder's `logged_round`); a damaged marker means "none": the
+    resumed run logs every checkpointed round again (said on stderr)."""
+    try:
+        return int(marker.read_text().strip())
+    except (OSError, ValueError):
+        log_line(f"[fedlab] {marker} is damaged: logging every checkpointed round to MLflow again")
+        return -1
+
+
 def run_federation(method, backend, cfg, tracker=None, progress: bool = True) -> History:
     from fedlab.tracking import NullTracker
 
@@ -113,7 +124,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
         (out / "mlflow_run_id").write_text(tracker.run_id)
     # the last round whose metrics reached the tracker: a resumed run logs only what is missing
     marker = out / "logged_round"
-    logged = int(marker.read_text()) if cfg.resume and marker.exists() else -1
+    logged = _logged_round(marker) if cfg.resume and marker.exists() else -1
 
     def log_round(metrics: dict) -> None:
         nonlocal logged
@@ -166,6 +177,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
         log_round(m)
         if progress:
             log_line(_progress(method, m, rounds, time.perf_counter() - t0) + "  (zero-shot)")
+        interrupt.check("before round 1 completed")
     for rnd in range(start, rounds + 1):
         t0 = time.perf_counter()
         ctx = context(rnd)
@@ -186,6 +198,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
         log_round(m)
         if progress:
             log_line(_progress(method, m, rounds, m["time/round"]))
+        interrupt.stop_point(rnd)       # a stop asked for by SIGINT / SIGTERM: here, the round checkpointed
         if stop:
             log_line(f"[fedlab] stopped after round {rnd} of {rounds}: the method's stopping rule was met")
             break

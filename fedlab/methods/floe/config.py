@@ -30,7 +30,8 @@ class FloeConfig(MethodConfig):
     devices: tuple[DeviceClass, ...] = field(default_factory=lambda: ORIN_CLASSES)
     background_load: float = 0.3     # a round's load u ~ U(0, this) takes u of the memory range, speed·(1 − u/2)
     deadline: Optional[float] = None     # simulated seconds per round; null: the midpoint rule (README)
-    profile: Optional[str] = None        # a profile JSON to use instead of measuring this machine
+    # a profile JSON to use instead of measuring this machine (in a YAML: relative to the YAML's folder)
+    profile: Optional[str] = field(default=None, metadata={"input_path": True})
     # synchronous (deadline-based, the paper's protocol) or asynchronous (Eq. 5, our extra mode)
     mode: str = "sync"
     async_beta: Optional[float] = None   # β of exp(−β·τ), τ in simulated seconds; null: ln 2 / T (one deadline late weighs ½)

@@ -31,6 +31,7 @@ from fedlab.runtime.context import log_line
 from fedlab.runtime.resident import get_resident
 from fedlab.transforms import chain_to_wire, set_state, transform
 from fedlab.transforms.lora import lora_rank_axes
+from fedlab.validation import ConfigError
 
 
 @dataclass
@@ -65,6 +66,18 @@ class Floe(FedMethod):
     @property
     def resident(self):
         return self.resident_at(self.r_max)
+
+    @staticmethod
+    def preflight(cfg, data) -> None:
+        """A pinned profile (`method.profile`) is read before anything is written: a missing, damaged or
+        misshapen file, or one without an entry for every rank of `method.ranks`, is one ConfigError line."""
+        m = cfg.method
+        if m.profile:
+            prof = load_profile(m.profile)
+            missing = [r for r in m.ranks if r not in prof.memory_mb]
+            if missing:
+                raise ConfigError(f"method.profile: {m.profile} has no entry for ranks {missing} of method.ranks "
+                                  f"{list(m.ranks)}; profile those ranks with `fedlab profile CONFIG --out FILE`")
 
     def __init__(self, cfg, data):
         super().__init__(cfg, data)
@@ -130,7 +143,7 @@ class Floe(FedMethod):
                              measured_profile(self.cfg, self.cfg.model.name, self.ranks, m.lora_scale, log=log_line))
             missing = [r for r in self.ranks if r not in self._profile.memory_mb]
             if missing:
-                raise ValueError(f"method.profile: the profile has no entry for ranks {missing} of method.ranks")
+                raise ConfigError(f"method.profile: the profile has no entry for ranks {missing} of method.ranks")
         return self._profile
 
     def steps(self, cid: int) -> int:

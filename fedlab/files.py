@@ -1,0 +1,86 @@
+"""The files a config points at, and reading them so that a bad one ends in one line.
+
+Paths. A relative input path written in a YAML (`data.public_path`, `data.hf_dir`, a method's file fields such
+as Floe's `method.profile`, `plugins`) is relative to that YAML's folder; one given on the command line is
+relative to the working directory. Either is stored in the config in one canonical form: relative to the
+repository root when the file lies inside it (so a config's identity, `run_key`, is the same on every machine
+and from every working directory), absolute otherwise. `input_path` turns a stored value back into a path.
+Outputs (`output_dir`, `tracking.uri`) stay relative to where the command runs.
+
+Reading. `read_json` returns the parsed file or raises `FileProblem` — a `ConfigError`, so the CLI prints it
+as one line — naming the config key that pointed at the file, the file, what is wrong and what to do. A leaf
+module: it imports nothing of fedlab's but `validation`."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fedlab.validation import ConfigError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class FileProblem(ConfigError):
+    """A file fedlab was pointed at is missing, damaged or of the wrong shape (one line: key, file, fix)."""
+
+
+def canonical(path: Path) -> str:
+    """`path` (absolute) relative to the repository root when it lies inside it, else absolute; POSIX form."""
+    path = path.resolve()
+    try:
+        return path.relative_to(ROOT).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def anchored(value: Any, base: Path) -> Any:
+    """A path string as written in a file in folder `base` (or on the command line: `base` is the working
+    directory) in its canonical stored form; anything but a non-empty string is returned as it is."""
+    if not isinstance(value, str) or not value.strip():
+        return value
+    p = Path(value).expanduser()
+    return canonical(p if p.is_absolute() else base / p)
+
+
+def input_path(value: str | Path) -> Path:
+    """The file a stored config value names (relative values are relative to the repository root)."""
+    p = Path(value).expanduser()
+    return p if p.is_absolute() else ROOT / p
+
+
+def problem(key: str | None, path: Path | str, what: str, fix: str) -> FileProblem:
+    where = f"{key}: " if key else ""
+    return FileProblem(f"{where}{path}: {what}; {fix}")
+
+
+def read_text(path: Path | str, key: str | None = None, fix: str = "check the path") -> str:
+    """The file's text; a missing, unreadable or non-UTF-8 file is a FileProblem."""
+    path = Path(path)
+    if not path.exists():
+        raise problem(key, path, "no such file", fix)
+    if not path.is_file():
+        raise problem(key, path, "is not a file", fix)
+    try:
+        return path.read_text()
+    except UnicodeDecodeError as e:
+        raise problem(key, path, f"is not UTF-8 text (byte {e.start})", fix) from None
+    except OSError as e:
+        raise problem(key, path, f"cannot be read ({e.strerror})", fix) from None
+
+
+def read_json(path: Path | str, key: str | None = None, fix: str = "check the path",
+              shape: type | tuple[type, ...] = dict, what: str = "JSON") -> Any:
+    """The parsed JSON file; missing, empty, cut short or not of type `shape` at top level is a FileProblem."""
+    text = read_text(path, key, fix)
+    if not text.strip():
+        raise problem(key, path, f"is empty (expected {what})", fix)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise problem(key, path, f"is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}; a file cut "
+                                 "short?)", fix) from None
+    if not isinstance(data, shape):
+        names = " or ".join(t.__name__ for t in (shape if isinstance(shape, tuple) else (shape,)))
+        raise problem(key, path, f"holds a JSON {type(data).__name__}, not the {names} of {what}", fix)
+    return data
