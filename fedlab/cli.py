@@ -289,12 +289,21 @@ def cmd_sweep(args) -> int:
     axes = tuple(args.heatmap.split(",")) if args.heatmap else tuple(list(grid)[:2]) if len(grid) >= 2 else None
     if axes and (len(axes) != 2 or any(a not in grid for a in axes)):
         return _fail(f"sweep: --heatmap {args.heatmap!r} must name two grid axes; axes: {', '.join(grid)}")
+    import shlex
     from pathlib import Path
 
+    from fedlab.interrupt import Interrupted
+
     name = args.name or Path(args.config).stem
-    rows = run_sweep(args.config, grid, args.overrides, name, storage=args.storage, address=args.address,
-                     num_cpus=args.num_cpus, cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
-                     max_failures=args.max_failures, metric=args.metric, heatmap_axes=axes, resume=not args.fresh)
+    try:
+        rows = run_sweep(args.config, grid, args.overrides, name, storage=args.storage, address=args.address,
+                         num_cpus=args.num_cpus, cpus_per_trial=args.cpus_per_trial,
+                         gpus_per_trial=args.gpus_per_trial, max_failures=args.max_failures, metric=args.metric,
+                         heatmap_axes=axes, resume=not args.fresh)
+    except (Interrupted, KeyboardInterrupt) as e:
+        again = shlex.join(["fedlab", *[a for a in args.argv if a != "--fresh"]])
+        done = f": {e.where}" if isinstance(e, Interrupted) and e.where else ""
+        return _fail(f"sweep {name!r} interrupted{done}; finished trials are kept — resume with: {again}", 130)
     print(format_ranked(rows, list(grid), args.metric))
     if "seed" in grid:           # a seed axis: each point's mean and interval over its seeds
         from fedlab.sweep import format_over_seeds

@@ -8,7 +8,9 @@ import csv
 import itertools
 import json
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import yaml
@@ -140,6 +142,10 @@ def run_sweep(base: str, grid: dict[str, list], overrides: list[str], name: str,
 
     os.environ["RAY_CHDIR_TO_TRIAL_DIR"] = "0"
     connect(address, num_cpus, "--address")
+    # Tune stops a sweep gracefully on SIGINT (trials stopped, its state saved); SIGTERM is turned into that
+    # (set after Ray's start, whose own handler would abort the process)
+    main = threading.current_thread() is threading.main_thread()
+    old_term = signal.signal(signal.SIGTERM, lambda s, f: os.kill(os.getpid(), signal.SIGINT)) if main else None
     # the parent MLflow run (continued, not duplicated, when the sweep resumes); it ends FAILED if the sweep
     # fails, never left active
     setup_mlflow(cfg.tracking.uri, cfg.tracking.artifact_root, cfg.tracking.experiment)
@@ -161,9 +167,14 @@ def run_sweep(base: str, grid: dict[str, list], overrides: list[str], name: str,
                                "sweep.overrides": " ".join(overrides)[:5000]})
         rows = _tune(tune, mlflow, parent, grid, base, overrides, name, fail_on, folder, cpus_per_trial,
                      gpus_per_trial, metric, max_failures, resume, heatmap_axes)
-    except BaseException:
-        mlflow.end_run("FAILED")
+    except BaseException as e:
+        from fedlab.interrupt import Interrupted
+
+        mlflow.end_run("KILLED" if isinstance(e, (Interrupted, KeyboardInterrupt)) else "FAILED")
         raise
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, old_term if old_term is not None else signal.SIG_DFL)
     mlflow.end_run()
     return rows
 
@@ -186,6 +197,12 @@ def _tune(tune, mlflow, parent, grid, base, overrides, name, fail_on, folder, cp
                            run_config=tune.RunConfig(name="tune", storage_path=str(folder), verbose=1,
                                                      failure_config=tune.FailureConfig(max_failures=max_failures)))
     results = tuner.fit()
+    stopped = [r for r in results if r.error is None and "score" not in (r.metrics or {})]
+    if stopped:         # Ctrl-C: Tune stopped the running trials and saved its state
+        _end_open_trials(mlflow, parent.info.run_id)
+        from fedlab.interrupt import Interrupted
+
+        raise Interrupted(signal.SIGINT, where=f"{len(results) - len(stopped)} of {len(results)} trials finished")
 
     rows = []
     for r in results:
@@ -208,6 +225,15 @@ def _tune(tune, mlflow, parent, grid, base, overrides, name, fail_on, folder, cp
     if ok:
         mlflow.log_metrics({f"best_{metric}": ok[0][metric], "trials_ok": len(ok), "trials_failed": len(rows) - len(ok)})
     return rows
+
+
+def _end_open_trials(mlflow, parent_id: str) -> None:
+    """The trial runs of this sweep still RUNNING in MLflow (their processes stopped by Tune) end KILLED."""
+    client = mlflow.MlflowClient()
+    parent = client.get_run(parent_id)
+    for run in client.search_runs([parent.info.experiment_id],
+                                  f"tags.mlflow.parentRunId = '{parent_id}' and attributes.status = 'RUNNING'"):
+        client.set_terminated(run.info.run_id, "KILLED")
 
 
 def sweep_heatmap(rows: list[dict], axes: tuple[str, str], metric: str, path: Path) -> Path:

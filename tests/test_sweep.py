@@ -134,3 +134,48 @@ def test_htiess_grid_runs_every_point_over_three_seeds_and_prints_their_interval
     assert "0.6000 ± 0.2484" in out          # mean of 0.5, 0.6, 0.7 ± t(0.975, 2) · 0.1 / √3
     assert htiess_grid.main(["--seeds", "1"]) == 0 and "seed" not in seen["grid"]
     assert htiess_grid.main(["--seeds", "0"]) == 2
+
+
+@pytest.mark.slow
+def test_a_sweep_stopped_by_a_signal_ends_in_one_line_with_its_runs_killed(pico_zoo, tmp_path):
+    """Issue 34: Ctrl-C (or SIGTERM, turned into Tune's graceful stop) during trials: one line with the resume
+    command, exit 130, the parent and the stopped trials' MLflow runs KILLED, none left RUNNING."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import mlflow
+
+    args = ["sweep", "experiments/fedproxy/hetero.yaml", "--set", "method.rho=1.0,1.5", "--name", "t",
+            "--storage", str(tmp_path / "sw"), "--num-cpus", "2", *PICO, "federation.rounds=40",
+            "data.public_size=16", "method.bi_samples=16", "data.num_clients=2", "data.tasks=[recall,sentiment]",
+            f"tracking.uri=sqlite:///{tmp_path}/m.db", f"tracking.artifact_root={tmp_path}/art",
+            f"output_dir={tmp_path}/runs"]
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-m", "fedlab.cli", *args], cwd=root, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/m.db")
+    t0 = time.monotonic()
+    while True:      # until a trial's MLflow run is open
+        assert proc.poll() is None and time.monotonic() - t0 < 300, "the sweep ended or never started a trial"
+        if (tmp_path / "m.db").exists():
+            try:
+                runs = mlflow.search_runs(experiment_names=["fedlab"], output_format="list")
+            except Exception:
+                runs = []
+            if any(r.data.tags.get("fedlab.sweep") == "t" and r.info.run_name != "sweep-t" for r in runs):
+                break
+        time.sleep(0.5)
+    time.sleep(2)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=300)
+    last = err.strip().splitlines()[-1]
+    assert proc.returncode == 130, err[-3000:]
+    assert last.startswith("fedlab: error: sweep 't' interrupted") and "resume with: fedlab sweep" in last, last
+    runs = mlflow.search_runs(experiment_names=["fedlab"], output_format="list")
+    status = {r.info.run_name: r.info.status for r in runs}
+    assert status.pop("sweep-t") == "KILLED" and "RUNNING" not in status.values(), status
+    assert "KILLED" in status.values()
+    os.environ.pop("RAY_ADDRESS", None)

@@ -47,12 +47,18 @@ def derived_path(name: str) -> Path:
 
 
 def read_derived_meta(name: str) -> dict:
+    """meta.json of a derived model ({} when missing or damaged: it is a cache, built again)."""
     path = derived_dir(name[len(PREFIX):]) / "meta.json"
-    return json.loads(path.read_text()) if path.exists() else {}
+    try:
+        meta = json.loads(path.read_text()) if path.exists() else {}
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def exists(recipe: dict) -> bool:
-    return (derived_dir(digest_of(recipe)) / "meta.json").exists()
+    """A derived model of this recipe is built here (its meta.json readable: a damaged one is built again)."""
+    return bool(read_derived_meta(PREFIX + digest_of(recipe)))
 
 
 def save_derived(model, tokenizer, recipe: dict, extra: dict | None = None) -> str:

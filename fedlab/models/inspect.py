@@ -21,7 +21,10 @@ def num_blocks(name: str) -> int | None:
         return _ZOO_BLOCKS[name]
     cfg = Path(os.path.expanduser(name)) / "config.json"
     if cfg.exists():
-        c = json.loads(cfg.read_text())
+        from fedlab.files import read_json
+
+        c = read_json(cfg, "model.name", "the folder is not a complete Hugging Face model; save it again with "
+                      "save_pretrained", dict, "a model config")
         for key in ("num_hidden_layers", "n_layer", "num_layers"):
             if key in c:
                 return int(c[key])

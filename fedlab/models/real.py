@@ -78,7 +78,10 @@ def weights_digest(name: str) -> str:
     folder = ensure(name)
     note = folder / "fedlab_weights.json"
     if note.exists():
-        return json.loads(note.read_text())["sha256"]
+        try:
+            return str(json.loads(note.read_text())["sha256"])
+        except (OSError, ValueError, KeyError, TypeError):     # a damaged note: computed again below
+            pass
     h = hashlib.sha256()
     for f in sorted(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin")):
         with f.open("rb") as fh:
