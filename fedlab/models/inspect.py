@@ -1,7 +1,6 @@
 """Facts about a model read from its config file only (no weights, no torch): for config validation."""
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
