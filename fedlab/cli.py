@@ -68,6 +68,11 @@ def _run(args, cfg) -> int:
         return 0
     history = run_experiment(cfg, progress=True)
     print(final_table(history))
+    from fedlab.runtime.federation import format_time_split
+
+    split = format_time_split(history.final)
+    if split:
+        print(split)
     total = history.final.get("time/total", 0.0)
     print(f"\nrun {history.run_id or '(tracking off)'} · outputs in {history.out_dir} · {total:.1f}s")
     if history.run_id:

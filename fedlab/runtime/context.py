@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -62,6 +63,7 @@ class RoundContext:
         self.clients = list(range(num_clients))
         self.tracker, self.out_dir = tracker, Path(out_dir)
         self.metrics: dict = {}
+        self.client_s = 0.0       # wall seconds this round spent waiting for clients' fits (the time split)
         self._losses: dict[str, list] = defaultdict(list)
         self._ok_clients: set[int] = set()
 
@@ -82,7 +84,10 @@ class RoundContext:
     def submit(self, instructions: dict) -> Pending:
         """Send every instruction now; collect answers with `Pending.wait` as they arrive."""
         self.metrics["bytes/down"] = self.metrics.get("bytes/down", 0) + sum(i.nbytes() for i in instructions.values())
-        return Pending(self, instructions, self.backend.stream("fit", instructions))
+        t0 = time.perf_counter()
+        stream = self.backend.stream("fit", instructions)
+        self.client_s += time.perf_counter() - t0
+        return Pending(self, instructions, stream)
 
     def evaluate(self, instructions: dict) -> dict[int, EvalRes]:
         out = {}
@@ -148,7 +153,9 @@ class Pending:
         usable ones among them."""
         answered, failed = {}, {}
         while not self.done and (n is None or len(answered) + len(failed) < n):
-            cid, r = next(self._stream)
+            t0 = time.perf_counter()
+            cid, r = next(self._stream)      # in-process: the client's fit runs here; on Ray: waiting for it
+            self.ctx.client_s += time.perf_counter() - t0
             self.arrived += 1
             (answered if isinstance(r, FitRes) else failed)[cid] = r
         if not answered and not failed:

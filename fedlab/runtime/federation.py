@@ -102,6 +102,25 @@ def _progress(method, m: dict, rounds: int, seconds: float) -> str:
                       f"{seconds:.1f}s"])
 
 
+TIME_PARTS = (("clients", "client fits"), ("server", "server (aggregation, the method's server steps)"),
+              ("eval", "evaluation"), ("bookkeeping", "checkpoints and logging"))
+
+
+def time_split(rounds: list[dict]) -> dict:
+    """Where a run's time went, summed over its rounds (zero-shot evaluation included):
+    `time/total_<part>` seconds for each of TIME_PARTS."""
+    return {f"time/total_{k}": sum(r.get(f"time/{k}", 0.0) for r in rounds) for k, _ in TIME_PARTS}
+
+
+def format_time_split(final: dict) -> str | None:
+    """One line: each part's seconds and share of their sum (None when the run has no split)."""
+    parts = [(label, final.get(f"time/total_{k}")) for k, label in TIME_PARTS]
+    if any(v is None for _, v in parts):
+        return None
+    total = sum(v for _, v in parts) or 1.0
+    return "time: " + " · ".join(f"{label} {v:.1f}s ({100 * v / total:.0f} %)" for label, v in parts)
+
+
 def _logged_round(marker: Path) -> int:
     """The last round the tracker got (the run folder's `logged_round`); a damaged marker means "none": the
     resumed run logs every checkpointed round again (said on stderr)."""
@@ -186,15 +205,19 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
         stop = method.should_stop(rnd)
         m = {"round": rnd, **ctx.round_metrics()}
         m["time/fit_round"] = time.perf_counter() - t0
+        m["time/clients"] = ctx.client_s
+        m["time/server"] = m["time/fit_round"] - ctx.client_s
         if rnd % cfg.eval.every == 0 or rnd == rounds or stop:
             m.update(method.evaluate(rnd, ctx))
             m["time/eval"] = time.perf_counter() - t0 - m["time/fit_round"]
-        m["time/round"] = time.perf_counter() - t0
+        t_book = time.perf_counter()
+        m["time/round"] = t_book - t0        # training and evaluation; bookkeeping is added below
         history.rounds.append(m)
         _save_checkpoint(ckpt_path, {"round": rnd, "method": method.state_dict(),
                                      "client_states": backend.get_client_states(), "history": history.rounds,
                                      "py_rng": random.getstate(), "torch_rng": torch.get_rng_state(),
                                      "run_id": tracker.run_id})
+        m["time/bookkeeping"] = time.perf_counter() - t_book     # checkpoint (its own record lacks this key)
         log_round(m)
         if progress:
             log_line(_progress(method, m, rounds, m["time/round"]))
@@ -211,5 +234,8 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
         tracker.set_tags(words)
     history.final = {**history.rounds[-1], **end}
     history.final["time/total"] = time.perf_counter() - t_run
+    split = time_split(history.rounds)
+    history.final.update(split)
+    tracker.log_metrics(split, step=rounds)
     backend.shutdown()
     return history
