@@ -69,6 +69,28 @@ def test_trust_is_lowest_for_the_client_whose_embeddings_drift():
         divergence_matrix(emb, scale="log")
 
 
+def test_entropy_confidence_by_hand_and_the_diffuse_predictor_is_least_trusted():
+    """fingerprint=predictions: c_n is the mean prediction entropy of the log-probabilities; a client whose
+    predictions on the probes are spread over the classes (trained on flipped labels) gets the lowest trust."""
+    half = torch.log(torch.tensor([[0.5, 0.5], [1.0, 1e-30]], dtype=torch.float64))
+    div = torch.zeros(2, 2, dtype=torch.float64)
+    # entropies: ln 2 and 0 → mean ln(2)/2; the second client a single confident row: 0
+    got = log_trust([half, torch.log(torch.tensor([[1.0, 1e-30]], dtype=torch.float64))], div, "entropy")
+    assert torch.allclose(got, torch.tensor([-np.log(2) / 2, 0.0], dtype=torch.float64), atol=1e-12)
+    g = torch.Generator().manual_seed(0)
+    labels = torch.randint(0, 4, (64,), generator=g)
+
+    def client(sharp: float) -> torch.Tensor:     # log-probabilities peaked on the probe's class by `sharp`
+        logits = torch.randn(64, 4, generator=g) * 0.3 + sharp * torch.nn.functional.one_hot(labels, 4)
+        return torch.log_softmax(logits, -1)
+
+    preds = [client(4.0) for _ in range(6)] + [client(1.0), client(0.8)]
+    w = relative_trust(log_trust(preds, divergence_matrix(preds, scale="median"), "entropy"))
+    assert set(torch.argsort(w)[:2].tolist()) == {6, 7}
+    with pytest.raises(ValueError, match="entropy, inverse_norm"):
+        log_trust(preds, divergence_matrix(preds), "norm")
+
+
 def test_topology_is_seeded_and_feasibility_follows_tau_max():
     a, b = place(20, 4, seed=3), place(20, 4, seed=3)
     assert np.array_equal(a.latency_ms, b.latency_ms) and a.clients.shape == (20, 2)

@@ -291,7 +291,8 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
 
     assert len(rows) == (len(mod.TASKS) * len(mod.ALPHAS) * len(mod.METHODS) + len(mod.RATIOS) + len(mod.DEPTHS)
                          + 2 * len(mod.WARMUPS) + len(mod.TASKS) * len(mod.CAL_SETTINGS)
-                         + len(mod.CONTROL_RATIOS) * len(mod.SKETCH_CONTROLS) + (2 if installed("minilm-l6") else 0))
+                         + len(mod.CONTROL_RATIOS) * len(mod.SKETCH_CONTROLS) + 3 * len(mod.FINGERPRINTS)
+                         + (2 if installed("minilm-l6") else 0))
     for p in rows:
         cfg = load_config(p.config, list(p.overrides))
         m = cfg.method

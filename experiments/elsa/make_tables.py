@@ -36,6 +36,10 @@ ALPHAS = ("0.1", "0.2")
 RATIOS = ("2.1", "3.3", "6.4", "8.4", "11.8")
 DEPTHS = (1, 2, 3, 4)          # Fig. 6 right: split [p, 5 − p, 1]
 WARMUPS = (8, 32, 128)         # the trust step alone (no training round) after longer local warm-ups
+# in-domain probes (issue 29): 20 % of the task's training data held out as the public set the probes come from
+# (the paper's probes are open benchmark text), Q = 256 ≥ D = 128 so the fingerprint's covariance has full rank
+IN_DOMAIN = ("data.public_source=holdout", "data.public_fraction=0.2", "method.probe_size=256")
+FINGERPRINTS = {"pooled": "the head's input (paper)", "predictions": "the head's log-probabilities"}
 CONTROL_RATIOS = ("2.1", "4.2", "8.4")
 # the sketch's controls at each ρ (SPEC §3.4): what each changes against ELSA's sketch (Y = 3, hashes fixed)
 SKETCH_CONTROLS = {"y1": ("Y = 1", ("method.sketch_rows=1",)),
@@ -103,6 +107,14 @@ def plan() -> list[Planned]:
         rows.append(Planned(f"trust/topic/iid/w{w}", HERE / "dirichlet.yaml",
                             ("data.tasks=[topic]", "data.partition=iid", f"method.warmup_steps={w}",
                              "federation.rounds=0"), label=f"trust after {w} warm-up steps, iid", setting="topic iid"))
+    for fp in FINGERPRINTS:      # in-domain probes, each fingerprint: the iid positive control, then the skew
+        for part, over in (("iid", ("data.partition=iid",)), ("a0.1", ("data.alpha=0.1",))):
+            for w in ((32, 128) if part == "iid" else (32,)):
+                rows.append(Planned(f"trust/indomain/{part}/{fp}/w{w}", HERE / "dirichlet.yaml",
+                                    ("data.tasks=[topic]", *over, *IN_DOMAIN, f"method.fingerprint={fp}",
+                                     f"method.warmup_steps={w}", "federation.rounds=0"),
+                                    label=f"trust, in-domain probes, {fp}, {w} warm-up steps",
+                                    setting=f"topic {part}"))
     return rows
 
 
@@ -247,7 +259,7 @@ def mislabel_section(r: Results) -> list[str]:
         return (f"| {setting} | {alpha} | {cell('server/trust/flagged')} | {cell('server/trust/precision')} "
                 f"({len(trust('server/trust/precision'))} of {len(r.runs(key))}) | "
                 f"{cell('server/trust/recall')} | {cell('server/trust/recall_at_m')} | "
-                f"{cell('server/trust/spearman_entropy')} |")
+                f"{cell('server/trust/auc_low')} | {cell('server/trust/spearman_entropy')} |")
 
     out = [row(task, alpha, f"t1/{task}/a{alpha}/elsa") for task in TASKS for alpha in ALPHAS
            if r.runs(f"t1/{task}/a{alpha}/elsa")]
@@ -255,14 +267,23 @@ def mislabel_section(r: Results) -> list[str]:
             if r.runs(f"trust/topic/w{w}")]
     out += [row(f"topic, {w} warm-up steps, no training (positive control)", "iid", f"trust/topic/iid/w{w}")
             for w in WARMUPS if r.runs(f"trust/topic/iid/w{w}")]
+    for fp, what in FINGERPRINTS.items():
+        for part, alpha in (("iid", "iid"), ("a0.1", "0.1")):
+            for w in (32, 128):
+                key = f"trust/indomain/{part}/{fp}/w{w}"
+                if r.runs(key):
+                    out.append(row(f"topic, in-domain probes (Q = 256), fingerprint of {what}, {w} warm-up steps"
+                                   + (" (positive control)" if part == "iid" else ""), alpha, key))
     if not out:
         return []
     return ["", "## Mislabelled clients found by trust (ELSA rows; 4 of 20 clients with half their labels flipped)", "",
             "Spearman: the rank correlation of the clients' trust with their label entropy (does trust rank clients "
             "by how mixed their classes are?). On the iid rows only the flipped labels set clients apart: there "
-            "recall@4 = 1 is the positive control.", "",
+            "recall@4 = 1 is the positive control. AUC: the probability that a mislabeled client's trust is below a "
+            "clean client's (chance 0.5; 1: every mislabeled client below every clean one).", "",
             "| task | α̂ | clients excluded for low trust | exclusion precision (seeds that excluded any) | exclusion recall "
-            "| recall@4 (lowest trust) | Spearman(trust, label entropy) |", "|---|---|---|---|---|---|---|",
+            "| recall@4 (lowest trust) | AUC (mislabeled below clean) | Spearman(trust, label entropy) |",
+            "|---|---|---|---|---|---|---|---|",
             *out]
 
 

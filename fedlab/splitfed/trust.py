@@ -32,12 +32,19 @@ def divergence_matrix(embeddings: list[torch.Tensor], scale: str = "per_dim",
     return out
 
 
-def log_trust(embeddings: list[torch.Tensor], divergence: torch.Tensor) -> torch.Tensor:
-    """[N] log w_n = −mean_j 1/‖T_n^j‖ − mean_{n'≠n} R̂(n, n') (module docstring)."""
+def log_trust(embeddings: list[torch.Tensor], divergence: torch.Tensor, confidence: str = "inverse_norm") -> torch.Tensor:
+    """[N] log w_n = −c_n − mean_{n'≠n} R̂(n, n') (module docstring), with the confidence term
+    c_n = mean_j 1/‖T_n^j‖ (the paper's) or, for fingerprints of log-probabilities (confidence="entropy"),
+    c_n = mean_j H(p_n(· | probe j)) = −mean_j Σ_y p log p, the mean prediction entropy in nats."""
     n = len(embeddings)
-    inv_norm = torch.stack([(1.0 / t.double().norm(dim=-1).clamp_min(1e-12)).mean() for t in embeddings])
+    if confidence == "entropy":
+        conf = torch.stack([-(t.double().exp() * t.double()).sum(-1).mean() for t in embeddings])
+    elif confidence == "inverse_norm":
+        conf = torch.stack([(1.0 / t.double().norm(dim=-1).clamp_min(1e-12)).mean() for t in embeddings])
+    else:
+        raise ValueError(f"trust confidence: {confidence!r} is not allowed; allowed: entropy, inverse_norm")
     others = divergence.sum(1) / max(n - 1, 1)
-    return -inv_norm - others
+    return -conf - others
 
 
 def relative_trust(log_w: torch.Tensor) -> torch.Tensor:

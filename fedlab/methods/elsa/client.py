@@ -89,15 +89,17 @@ class ClassifierModule(ClientModule):
 
 
 @torch.no_grad()
-def cls_embeddings(model, tokenizer, texts: list[str], max_length: int, batch_size: int = 32) -> torch.Tensor:
+def cls_embeddings(model, tokenizer, texts: list[str], max_length: int, batch_size: int = 32,
+                   what: str = "pooled") -> torch.Tensor:
     """[Q, D] pooled vectors (the head's input: mean or [CLS], `method.pooling`) of the whole model's last
-    layer."""
+    layer; with what="predictions" [Q, C] the head's log-probabilities log p(y | text) instead."""
     model.eval()
     out = []
     for i in range(0, len(texts), batch_size):
         enc = tokenizer(texts[i:i + batch_size], padding=True, truncation=True, max_length=max_length,
                         return_tensors="pt")
-        out.append(model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).pooled.cpu())
+        o = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"])
+        out.append((o.pooled if what == "pooled" else torch.log_softmax(o.logits, dim=-1)).cpu())
     return torch.cat(out)
 
 
@@ -177,7 +179,7 @@ class ElsaClient(LoraClient):
         metrics["time/fit"] = time.perf_counter() - t0
         if mode == "warmup":
             probe = [e.prompt for e in self.host.data.public[:m.probe_size]]
-            emb = cls_embeddings(res.model, res.tokenizer, probe, self.cfg.model.max_length)
+            emb = cls_embeddings(res.model, res.tokenizer, probe, self.cfg.model.max_length, what=m.fingerprint)
             return FitRes(self.cid, ins.round, None, len(ds), metrics, aux={"probe": emb})
         metrics.update({"link/bytes_up": float(link.bytes_up), "link/bytes_down": float(link.bytes_down),
                         "link/steps": float(link.steps),

@@ -34,6 +34,10 @@ class ElsaConfig(MethodConfig):
     # fingerprints and trust (§3.1)
     warmup_steps: int = 8            # local, uncompressed steps before the probe embeddings
     probe_size: int = 32             # Q public probe texts
+    # what the fingerprint is made of: pooled — the head's input T_n^j (the paper's [CLS] embeddings); predictions
+    # — the head's output, log p(y | probe) (declared deviation: the paper's "prediction consistency" read
+    # literally; its confidence term is then the mean prediction entropy instead of mean 1/‖T‖)
+    fingerprint: str = "pooled"
     shrinkage: Optional[float] = None   # fingerprint covariance shrinkage; null: Ledoit–Wolf
     divergence_scale: str = "per_dim"   # per_dim: R/D (SPEC's temperature) | raw: R | median: R / median R
     gamma: float = 1.0               # affinity exp(−γ R̂)
@@ -87,6 +91,7 @@ class ElsaConfig(MethodConfig):
         check(self.ssop_rank >= 0, f"{p}.ssop_rank", self.ssop_rank, "an integer >= 0 (0: no SS-OP)")
         check(self.warmup_steps >= 1, f"{p}.warmup_steps", self.warmup_steps, "an integer >= 1")
         check(self.probe_size >= 2, f"{p}.probe_size", self.probe_size, "an integer >= 2")
+        choose(self.fingerprint, ("pooled", "predictions"), f"{p}.fingerprint")
         check(self.shrinkage is None or 0 <= self.shrinkage <= 1, f"{p}.shrinkage", self.shrinkage,
               "null or a number in [0, 1]")
         choose(self.divergence_scale, ["per_dim", "raw", "median"], f"{p}.divergence_scale")

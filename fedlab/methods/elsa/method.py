@@ -123,7 +123,8 @@ class Elsa(FedMethod):
             emb = [warm[c].aux["probe"] for c in ctx.clients]
             div = divergence_matrix(emb, m.divergence_scale, m.shrinkage)
             self.divergence = div.numpy()
-            self.trust = relative_trust(log_trust(emb, div)).numpy()
+            conf = "entropy" if m.fingerprint == "predictions" else "inverse_norm"
+            self.trust = relative_trust(log_trust(emb, div, conf)).numpy()
         self.grouping = self.make_grouping(0)
         ctx.log(self.trust_metrics(), prefix="server/")
         self.log_topology(ctx)
@@ -309,6 +310,9 @@ class Elsa(FedMethod):
             out["trust/recall"] = hit / len(bad)
             lowest = set(np.argsort(self.trust)[:len(bad)].tolist())
             out["trust/recall_at_m"] = len(lowest & bad) / len(bad)
+            clean = [c for c in range(len(self.trust)) if c not in bad]
+            if clean:        # the rank AUC: P(a mislabeled client's trust < a clean one's); chance 0.5
+                out["trust/auc_low"] = float(np.mean([self.trust[b] < self.trust[c] for b in bad for c in clean]))
         return out
 
     def log_topology(self, ctx) -> None:
