@@ -1,9 +1,10 @@
-"""ELSA's divergences and trust (paper 002 Eq. 4–6, SPEC §3.1 and §3.4), in the log domain.
+"""ELSA's divergences and trust (paper 002 §3.2.1: Eq. 4–5 and step 4's trust, SPEC §3.1 and §3.4), in the log
+domain.
 
   R(n, n') = KL(n‖n') + KL(n'‖n)          closed form between the clients' Gaussian fingerprints
   R̂ = R / D                               the declared per-dimension temperature (scale="raw": R itself;
                                           scale="median": R / median_{n≠n'} R, our scale-free option)
-  log w_n = −mean_j 1/‖T_n^j‖ − mean_{n'≠n} R̂(n, n')        trust (Eq. 6), kept as a logarithm
+  log w_n = −mean_j 1/‖T_n^j‖ − mean_{n'≠n} R̂(n, n')        trust (step 4, unnumbered), kept as a logarithm
 
 A client whose embeddings drift away from everyone else's (e.g. one trained on flipped labels) has a large
 mean divergence and so a low trust. `relative_trust` divides by the largest trust (w_n / max w ∈ (0, 1])."""
