@@ -144,6 +144,21 @@ class Results:
     def final(self, key: str, metric: str, digits: int = 3) -> str:
         return self.cell(key, lambda r: r["final"].get(metric), digits)
 
+    def constant_answers(self, keys: list[str], prefix: str = "") -> dict[str, str]:
+        """Per task: "constant" when every run of every row in `keys` answered it with one constant answer
+        (`{prefix}top/task_<t>` = 1.0: no row can be told from another on it), "unknown" when some run has no
+        answer share (a record made before fedlab logged it); tasks the rows answer variously are left out."""
+        runs = [rec for k in keys for rec in self.runs(k)]
+        tasks = {m[len(f"{prefix}acc/task_"):] for rec in runs for m in rec["final"] if m.startswith(f"{prefix}acc/task_")}
+        out = {}
+        for t in sorted(tasks):
+            shares = [rec["final"].get(f"{prefix}top/task_{t}") for rec in runs if f"{prefix}acc/task_{t}" in rec["final"]]
+            if any(s is None for s in shares):
+                out[t] = "unknown"
+            elif shares and all(s >= 1.0 for s in shares):
+                out[t] = "constant"
+        return out
+
     def stale(self, plan: list[Planned]) -> set[str]:
         """Keys of rows with a record made by another config than the one the script would run now (older
         code or YAML), by other weights, or by other numerics (`stale_numerics`): a table marks them instead
@@ -185,6 +200,22 @@ def check_tree(allow_dirty: bool) -> dict:
 def _git_label(env: dict) -> str | None:
     commit = env.get("commit")
     return None if commit is None else commit + ("" if env.get("clean") else "+dirty")
+
+
+def constant_answer_note(r: Results, keys: list[str], prefix: str = "") -> list[str]:
+    """Markdown lines under a per-task table: the tasks on which every row gives one constant answer in every
+    seed (they cannot separate the rows), and those the records cannot tell (made before the share was logged)."""
+    flags = r.constant_answers(keys, prefix)
+    const = [t for t, v in flags.items() if v == "constant"]
+    unknown = [t for t, v in flags.items() if v == "unknown"]
+    lines = []
+    if const:
+        lines.append(f"**Constant answers**: on {', '.join(const)} every row above gives one constant answer in every "
+                     "seed — those columns cannot separate the methods.")
+    if unknown:
+        lines.append(f"Constant-answer check: not possible on {', '.join(unknown)} — some records were made before "
+                     "fedlab logged each task's answer share (`top/task_<t>`); re-run them to check.")
+    return ["", *lines] if lines else []
 
 
 def _numbers(metrics: dict) -> dict:

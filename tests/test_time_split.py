@@ -27,6 +27,8 @@ def test_the_time_split_covers_the_run_and_reaches_mlflow(pico_zoo, tmp_path):
     assert parts["time/total_clients"] > parts["time/total_server"]
     assert 0.8 * h.final["time/total"] <= sum(parts.values()) <= h.final["time/total"]
     assert sum(r["time/clients"] for r in h.rounds[1:]) == parts["time/total_clients"]
+    # every multiple-choice task's answer share (the constant-answer check) reaches the run's record
+    assert 0 < h.final["top/task_recall"] <= 1 and 0.5 <= h.final["top/task_sentiment"] <= 1
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/m.db")
     logged = mlflow.MlflowClient().get_run(h.run_id).data.metrics
     assert logged["time/total_clients"] == parts["time/total_clients"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from fedlab.claims import differences_table
 from fedlab.data.tasks import TASKS as TASK_SPECS
-from fedlab.runner import Planned, Results, run_table
+from fedlab.runner import Planned, Results, constant_answer_note, run_table
 
 HERE = Path(__file__).resolve().parent
 METHODS = ["zeroshot", "standalone", "fedavg", "fedprox", "centralized"]
@@ -62,6 +62,7 @@ def render(r: Results) -> str:
             mark = " †" if key in stale else ""
             lines.append(f"| {m}{mark} | " + " | ".join(r.final(key, f"acc/task_{t}", 2) for t in TASKS)
                          + f" | {r.final(key, 'acc/mean')} | {sum(secs) / len(secs):.0f} |")
+        lines += constant_answer_note(r, [f"{prefix}/{m}" for m in rows])
         old = [m for m in rows if f"{prefix}/{m}" in stale]
         if old:
             seeds_old = sorted({x["seed"] for m in old for x in r.runs(f"{prefix}/{m}")})

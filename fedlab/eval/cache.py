@@ -25,7 +25,7 @@ import torch
 
 from fedlab.home import fedlab_home
 
-SCORER_VERSION = 1
+SCORER_VERSION = 2     # 2: choice scores carry top/<task>, the most frequent answer's share
 
 _SCALARS = (bool, int, float, str, type(None))
 _TOKENIZER_DIGESTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

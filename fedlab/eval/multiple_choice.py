@@ -8,6 +8,7 @@ kept as the reference and for prompts that would need truncating)."""
 from __future__ import annotations
 
 import weakref
+from collections import Counter
 
 import torch
 import torch.nn.functional as F
@@ -155,14 +156,29 @@ def choice_loglikelihoods(model, tokenizer, examples: list[Example], max_length:
     return scores
 
 
+def mc_predictions(model, tokenizer, examples: list[Example], length_normalized: bool = False,
+                   max_length: int = 128, batch_size: int = 64, shared: bool = True) -> list[int]:
+    """The index of the choice the model scores highest (log-likelihood, per token when length_normalized),
+    per example."""
+    scores = choice_loglikelihoods(model, tokenizer, examples, max_length, batch_size, shared)
+    out = []
+    for ex, sc in zip(examples, scores):
+        if length_normalized:
+            sc = [v / max(1, len(c)) for v, c in zip(sc, ex.choices)]
+        out.append(max(range(len(sc)), key=lambda j: sc[j]))
+    return out
+
+
+def top_answer_share(examples: list[Example], predicted: list[int]) -> float:
+    """The share of the examples whose predicted answer (as text) is the model's most frequent one: 1.0 is a
+    model giving one constant answer (a yes/no task answered "yes" throughout)."""
+    counts = Counter(ex.choices[p] for ex, p in zip(examples, predicted))
+    return max(counts.values()) / len(predicted) if predicted else float("nan")
+
+
 def mc_accuracy(model, tokenizer, examples: list[Example], length_normalized: bool = False,
                 max_length: int = 128, batch_size: int = 64, shared: bool = True) -> float:
     if not examples:
         return float("nan")
-    scores = choice_loglikelihoods(model, tokenizer, examples, max_length, batch_size, shared)
-    correct = 0
-    for ex, sc in zip(examples, scores):
-        if length_normalized:
-            sc = [v / max(1, len(c)) for v, c in zip(sc, ex.choices)]
-        correct += int(max(range(len(sc)), key=lambda j: sc[j]) == ex.label)
-    return correct / len(examples)
+    predicted = mc_predictions(model, tokenizer, examples, length_normalized, max_length, batch_size, shared)
+    return sum(int(p == ex.label) for ex, p in zip(examples, predicted)) / len(examples)

@@ -26,7 +26,7 @@ def summarize_eval(results: dict) -> dict:
         for t, a in accs.items():
             per_task[t].append(a)
         for k, v in r.metrics.items():
-            if k.startswith(("rougeL/", "em/")):
+            if k.startswith(("rougeL/", "em/", "top/")):
                 per_task[k].append(v)
         for metric in gen_client:
             scores = {k.split("/", 1)[1]: v for k, v in r.metrics.items() if k.startswith(metric + "/")}

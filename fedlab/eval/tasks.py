@@ -4,12 +4,13 @@ from __future__ import annotations
 from fedlab.comm.messages import EvalRes
 from fedlab.eval import cache
 from fedlab.eval.generation import generation_scores
-from fedlab.eval.multiple_choice import mc_accuracy
+from fedlab.eval.multiple_choice import mc_predictions, top_answer_share
 
 
 def evaluate_task(model, tokenizer, data, task: str, cfg, cid: int | None = None,
                   model_hash: str | None = None) -> dict:
-    """{"acc/<task>", "n/<task>"} for multiple choice, {"rougeL/<task>", "em/<task>", "n/<task>"} otherwise,
+    """{"acc/<task>", "top/<task>" (the share of the model's most frequent answer: 1.0 = one constant answer),
+    "n/<task>"} for multiple choice, {"rougeL/<task>", "em/<task>", "n/<task>"} otherwise,
     on the task's shared test set or (with `cid` and per-client test splits) the client's own. With
     `eval.cache` (the default) and a model whose outputs its digest determines, a score computed before on the
     same model, questions and settings is read from `fedlab.eval.cache` instead (`model_hash`: the model's
@@ -29,9 +30,10 @@ def evaluate_task(model, tokenizer, data, task: str, cfg, cid: int | None = None
         if hit is not None:
             return hit
     if choice:
-        acc = mc_accuracy(model, tokenizer, examples, cfg.eval.length_normalized, cfg.model.max_length,
-                          cfg.eval.batch_size, shared=cfg.eval.scorer == "shared")
-        out = {f"acc/{task}": acc, f"n/{task}": len(examples)}
+        predicted = mc_predictions(model, tokenizer, examples, cfg.eval.length_normalized, cfg.model.max_length,
+                                   cfg.eval.batch_size, shared=cfg.eval.scorer == "shared")
+        acc = sum(int(p == ex.label) for ex, p in zip(examples, predicted)) / len(examples)
+        out = {f"acc/{task}": acc, f"top/{task}": top_answer_share(examples, predicted), f"n/{task}": len(examples)}
     else:
         scores = generation_scores(model, tokenizer, examples)
         out = {f"rougeL/{task}": scores["rougeL"], f"em/{task}": scores["em"], f"n/{task}": len(examples)}
