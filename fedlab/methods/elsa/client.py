@@ -240,25 +240,34 @@ class ElsaClient(LoraClient):
             shared = self.host.data.client_test is None
             full = cache.get((*tag, task)) if shared else None
             if full is None:
-                full = sum(self._correct(res.model, b) for b in self.loader(ds, 0, shuffle=False))
+                full = self._score(res.model, self.loader(ds, 0, shuffle=False))
                 if shared:
                     cache[(*tag, task)] = full
             split = full
             if not identity:
                 with split_path(res.model, cuts(self.cfg), codec, rotation, ins.round) as c:
-                    split = sum(self._correct(res.model, b) for b in self.loader(ds, 0, shuffle=False))
+                    split = self._score(res.model, self.loader(ds, 0, shuffle=False))
                 cos += c
-            metrics[f"acc/{task}"] = split / max(1, len(ds))
-            metrics[f"full/acc/{task}"] = full / max(1, len(ds))
+            metrics[f"acc/{task}"] = split[0] / max(1, len(ds))
+            # the split path's most frequent answer's share (1.0: one constant answer)
+            metrics[f"top/{task}"] = split[1] / max(1, len(ds))
+            metrics[f"full/acc/{task}"] = full[0] / max(1, len(ds))
             metrics[f"n/{task}"] = len(ds)
         if cos:
             metrics["link/cosine"] = sum(cos) / len(cos)
         return EvalRes(self.cid, ins.round, metrics)
 
     @staticmethod
-    def _correct(model, batch) -> int:
-        out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
-        return int((masked_logits(out.logits, batch["allowed"]).argmax(-1) == batch["class_label"]).sum())
+    def _score(model, batches) -> tuple[int, int]:
+        """(correct answers, count of the most frequent predicted class) over the batches."""
+        correct, counts = 0, {}
+        for batch in batches:
+            out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+            pred = masked_logits(out.logits, batch["allowed"]).argmax(-1)
+            correct += int((pred == batch["class_label"]).sum())
+            for c in pred.tolist():
+                counts[c] = counts.get(c, 0) + 1
+        return correct, max(counts.values(), default=0)
 
 
 def split_steps(m, size: int, batch_size: int) -> int:
