@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from conftest import PICO
 from fedlab.config import ConfigError, load_config
@@ -501,3 +502,29 @@ def test_floe_plots_the_rank_of_every_client_per_round(pico_zoo, tmp_path, profi
     h = run_experiment(_cfg(tmp_path, profile_file, "method.router=false"), progress=False)
     png = next((tmp_path / "runs").rglob("floe_ranks.png"))
     assert png.stat().st_size > 1000 and h.rounds[1]["rank/mean"] > 0
+
+
+def test_the_sync_pool_keeps_the_experts_of_clusters_that_sat_a_round_out(pico_zoo, tmp_path, profile_file):
+    """SPEC §4.3 (2026-11-25): in sync mode an expert whose devices all sat the round out stays in the pool,
+    and its devices stay assigned to it; the clusters that trained are replaced by their new centres."""
+    from fedlab.data.federated import build_federated_data
+    from fedlab.methods.floe.method import Floe, Update
+
+    cfg = _cfg(tmp_path, profile_file)
+    floe = Floe(cfg, build_federated_data(cfg.data, cfg.seed))
+    floe.setup()
+    base = floe.centres[0]
+    shifted = lambda d: {k: v + d for k, v in base.items()}      # noqa: E731
+    a, b = shifted(0.1), shifted(-0.2)
+    floe.centres, floe.assignment = [a, b], [0, 0, 1, 1]
+    ups = [Update(c, floe.r_max, shifted(0.3 + c), shifted(0.3 + c), a, a, 0.0, 0.0) for c in (0, 1)]
+    floe.cluster = lambda cids, padded, starts: ([0] * len(cids), {})     # clients 0, 1 form one cluster
+
+    class Ctx:
+        def log(self, metrics, prefix=""):
+            pass
+
+    floe.aggregate(ups, Ctx(), weighted=False)
+    assert len(floe.centres) == 2 and floe.assignment == [0, 0, 1, 1]
+    assert all(torch.equal(floe.centres[1][k], b[k]) for k in b)           # the absent cluster's expert, kept
+    assert all(torch.allclose(floe.centres[0][k], base[k] + 0.8) for k in base)   # mean of 0.3 and 1.3

@@ -121,11 +121,35 @@ def test_floe_bad_input_stops_before_anything_is_written(pico_zoo, tmp_path, pro
             load_config(None, _over(tmp_path, profile_file, bad))
 
 
-def test_an_expert_without_public_samples_is_one_clear_error():
-    from fedlab.methods.floe.router import expert_embeddings
+def test_a_domain_without_public_samples_is_one_clear_error():
+    from fedlab.methods.floe.router import weighted_expert_embeddings
 
-    with pytest.raises(ValueError, match="method.router_k: experts \\[1\\]"):
-        expert_embeddings(lambda t: torch.ones(len(t), 3), [["a"], []])
+    with pytest.raises(ValueError, match="method.router_k: domains \\['b'\\]"):
+        weighted_expert_embeddings(lambda t: torch.ones(len(t), 3), {"a": ["x"], "b": []}, {0: {"a": 1.0, "b": 0.0}})
+
+
+def test_the_router_finds_each_prompts_own_expert_on_separable_data():
+    """SPEC §4.3: on separable data every prompt's top-1 expert is its own task's cluster — also for two
+    experts that win the same domain (their embeddings differ by their other gains) and a domain no expert
+    wins outright."""
+    from fedlab.methods.floe.router import gate, weighted_expert_embeddings
+
+    g = torch.Generator().manual_seed(0)
+    basis = {t: torch.nn.functional.one_hot(torch.tensor(i), 8).float() * 3 for i, t in enumerate("abcd")}
+    embed = lambda texts: torch.stack([basis[t[0]] + 0.3 * torch.randn(8, generator=g) for t in texts])  # noqa: E731
+    texts = {t: [f"{t}{i}" for i in range(16)] for t in "abcd"}
+    # experts 0–3 own domains a–d; expert 3 gains a little less on d than expert 2 does on c
+    gains = {0: {"a": 2.0, "b": 0.1, "c": 0.0, "d": 0.0}, 1: {"a": 0.0, "b": 2.0, "c": 0.1, "d": 0.0},
+             2: {"a": 0.0, "b": 0.0, "c": 2.5, "d": 0.4}, 3: {"a": 0.1, "b": 0.0, "c": 0.3, "d": 1.0}}
+    experts = weighted_expert_embeddings(embed, texts, gains)
+    prompts = [f"{t}p{i}" for t in "abcd" for i in range(10)]
+    top1 = gate(embed(prompts), experts).argmax(-1).tolist()
+    assert top1 == [j for j in range(4) for _ in range(10)]
+    # the single-best-domain rule would give experts 2 and 3 of {c: 2.0, d: 1.9} / {c: 2.0, d: 0.0} the same
+    # embedding; weighted by every gain they differ
+    twins = weighted_expert_embeddings(embed, texts, {0: {"a": 0, "b": 0, "c": 2.0, "d": 1.9},
+                                                      1: {"a": 0, "b": 0, "c": 2.0, "d": 0.0}})
+    assert float(torch.nn.functional.cosine_similarity(twins[0], twins[1], dim=0)) < 0.99
 
 
 def test_merging_the_routed_mixture_gives_the_same_scores(pico_zoo, tmp_path, profile_file):

@@ -13,7 +13,13 @@ from fedlab.eval.generation import generation_scores
 from fedlab.eval.multiple_choice import mc_accuracy
 from fedlab.methods.floe.behaviour import text_hidden
 from fedlab.methods.floe.merged import MergedMixture, lora_off
-from fedlab.methods.floe.router import expert_domains, expert_embeddings, gate, mixture_state, top_k_gates
+from fedlab.methods.floe.router import (
+    expert_domains,
+    gate,
+    mixture_state,
+    top_k_gates,
+    weighted_expert_embeddings,
+)
 from fedlab.transforms import set_state
 
 
@@ -85,7 +91,8 @@ class Router:
         self.centres, self.axes, self.embed, self.temperature, self.top = centres, axes, embed, temperature, top
         self.domains, self.gains = expert_domains(resident.model, resident.tokenizer, centres, base_state,
                                                   {t: ex[:k] for t, ex in by_task.items()}, max_length)
-        self.experts = expert_embeddings(embed, [[e.prompt for e in by_task[d][:k]] for d in self.domains])
+        self.experts = weighted_expert_embeddings(embed, {t: [e.prompt for e in ex[:k]] for t, ex in by_task.items()},
+                                                  self.gains)
         self.dense = None
 
     def fit_dense(self, cfg, resident, public, epochs: int, lr: float) -> float:

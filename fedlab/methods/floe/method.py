@@ -275,18 +275,19 @@ class Floe(FedMethod):
                 info.update({f"async_weight_client_{c}": w for c, w in zip(members, weights)})
             fill = aggregate_lora_states([by[c].expert for c in members], self.axes)
             centres.append(aggregate_lora_states([by[c].state for c in members], self.axes, weights, fill=fill))
-        if weighted:     # async: the experts whose devices are all still training (or idle) stay in the pool
-            kept = sorted({self.assignment[c] for c in range(self.data.num_clients) if c not in by}
-                          - {self.assignment[c] for c in cids})
-            index = {j: len(centres) + i for i, j in enumerate(kept)}
-            centres += [old[j] for j in kept]
+        # the experts whose devices all sat this round out (sync: rank selection or sampling left them out;
+        # async: still training or idle) stay in the pool (SPEC §4.3, 2026-11-25)
+        kept = sorted({self.assignment[c] for c in range(self.data.num_clients) if c not in by}
+                      - {self.assignment[c] for c in cids})
+        index = {j: len(centres) + i for i, j in enumerate(kept)}
+        centres += [old[j] for j in kept]
         self.centres = centres
         for c, g in zip(cids, labels):
             self.assignment[c] = g
         for c in range(self.data.num_clients):           # those without an update
             if c in by:
                 continue
-            if weighted and self.assignment[c] in index:
+            if self.assignment[c] in index:
                 self.assignment[c] = index[self.assignment[c]]
             else:                                          # the closest new expert
                 self.assignment[c] = self._closest(old[self.assignment[c]] if self.assignment[c] < len(old) else old[0])

@@ -1,7 +1,9 @@
 """Floe's parameter-free router over the LoRA experts (Eq. 9–11, SPEC §4.2 and §4.3).
 
-  Γ_j   = the normalised mean sentence embedding of k public samples of expert j's domain — the task on
-          which expert j lowers the base SLM's NLL most (`expert_domains`)
+  Γ_j   = normalise(Σ_t softmax_t(g_j)_t · d_t), d_t the normalised mean sentence embedding of k public
+          samples of domain t and g_j,t = NLL_base(t) − NLL_j(t) the gain of expert j on domain t
+          (`expert_domains`; SPEC §4.3 as of 2026-11-25: the single best domain gave two experts that win
+          the same domain identical embeddings, and left domains no expert wins unroutable)
   ω(x)  = softmax_j( cos(e(x), Γ_j) / T )     one gate per prompt for all layers and tokens (T = 1: none)
   W'    = W + Σ_j ω_j · s · B_j A_j
 
@@ -13,12 +15,21 @@ from __future__ import annotations
 import torch
 
 
-def expert_embeddings(embed, texts_per_expert: list[list[str]]) -> torch.Tensor:
-    """[M, D] Γ_j: `embed(texts) -> [N, D]` normalised rows, averaged per expert and normalised."""
-    empty = [j for j, t in enumerate(texts_per_expert) if not t]
+def weighted_expert_embeddings(embed, texts_by_domain: dict[str, list[str]],
+                               gains: dict[int, dict[str, float]]) -> torch.Tensor:
+    """[M, D] Γ_j = normalise(Σ_t softmax_t(g_j)_t · d_t) (module docstring), the experts in the order of
+    `gains`' keys; d_t = the normalised mean of `embed(texts) -> [N, D]` normalised rows of domain t."""
+    domains = sorted(texts_by_domain)
+    empty = [t for t in domains if not texts_by_domain[t]]
     if empty:
-        raise ValueError(f"method.router_k: experts {empty} have no public samples of their domain to embed")
-    rows = [torch.nn.functional.normalize(embed(list(t)).mean(0), dim=0) for t in texts_per_expert]
+        raise ValueError(f"method.router_k: domains {empty} have no public samples to embed")
+    d = torch.stack([torch.nn.functional.normalize(
+        torch.nn.functional.normalize(embed(list(texts_by_domain[t])).float(), dim=-1).mean(0), dim=0)
+        for t in domains])
+    rows = []
+    for j in sorted(gains):
+        w = torch.softmax(torch.tensor([float(gains[j][t]) for t in domains]), dim=0)
+        rows.append(torch.nn.functional.normalize(w @ d, dim=0))
     return torch.stack(rows)
 
 
