@@ -43,8 +43,12 @@ def _handle(signum, frame) -> None:
     _requested.append(signum)
     name = signal.Signals(signum).name
     if len(_requested) == 1:
-        print(f"\n[fedlab] {name}: stopping at the next safe point (the end of this round); send it again to stop "
-              "now", file=sys.stderr, flush=True)
+        if signum == signal.SIGUSR1:      # a worker process: its parent forwards the user's stop
+            print("[fedlab] worker: stopping at the end of this round (asked by the parent process)", file=sys.stderr,
+                  flush=True)
+        else:
+            print(f"\n[fedlab] {name}: stopping at the next safe point (the end of this round); send it again to "
+                  "stop now", file=sys.stderr, flush=True)
         return
     raise Interrupted(signum, where="(second signal: stopped at once)")
 

@@ -46,24 +46,29 @@ def run_many(cfgs: list, tags: list[dict | None], jobs: int, progress: bool = Fa
     """Run every config (with its MLflow tags); yield (index, history) as runs finish — (index, the exception)
     for a run that failed, so that the others still finish and are recorded. jobs = 1 runs them in this
     process, one after another (with per-round progress if asked); more starts that many worker processes."""
+    from fedlab import interrupt
     from fedlab.experiment import model_provenance
 
     for c in cfgs:   # zoo models are built here, once, before workers would wait on each other's builds
         model_provenance(c)
-    if jobs <= 1:
-        for i, (c, t) in enumerate(zip(cfgs, tags)):
-            try:
-                yield i, _run_one(c.to_dict(), t, progress)
-            except Exception as e:
-                yield i, e
+    if jobs <= 1:    # SIGINT / SIGTERM: the run in progress stops at its round's end, the rest are not started
+        with interrupt.handlers():
+            for i, (c, t) in enumerate(zip(cfgs, tags)):
+                interrupt.check("(the runs that finished are kept; the others were not started)")
+                try:
+                    h = _run_one(c.to_dict(), t, progress)
+                except interrupt.Interrupted:
+                    raise
+                except Exception as e:
+                    yield i, e
+                    continue
+                yield i, h
         return
     import multiprocessing
     import signal
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    from fedlab import interrupt
-
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with interrupt.handlers(), ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {pool.submit(_run_one, c.to_dict(), t, False, True): i for i, (c, t) in enumerate(zip(cfgs, tags))}
         forwarded, left = False, set(futures)
         while left:
@@ -82,9 +87,16 @@ def run_many(cfgs: list, tags: list[dict | None], jobs: int, progress: bool = Fa
                 if f.cancelled():
                     continue
                 try:
-                    yield futures[f], f.result()
+                    h = f.result()
+                except interrupt.Interrupted:     # a worker stopped at a round's end: not a failed run
+                    continue
                 except Exception as e:   # one failed run must not lose the others: hand it back, keep going
                     yield futures[f], e
+                    continue
+                yield futures[f], h
+        if forwarded:
+            raise interrupt.Interrupted(interrupt.requested() or signal.SIGINT,
+                                        where="(the runs that finished are kept; the others stopped or never started)")
 
 
 def _signal_workers(pool, signum: int) -> None:

@@ -441,6 +441,7 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
     if args.only is not None and not only_prefixes(args.only):
         parser.error(f"--only {args.only!r} names no row prefix (e.g. --only homo/,hetero/)")
     from fedlab.config import ConfigError
+    from fedlab.interrupt import Interrupted
 
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     rows = select_rows(plan(), args.only)
@@ -452,6 +453,10 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
     except (ConfigError, DirtyTree) as e:
         print(f"fedlab: error: {e}", file=sys.stderr)
         return 2
+    except Interrupted as e:
+        print(f"fedlab: table interrupted ({e}); finished runs are recorded in {results.path} — run the same "
+              "command again to make the rest", file=sys.stderr)
+        return e.exit_code
     text = render(results)
     (Path(folder) / "RESULTS.md").write_text(text)
     if after is not None:

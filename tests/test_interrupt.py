@@ -118,3 +118,28 @@ def test_a_zoo_build_stops_on_sigterm_in_one_line(tmp_path):
     text = err.read_text()
     assert code == 143 and "Traceback" not in text
     assert text.strip().splitlines()[-1].startswith("fedlab: error: interrupted (SIGTERM while building zoo model")
+
+
+def test_a_signal_stops_a_series_of_runs_after_the_current_round(pico_zoo, tmp_path, monkeypatch):
+    """`run_many` one run at a time (tables with --jobs 1, --seeds): the run in progress stops at its round's
+    end and the next is never started; Interrupted reaches the caller (a table script says so in one line)."""
+    from fedlab.config import load_config
+    from fedlab.parallel import run_many
+    from fedlab.runtime import federation
+
+    progress = federation._progress
+
+    def signal_in_round_1(method, m, rounds, seconds):
+        if m["round"] == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return progress(method, m, rounds, seconds)
+
+    monkeypatch.setattr(federation, "_progress", signal_in_round_1)
+    cfgs = [load_config(ROOT / "experiments/defaults.yaml", RUN + ["tracking.enabled=false", f"seed={s}",
+                                                                   f"output_dir={tmp_path}/runs"]) for s in (0, 1)]
+    got = []
+    with pytest.raises(interrupt.Interrupted) as e:
+        for i, h in run_many(cfgs, [None, None], jobs=1, progress=True):
+            got.append(i)
+    assert e.value.after_round == 1 and got == []
+    assert not any((tmp_path / "runs").glob("*")) or len(list((tmp_path / "runs").iterdir())) == 1
