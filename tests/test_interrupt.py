@@ -139,7 +139,7 @@ def test_a_signal_stops_a_series_of_runs_after_the_current_round(pico_zoo, tmp_p
                                                                    f"output_dir={tmp_path}/runs"]) for s in (0, 1)]
     got = []
     with pytest.raises(interrupt.Interrupted) as e:
-        for i, h in run_many(cfgs, [None, None], jobs=1, progress=True):
+        for i, _h in run_many(cfgs, [None, None], jobs=1, progress=True):
             got.append(i)
     assert e.value.after_round == 1 and got == []
     assert not any((tmp_path / "runs").glob("*")) or len(list((tmp_path / "runs").iterdir())) == 1
