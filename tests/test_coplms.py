@@ -125,7 +125,15 @@ def test_saml_losses_equal_a_hand_computation(hetero_zoo):
         for i, j in it["pairs"]:
             kt_a += mapped_pooled_kl(lb[r, j][None], la[r, i][None], 4, vba)[0].item()
             kt_b += mapped_pooled_kl(la[r, i][None], lb[r, j][None], 4, vab)[0].item()
-    kt_a, kt_b = kt_a / 2, kt_b / 2
+    paired = sum(len(it["pairs"]) for it in items)
+    assert paired > 2                                   # several answer tokens: mean and per-example sum differ
+    # the ablation (kt_reduction=sum): the positions' KL summed, per example (B = 2)
+    with torch.no_grad():
+        summed = MutualModule(ma, [], mb, [], w_a=0.3, w_b=0.8, k=4, vmap_ba=vba, vmap_ab=vab,
+                              kt_reduction="sum").losses(batch)
+    assert summed["kt_a"].item() == pytest.approx(kt_a / 2, rel=1e-5)
+    # the default (SPEC §5.5 as of 2026-11-25): per paired token, the CE's normalisation
+    kt_a, kt_b = kt_a / paired, kt_b / paired
 
     def ce(logits, labels):
         sl, lab = logits[:, :-1], labels[:, 1:]

@@ -4,8 +4,10 @@ are paired by the §2.2 alignment; on every mini-batch each model steps on
 
     L_a = w_a·L_kt(b → a) + (1 − w_a)·CE_a,      L_b = w_b·L_kt(a → b) + (1 − w_b)·CE_b,
 
-where L_kt(t → s) = Σ_paired positions KL(pooled_t ‖ pooled_s) / B (top-K pooling, `mapped_pooled_kl`)
-against the other model's detached logits. Two optimisers, one per model (manual optimisation), so each
+where L_kt(t → s) = mean over the batch's paired positions of KL(pooled_t ‖ pooled_s) (top-K pooling,
+`mapped_pooled_kl`) against the other model's detached logits — per token, the normalisation of the CE it is
+mixed with (SPEC §5.5, 2026-11-25); `kt_reduction="sum"` (the ablation, the earlier reading) sums over the
+positions and divides by the batch's examples B. Two optimisers, one per model (manual optimisation), so each
 model's step and gradient clipping depend on its own loss only."""
 from __future__ import annotations
 
@@ -73,7 +75,7 @@ class MutualModule(L.LightningModule):
     def __init__(self, model_a, keys_a, model_b, keys_b, *, w_a: float, w_b: float, k: int,
                  vmap_ba=None, vmap_ab=None, pool_index: str = "teacher", lr_a: float = 1e-3,
                  lr_b: float = 1e-3, weight_decay: float = 0.0, betas=(0.9, 0.999),
-                 train_a: bool = True, train_b: bool = True):
+                 train_a: bool = True, train_b: bool = True, kt_reduction: str = "mean"):
         super().__init__()
         self.automatic_optimization = False
         self.model_a, self.model_b = model_a, model_b
@@ -83,6 +85,9 @@ class MutualModule(L.LightningModule):
         self.vmap_ab = None if vmap_ab is None else torch.as_tensor(vmap_ab, dtype=torch.long)
         self.lr_a, self.lr_b, self.weight_decay, self.betas = lr_a, lr_b, weight_decay, tuple(betas)
         self.train_a, self.train_b = train_a, train_b
+        if kt_reduction not in ("mean", "sum"):
+            raise ValueError(f"kt_reduction: {kt_reduction!r} is not allowed; allowed: mean, sum")
+        self.kt_reduction = kt_reduction
 
     def losses(self, batch) -> dict:
         """Both objectives of one batch (each model's KL term against the other's detached logits)."""
@@ -93,8 +98,10 @@ class MutualModule(L.LightningModule):
         za, zb = out_a[p[:, 0], p[:, 1]], out_b[p[:, 0], p[:, 2]]           # [P, V_a], [P, V_b]
         vba = None if self.vmap_ba is None else self.vmap_ba.to(za.device)
         vab = None if self.vmap_ab is None else self.vmap_ab.to(za.device)
-        kt_a = mapped_pooled_kl(zb.detach(), za, self.k, vba, self.pool_index).sum() / size
-        kt_b = mapped_pooled_kl(za.detach(), zb, self.k, vab, self.pool_index).sum() / size
+        # per paired token (default) or summed per example (ablation): the divisor of the positions' KL sum
+        div = max(float(p.shape[0]), 1.0) if self.kt_reduction == "mean" else size
+        kt_a = mapped_pooled_kl(zb.detach(), za, self.k, vba, self.pool_index).sum() / div
+        kt_b = mapped_pooled_kl(za.detach(), zb, self.k, vab, self.pool_index).sum() / div
         ce_a, ce_b = target_cross_entropy(out_a, a["labels"]), target_cross_entropy(out_b, b["labels"])
         return {"a": self.w_a * kt_a + (1 - self.w_a) * ce_a, "b": self.w_b * kt_b + (1 - self.w_b) * ce_b,
                 "kt_a": kt_a, "kt_b": kt_b, "ce_a": ce_a, "ce_b": ce_b,

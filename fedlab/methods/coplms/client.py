@@ -112,7 +112,7 @@ class CoPLMsClient(LoraClient):
             cached_vocab_map(slm.tokenizer, dpm.tokenizer), cached_vocab_map(dpm.tokenizer, slm.tokenizer)))
         opt = optimizer_args(self.cfg)
         module = MutualModule(dpm.model, dpm.spec.trainable, slm.model, slm.spec.trainable, w_a=m.alpha, w_b=m.beta,
-                              k=m.topk, vmap_ba=vmaps[0], vmap_ab=vmaps[1], pool_index=m.pool_index,
+                              k=m.topk, vmap_ba=vmaps[0], vmap_ab=vmaps[1], pool_index=m.pool_index, kt_reduction=m.kt_reduction,
                               lr_a=opt["lr"], lr_b=opt["lr"], weight_decay=opt["weight_decay"], betas=opt["betas"])
         seed = derive_seed(self.cfg.seed, "coplms-saml", ins.round, self.cid)
         with requires_grad_only(dpm.model, dpm.spec.trainable):

@@ -28,6 +28,9 @@ class CoPLMsConfig(MethodConfig):
     alpha: float = 0.5               # L_dpm = α·L_kt(SLM→DPM) + (1 − α)·CE
     beta: float = 0.5                # L_slm = β·L_kt(DPM→SLM) + (1 − β)·CE
     saml_epochs: int = 1             # device SAML epochs per round
+    # L_kt per paired answer token (mean, SPEC §5.5 as of 2026-11-25) | per example, summed over its positions
+    # (sum: the ablation — it made α and β act about 4× stronger than written)
+    kt_reduction: str = "mean"
     pool_index: str = "teacher"      # teacher: the teacher's top-K for both sides | own: each side its own
     server_saml: bool = True         # False (ablation w/o SAML): the LLM gets CE tuning on the server's data
     server_epochs: int = 1           # server SAML (or CE) epochs per round
@@ -46,6 +49,7 @@ class CoPLMsConfig(MethodConfig):
         check(0.0 <= self.beta <= 1.0, f"{p}.beta", self.beta, "a number in [0, 1]")
         check(self.saml_epochs >= 1, f"{p}.saml_epochs", self.saml_epochs, "an integer >= 1")
         choose(self.pool_index, ["teacher", "own"], f"{p}.pool_index")
+        choose(self.kt_reduction, ["mean", "sum"], f"{p}.kt_reduction")
         check(self.server_epochs >= 1, f"{p}.server_epochs", self.server_epochs, "an integer >= 1")
         check(self.server_lr is None or self.server_lr > 0, f"{p}.server_lr", self.server_lr, "null or a number > 0")
 

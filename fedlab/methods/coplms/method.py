@@ -105,7 +105,8 @@ class CoPLMs(FedMethod):
                                                   same_tokenizer=True)
             opt = optimizer_args(self.cfg, lr)
             module = MutualModule(dpm.model, dpm.spec.trainable, llm.model, llm.spec.trainable, w_a=m.alpha,
-                                  w_b=m.beta, k=m.topk, pool_index=m.pool_index, lr_a=lr, lr_b=lr,
+                                  w_b=m.beta, k=m.topk, pool_index=m.pool_index, kt_reduction=m.kt_reduction,
+                                  lr_a=lr, lr_b=lr,
                                   weight_decay=opt["weight_decay"], betas=opt["betas"])
             out = train_mutual(self.cfg, module, self._server_items,
                                (dpm.tokenizer.pad_token_id, llm.tokenizer.pad_token_id), m.server_epochs, seed)

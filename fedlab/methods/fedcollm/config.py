@@ -16,6 +16,9 @@ class FedCoLLMConfig(MethodConfig):
     beta: float = 0.5                # the LLM's loss: β·KL(SLM → LLM) + (1 − β)·CE
     server_epochs: int = 1           # mutual-distillation epochs per SLM per round
     server_lr: Optional[float] = None    # null: federation.lr
+    # L_kt per paired answer token (mean, SPEC §5.5 as of 2026-11-25) | per example, summed over its positions
+    # (sum: the ablation — it made α and β act about 4× stronger than written)
+    kt_reduction: str = "mean"
     pool_index: str = "teacher"
 
     def validate(self, p):
@@ -25,6 +28,7 @@ class FedCoLLMConfig(MethodConfig):
         check(self.server_epochs >= 1, f"{p}.server_epochs", self.server_epochs, "an integer >= 1")
         check(self.server_lr is None or self.server_lr > 0, f"{p}.server_lr", self.server_lr, "null or a number > 0")
         choose(self.pool_index, ["teacher", "own"], f"{p}.pool_index")
+        choose(self.kt_reduction, ["mean", "sum"], f"{p}.kt_reduction")
 
     def check_experiment(self, cfg):
         check(cfg.data.public_count() >= 1, "data.public_size", cfg.data.public_size,

@@ -87,6 +87,7 @@ class FedCoLLM(FedMethod):
         module = MutualModule(llm.model, llm.spec.trainable, slm.model, slm.spec.trainable, w_a=m.beta, w_b=m.alpha,
                               k=m.topk, vmap_ba=cached_vocab_map(slm.tokenizer, llm.tokenizer),
                               vmap_ab=cached_vocab_map(llm.tokenizer, slm.tokenizer), pool_index=m.pool_index,
+                              kt_reduction=m.kt_reduction,
                               lr_a=lr, lr_b=lr, weight_decay=opt["weight_decay"], betas=opt["betas"])
         out = train_mutual(self.cfg, module, self._items[name], (llm.tokenizer.pad_token_id, slm.tokenizer.pad_token_id),
                            m.server_epochs, derive_seed(self.cfg.seed, "fedcollm-server", rnd, which))
