@@ -250,6 +250,7 @@ def test_floe_routes_each_test_prompt_over_the_expert_pool(pico_zoo, tmp_path, p
     assert set(domains) <= {"recall", "sentiment", "friend"}
     for task in ("recall", "sentiment"):
         assert 0 <= f[f"routed/acc/{task}"] <= 1 and 0 <= f[f"routed/top1_share/{task}"] <= 1
+        assert 0 < f[f"routed/top/{task}"] <= 1        # the routed SLM's most frequent answer's share
     assert "routed/rougeL/friend" in f and "routed/acc/mean" in f
     # routed weights: the mixture of M experts at rank M·r_max reproduces each expert alone for a one-hot gate
     import torch

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from fedlab.eval.generation import generation_scores
-from fedlab.eval.multiple_choice import mc_accuracy
+from fedlab.eval.multiple_choice import mc_predictions, top_answer_share
 from fedlab.methods.floe.behaviour import text_hidden
 from fedlab.methods.floe.merged import MergedMixture, lora_off
 from fedlab.methods.floe.router import (
@@ -165,12 +165,14 @@ def evaluate_routed(router: Router, resident, data, cfg, merge: bool, tasks=None
         if cfg.eval.max_per_task:
             examples = examples[: cfg.eval.max_per_task]
         w = router.gates([e.prompt for e in examples])
-        score = 0.0
+        score, answers = 0.0, []
         try:
             for ex, wi in zip(examples, w):
                 load_mixture(resident.model, router, wi, merge)
                 if ex.is_choice:
-                    score += mc_accuracy(model, tok, [ex], cfg.eval.length_normalized, cfg.model.max_length, 1)
+                    pick = mc_predictions(model, tok, [ex], cfg.eval.length_normalized, cfg.model.max_length, 1)[0]
+                    score += float(pick == ex.label)
+                    answers.append(pick)
                 else:
                     score += generation_scores(model, tok, [ex])["rougeL"]
         finally:                   # the process's resident must not keep a prompt's merged weights
@@ -178,6 +180,8 @@ def evaluate_routed(router: Router, resident, data, cfg, merge: bool, tasks=None
         score /= max(len(examples), 1)
         key = "acc" if examples and examples[0].is_choice else "rougeL"
         out[f"{prefix}/{key}/{task}"] = score
+        if answers:      # the most frequent answer's share (1.0: one constant answer; the constant-answer check)
+            out[f"{prefix}/top/{task}"] = top_answer_share(examples, answers)
         (accs if key == "acc" else rouges).append(score)
         top = w.argmax(dim=1).tolist()
         out[f"{prefix}/top1_share/{task}"] = sum(router.domains[j] == task for j in top) / max(len(top), 1)
