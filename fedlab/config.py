@@ -481,11 +481,11 @@ def load_yaml_tree(path: str | Path) -> dict:
         raise ConfigError(f"config: {path} must hold a mapping at top level")
     plugins = tree.get("plugins")
     if isinstance(plugins, list):
-        tree["plugins"] = [str((path.parent / p).resolve()) if isinstance(p, str) and p.endswith(".py")
-                           and not Path(p).is_absolute() else p for p in plugins]
-    if isinstance(plugins, list):
         from fedlab import registry
 
+        tree["plugins"] = [str((path.parent / p).resolve()) if isinstance(p, str) and p.endswith(".py")
+                           and not Path(p).is_absolute() else p for p in plugins]
+        # a plugin's method may declare input paths of its own: registered before they are anchored below
         registry.load_plugins([p for p in tree["plugins"] if isinstance(p, str)])
     _anchor_paths(tree, path.parent, input_path_keys())
     base = tree.pop("defaults", None)  # `defaults: other.yaml` inherits another file, relative to this one
@@ -576,10 +576,8 @@ def load_config(path: str | Path | None = None, overrides: list[str] | tuple[str
     keys = input_path_keys()
     for item in overrides:
         apply_override(tree, item)
-        key = item.split("=", 1)[0].strip()
-        if key in keys:       # a path on the command line is relative to the working directory
-            section, _, name = key.partition(".")
-            tree[section][name] = anchored(tree[section][name], Path.cwd())
+        # a path on the command line is relative to the working directory
+        _anchor_paths(tree, Path.cwd(), keys & {item.split("=", 1)[0].strip()})
     return build_config(tree)
 
 

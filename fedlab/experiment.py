@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fedlab.config import ExperimentConfig, to_yaml
-from fedlab.interrupt import Interrupted
+from fedlab.interrupt import end_status
 
 
 def preflight(cfg: ExperimentConfig) -> None:
@@ -115,7 +115,7 @@ def run_experiment(cfg: ExperimentConfig, tracker=None, progress: bool = True):
     except BaseException as e:
         backend.shutdown()
         if own_tracker:        # a run stopped by a signal was killed, not failed (`fedlab.interrupt`)
-            tracker.finish("KILLED" if isinstance(e, (Interrupted, KeyboardInterrupt)) else "FAILED")
+            tracker.finish(end_status(e))
         raise
     if own_tracker:
         tracker.finish()

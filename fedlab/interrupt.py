@@ -34,6 +34,11 @@ class Interrupted(Exception):
         return EXIT_CODES.get(self.signum, 1)
 
 
+def end_status(e: BaseException) -> str:
+    """The MLflow status of a run that ended on `e`: KILLED for a stop by a signal, FAILED otherwise."""
+    return "KILLED" if isinstance(e, (Interrupted, KeyboardInterrupt)) else "FAILED"
+
+
 def requested() -> int | None:
     """The first signal received under `handlers()`, or None."""
     return _requested[0] if _requested else None

@@ -35,7 +35,7 @@ def _run_one(tree: dict, tags: dict | None, progress: bool = False, worker: bool
             history = run_experiment(cfg, tracker=tracker, progress=progress)
     except BaseException as e:
         if tracker is not None:
-            tracker.finish("KILLED" if isinstance(e, (interrupt.Interrupted, KeyboardInterrupt)) else "FAILED")
+            tracker.finish(interrupt.end_status(e))
         raise
     if tracker is not None:
         tracker.finish()

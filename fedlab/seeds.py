@@ -55,10 +55,9 @@ def run_seeds(cfg: ExperimentConfig, seeds: list[int], progress: bool = True, jo
                       file=sys.stderr, flush=True)
     except BaseException as e:
         if parent_id:
-            from fedlab.interrupt import Interrupted
+            from fedlab.interrupt import end_status
 
-            killed = isinstance(e, (Interrupted, KeyboardInterrupt))
-            mlflow.MlflowClient().set_terminated(parent_id, "KILLED" if killed else "FAILED")
+            mlflow.MlflowClient().set_terminated(parent_id, end_status(e))
         raise
     if parent_id:
         client = mlflow.MlflowClient()

@@ -168,9 +168,9 @@ def run_sweep(base: str, grid: dict[str, list], overrides: list[str], name: str,
         rows = _tune(tune, mlflow, parent, grid, base, overrides, name, fail_on, folder, cpus_per_trial,
                      gpus_per_trial, metric, max_failures, resume, heatmap_axes)
     except BaseException as e:
-        from fedlab.interrupt import Interrupted
+        from fedlab.interrupt import end_status
 
-        mlflow.end_run("KILLED" if isinstance(e, (Interrupted, KeyboardInterrupt)) else "FAILED")
+        mlflow.end_run(end_status(e))
         raise
     finally:
         if main:

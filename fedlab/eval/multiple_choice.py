@@ -169,6 +169,11 @@ def mc_predictions(model, tokenizer, examples: list[Example], length_normalized:
     return out
 
 
+def accuracy_of(examples: list[Example], predicted: list[int]) -> float:
+    """The share of the examples whose predicted choice is the labelled one."""
+    return sum(int(p == ex.label) for ex, p in zip(examples, predicted)) / len(examples)
+
+
 def top_answer_share(examples: list[Example], predicted: list[int]) -> float:
     """The share of the examples whose predicted answer (as text) is the model's most frequent one: 1.0 is a
     model giving one constant answer (a yes/no task answered "yes" throughout)."""
@@ -181,4 +186,4 @@ def mc_accuracy(model, tokenizer, examples: list[Example], length_normalized: bo
     if not examples:
         return float("nan")
     predicted = mc_predictions(model, tokenizer, examples, length_normalized, max_length, batch_size, shared)
-    return sum(int(p == ex.label) for ex, p in zip(examples, predicted)) / len(examples)
+    return accuracy_of(examples, predicted)

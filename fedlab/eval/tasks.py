@@ -4,7 +4,7 @@ from __future__ import annotations
 from fedlab.comm.messages import EvalRes
 from fedlab.eval import cache
 from fedlab.eval.generation import generation_scores
-from fedlab.eval.multiple_choice import mc_predictions, top_answer_share
+from fedlab.eval.multiple_choice import accuracy_of, mc_predictions, top_answer_share
 
 
 def evaluate_task(model, tokenizer, data, task: str, cfg, cid: int | None = None,
@@ -32,8 +32,7 @@ def evaluate_task(model, tokenizer, data, task: str, cfg, cid: int | None = None
     if choice:
         predicted = mc_predictions(model, tokenizer, examples, cfg.eval.length_normalized, cfg.model.max_length,
                                    cfg.eval.batch_size, shared=cfg.eval.scorer == "shared")
-        acc = sum(int(p == ex.label) for ex, p in zip(examples, predicted)) / len(examples)
-        out = {f"acc/{task}": acc, f"top/{task}": top_answer_share(examples, predicted), f"n/{task}": len(examples)}
+        out = {f"acc/{task}": accuracy_of(examples, predicted), f"top/{task}": top_answer_share(examples, predicted), f"n/{task}": len(examples)}
     else:
         scores = generation_scores(model, tokenizer, examples)
         out = {f"rougeL/{task}": scores["rougeL"], f"em/{task}": scores["em"], f"n/{task}": len(examples)}

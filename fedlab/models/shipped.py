@@ -73,17 +73,23 @@ def problems(name: str, root: Path | None = None) -> list[str]:
     e = entry(name, root)
     if e is None:
         return [f"{name} is not shipped"]
+    return file_problems(root / name, e["files"], "the manifest")
+
+
+def file_problems(folder: Path, files: dict, recorded: str) -> list[str]:
+    """What differs between the files in `folder` and their recorded {name: {bytes, sha256}} (`recorded` names
+    the record in the messages); each file hashed once per process and file state."""
     out = []
-    for fname, f in sorted(e["files"].items()):
-        path = root / name / fname
+    for fname, f in sorted(files.items()):
+        path = folder / fname
         if not path.is_file():
             out.append(f"{path} is missing")
             continue
         st = path.stat()
         if st.st_size != f["bytes"]:
-            out.append(f"{path} has {st.st_size} bytes, the manifest {f['bytes']}")
+            out.append(f"{path} has {st.st_size} bytes, {recorded} {f['bytes']}")
         elif not _checked(str(path), st.st_size, st.st_mtime_ns, f["sha256"]):
-            out.append(f"{path}'s sha256 differs from the manifest's")
+            out.append(f"{path}'s sha256 differs from {recorded}'s")
     return out
 
 

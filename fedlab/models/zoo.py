@@ -202,25 +202,10 @@ def cache_meta(name: str) -> dict:
             raise ValueError("not a JSON object")
     except (OSError, ValueError) as e:
         return _damaged(name, f"{path} cannot be read ({type(e).__name__})")
-    bad = cache_problems(zoo_dir(name), meta.get("files") or {})
-    return _damaged(name, bad[0]) if bad else meta
-
-
-def cache_problems(folder: Path, files: dict) -> list[str]:
-    """What differs between the files of a built copy and their recorded {name: {bytes, sha256}} (checked once
-    per process and file state)."""
     from fedlab.models import shipped
 
-    out = []
-    for fname, f in sorted(files.items()):
-        p = folder / fname
-        if not p.is_file():
-            out.append(f"{p} is missing")
-        elif p.stat().st_size != f["bytes"]:
-            out.append(f"{p} has {p.stat().st_size} bytes, {f['bytes']} when built")
-        elif not shipped._checked(str(p), p.stat().st_size, p.stat().st_mtime_ns, f["sha256"]):
-            out.append(f"{p}'s sha256 differs from the one recorded when it was built")
-    return out
+    bad = shipped.file_problems(zoo_dir(name), meta.get("files") or {}, "the build's record")
+    return _damaged(name, bad[0]) if bad else meta
 
 
 _SAID: set[str] = set()

@@ -220,13 +220,13 @@ def evaluate_fused(fusion: Fusion, data, per_task: int | None = None) -> dict:
             continue
         fusion.stats["flagged_prompts"] += sum(bool(fusion.flagged(e.prompt)) for e in examples)
         if examples[0].is_choice:
-            from fedlab.eval.multiple_choice import top_answer_share
+            from fedlab.eval.multiple_choice import accuracy_of, top_answer_share
 
             picks = []
             for e in examples:
                 scores = [fusion.choice_score(e.prompt, c) for c in e.choices]
                 picks.append(max(range(len(scores)), key=scores.__getitem__))
-            out[f"fused/acc/{task}"] = sum(int(p == e.label) for p, e in zip(picks, examples)) / len(examples)
+            out[f"fused/acc/{task}"] = accuracy_of(examples, picks)
             out[f"fused/top/{task}"] = top_answer_share(examples, picks)   # 1.0: one constant answer
             accs.append(out[f"fused/acc/{task}"])
         else:
