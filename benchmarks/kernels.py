@@ -33,6 +33,7 @@ from fedlab.aggregators import (  # noqa: E402
     heterogeneity,
     pairwise_cosine,
     ties,
+    vectorised,
 )
 
 CHUNK = 32 * 4096
@@ -144,7 +145,14 @@ def main() -> int:
     ap.add_argument("--no-per-tensor", action="store_true", help="skip the (slow) per-tensor baselines")
     ap.add_argument("--kernels", default="h_ties,ties,peft_ties,conflict_scores,pairwise_cosine")
     ap.add_argument("--device", default="cpu", help="cpu or cuda (the copy is then device to device)")
+    ap.add_argument("--path", choices=("auto", "blocked", "vectorised"), default="auto",
+                    help="the trimming kernels' path: auto (blocked on the CPU, vectorised elsewhere) or forced")
+    ap.add_argument("--compile", action="store_true", help="time fedlab's kernels wrapped in torch.compile")
     args = ap.parse_args()
+    vectorised.FORCE = {"auto": None, "blocked": False, "vectorised": True}[args.path]
+    if args.compile:
+        global h_ties, ties, conflict_scores
+        h_ties, ties, conflict_scores = (torch.compile(f) for f in (h_ties, ties, conflict_scores))
     if args.threads:
         torch.set_num_threads(args.threads)
     import psutil

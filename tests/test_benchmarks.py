@@ -97,3 +97,26 @@ def test_platform_share_benchmark_runs(pico_zoo):
 def test_numerics_pin_benchmark_runs():
     out = _run("benchmarks/numerics_pin.py", "--repeats", "2", "--steps", "1")
     assert "pinned  (AVX2)" in out and "pinned / native:" in out
+
+
+def test_gpu_suite_runs_on_the_cpu_at_smoke_size(fedlab_home, tmp_path):
+    """benchmarks/gpu_suite.py end to end on tiny sizes: every section ends ok and its numbers land in the
+    JSON and the Markdown; the device's trimming path agrees with the CPU's."""
+    import json
+
+    _run("benchmarks/gpu_suite.py", "--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"), "--smoke")
+    res = json.loads((tmp_path / "out/gpu_suite.json").read_text())
+    assert {n: s["status"] for n, s in res["sections"].items()} == dict.fromkeys(("env", "kernels", "lora7b", "matrix"), "ok")
+    kern = res["sections"]["kernels"]["result"]
+    assert kern["check"]["magnitude_trim_equal"] and {r["kernel"] for r in kern["runs"]["vectorised"]["table"]} >= {"h_ties", "ties"}
+    assert all("tokens_per_s" in p for p in res["sections"]["lora7b"]["result"]["points"])
+    assert res["sections"]["matrix"]["result"]["failed"] == []
+    md = (tmp_path / "out/gpu_suite.md").read_text()
+    assert "## lora7b: ok" in md and "| fedavg | True |" in md
+    assert not (tmp_path / "out/fedlab_home").exists()          # scratch went to --work
+
+
+def test_gpu_suite_refuses_an_unknown_section(tmp_path):
+    p = subprocess.run([sys.executable, "benchmarks/gpu_suite.py", "--out", str(tmp_path), "--smoke", "--sections", "kernels,warp"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 2 and "--sections warp: unknown; allowed: env, kernels, lora7b, matrix" in p.stderr

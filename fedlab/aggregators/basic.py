@@ -6,6 +6,8 @@ import math
 import torch
 from torch import Tensor
 
+from fedlab.aggregators import vectorised
+
 
 def pairwise_cosine(tau: Tensor) -> Tensor:
     """S[k, j] = <τ_k, τ_j> / (‖τ_k‖ ‖τ_j‖); a zero row has similarity 0 with everyone (itself included),
@@ -56,9 +58,9 @@ def _column_blocks(p: int, block: int) -> list[tuple[int, int]]:
 
 
 def _trim_block(tau: Tensor) -> int:
-    """Columns per block: cache-sized on the CPU; on a GPU 2^22 (a few launches per step, not hundreds, and the
-    scratch buffers a bounded share of τ)."""
-    return _TRIM_BLOCK if tau.device.type == "cpu" else 1 << 22
+    """Columns per block: cache-sized on the CPU; on a GPU 2^24 (a handful of launches per step at P = 76M, not
+    hundreds; the scratch buffers are 4·K·2^24 bytes each)."""
+    return _TRIM_BLOCK if not vectorised.wanted(tau) else 1 << 24
 
 
 def _thresholds(tau: Tensor, counts: list[int], block: int, sample: int | None = None):
@@ -158,7 +160,7 @@ def trimmed_blocks(tau: Tensor, counts: list[int], block: int | None = None):
     yielded block is a reused buffer: read or modify it before asking for the next."""
     k_rows, p = tau.shape
     block = block or _trim_block(tau)
-    thr, n_ge, n_gt = _thresholds(tau, counts, block)
+    thr, n_ge, n_gt = vectorised.thresholds(tau, counts) if vectorised.wanted(tau) else _thresholds(tau, counts, block)
     floating = tau.is_floating_point()
     if floating:       # |x| ≥ t  ⇔  |x| > the largest float below t
         below = torch.nextafter(thr, torch.zeros_like(thr))[:, None]

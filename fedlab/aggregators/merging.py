@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from fedlab.aggregators import vectorised
 from fedlab.aggregators.basic import _keeps, _trim_block, pairwise_cosine, trimmed_blocks
 
 _BLOCK = 1 << 15   # columns per block of conflict_scores
@@ -25,10 +26,12 @@ def conflict_scores(tau: Tensor) -> Tensor:
     p = tau.shape[1]
     out = torch.empty(p, dtype=dtype, device=tau.device)
     # column blocks small enough to stay in cache: sign, sum over clients and |·| happen while the block is
-    # hot instead of streaming a [K, P] sign matrix through memory
-    for start in range(0, p, _BLOCK):
-        blk = torch.sign(tau[:, start:start + _BLOCK]).to(dtype).sum(dim=0)
-        out[start:start + _BLOCK] = 1.0 - blk.abs_() / k
+    # hot instead of streaming a [K, P] sign matrix through memory (on a GPU: blocks of _trim_block columns,
+    # a few launches instead of thousands)
+    step = _BLOCK if not vectorised.wanted(tau) else _trim_block(tau)
+    for start in range(0, p, step):
+        blk = torch.sign(tau[:, start:start + step]).to(dtype).sum(dim=0)
+        out[start:start + step] = 1.0 - blk.abs_() / k
     return out
 
 
@@ -97,12 +100,16 @@ def h_ties(tau: Tensor, *, r0: float = 1.0, delta: float = 0.2, rho: float = 1.1
     block = _trim_block(tau)
     width = min(p, block)
     p_buf, t_buf, scratch = (torch.empty(width, dtype=tau.dtype, device=tau.device) for _ in range(3))
+    whole = vectorised.wanted(tau)
     for a, b, that in trimmed_blocks(tau, _keeps(tau, info["retention"]), block):
         n = b - a
         that.mul_(w_col)
         pm = p_buf[:n].zero_()
-        for row in that:
-            pm.add_(torch.clamp(row, min=0, out=scratch[:n]))
+        if whole:          # one reduction over clients (an accelerator: no per-row launches)
+            torch.sum(that.clamp(min=0), dim=0, out=pm)
+        else:              # row by row: the CPU's sums, bit for bit as they always were
+            for row in that:
+                pm.add_(torch.clamp(row, min=0, out=scratch[:n]))
         total = torch.sum(that, dim=0, out=t_buf[:n])
         sgn = that.sign_()
         w_diff = w @ sgn
@@ -136,7 +143,7 @@ def ties(tau: Tensor, *, density: float = 0.2, weights: Tensor | None = None) ->
     block = _trim_block(tau)
     width = min(p, block)
     num, den, agree = (torch.empty(width, dtype=tau.dtype, device=tau.device) for _ in range(3))
-    weights_list = w.tolist()
+    weights_list, whole = w.tolist(), vectorised.wanted(tau)
     # one pass over column blocks of the trimmed updates (`trimmed_blocks`, see h_ties): elect the sign of
     # Σ_k w_k τ̃_k (0 → +); per client agree_k = [τ̃_k ≠ 0 and sign(τ̃_k) = elected] = max(sign(τ̃_k)·elected, 0),
     # accumulated into the numerator Σ w_k agree_k τ̃_k and the denominator Σ w_k agree_k
@@ -144,9 +151,14 @@ def ties(tau: Tensor, *, density: float = 0.2, weights: Tensor | None = None) ->
         n = b - a
         elected = torch.where((w @ trimmed) >= 0, 1.0, -1.0).to(tau.dtype)
         nb, db, ab = num[:n].zero_(), den[:n].zero_(), agree[:n]
-        for wk, row in zip(weights_list, trimmed):
-            torch.sign(row, out=ab).mul_(elected).clamp_(min=0)
-            db.add_(ab, alpha=wk)
-            nb.add_(ab.mul_(row), alpha=wk)
+        if whole:          # all clients at once: agree [K, B], then two [K]·[K, B] products
+            agree_all = torch.sign(trimmed).mul_(elected).clamp_(min=0)
+            db.copy_(w @ agree_all)
+            nb.copy_(w @ agree_all.mul_(trimmed))
+        else:              # client by client: the CPU's sums, bit for bit as they always were
+            for wk, row in zip(weights_list, trimmed):
+                torch.sign(row, out=ab).mul_(elected).clamp_(min=0)
+                db.add_(ab, alpha=wk)
+                nb.add_(ab.mul_(row), alpha=wk)
         torch.where(db != 0, nb / torch.where(db != 0, db, torch.ones_like(db)), torch.zeros_like(db), out=out[a:b])
     return out
