@@ -72,6 +72,10 @@ def section_kernels(args) -> dict:
                          ("vectorised_compiled", ["--path", "vectorised", "--compile"])):
         if args.smoke and label != "vectorised":
             continue
+        if label not in args.kernel_paths.split(","):
+            continue
+        if label == "vectorised" and args.profile:
+            extra = [*extra, "--profile"]
         cmd = [sys.executable, str(ROOT / "benchmarks/kernels.py"), "--device", args.device, "--ks", "8",
                "--sizes", sizes, "--no-per-tensor", "--repeat", "5" if not args.smoke else "1",
                "--kernels", "h_ties,ties,conflict_scores,pairwise_cosine" + (",peft_ties" if label == "blocked" else ""),
@@ -81,6 +85,7 @@ def section_kernels(args) -> dict:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=100 if label.endswith("compiled") else 70)
             runs[label] = {"rc": r.returncode, "seconds": round(time.time() - t0, 1), "table": _table_rows(r.stdout),
                            "stderr_tail": r.stderr[-1500:]}
+            print(r.stdout, flush=True)           # the whole output (a profile too) in kernels.log
         except subprocess.TimeoutExpired as e:
             runs[label] = {"rc": "timeout", "seconds": round(time.time() - t0, 1), "table": [],
                            "stderr_tail": (e.stderr or b"")[-1500:].decode(errors="replace")}
@@ -96,10 +101,17 @@ def section_kernels(args) -> dict:
     tau[0, :1000] = 0.5
     dev = tau.to(args.device)
     trim_equal = bool(torch.equal(magnitude_trim(dev, 0.2).cpu(), magnitude_trim(tau, 0.2)))
-    d_h = (h_ties(dev).cpu() - h_ties(tau)).abs().max().item()
+    (h_dev, info_dev), (h_cpu, info_cpu) = h_ties(dev, diagnostics=True), h_ties(tau, diagnostics=True)
+    diff_h = (h_dev.cpu() - h_cpu).abs()
     d_t = (ties(dev).cpu() - ties(tau)).abs().max().item()
-    return {"runs": runs, "check": {"P": p, "magnitude_trim_equal": trim_equal, "h_ties_max_abs_diff": d_h,
-                                    "ties_max_abs_diff": d_t}}
+    # H-TIES's retention r_k comes from the clients' cosine similarities: a last-bit difference in the GPU's
+    # similarity can move a retained count by one, and the ρ vote is a step function: how many coordinates move
+    keeps = lambda info: [int(torch.ceil(r * p)) for r in info["retention"].cpu().double()]   # noqa: E731
+    return {"runs": runs, "check": {
+        "P": p, "magnitude_trim_equal": trim_equal, "ties_max_abs_diff": d_t,
+        "h_ties_max_abs_diff": diff_h.max().item(), "h_ties_coords_over_1e-5": int((diff_h > 1e-5).sum()),
+        "similarity_max_abs_diff": (info_dev["sim"].cpu() - info_cpu["sim"]).abs().max().item(),
+        "retained_counts_gpu": keeps(info_dev), "retained_counts_cpu": keeps(info_cpu)}}
 
 
 def _table_rows(stdout: str) -> list[dict]:
@@ -201,7 +213,7 @@ def section_matrix(args) -> dict:
 
     for name in ("pico-llama", "pico-gpt2", "pico-llama-s", "pico-bert"):
         zoo.build(name, progress=False)
-    methods = registry.method_names() if not args.smoke else ["fedavg"]
+    methods = (args.methods.split(",") if args.methods else registry.method_names()) if not args.smoke else ["fedavg"]
     rows = []
     for m in methods:
         proxy_based = "bi_samples" in {f.name for f in dataclasses.fields(registry.get(m).config_cls)}
@@ -214,7 +226,9 @@ def section_matrix(args) -> dict:
             h = run_experiment(load_config(None, over), progress=False)
             last = h.rounds[-1]
             row = {"method": m, "ok": True, "acc": round(float(last.get("acc/mean", float("nan"))), 4)}
-        except Exception as e:  # noqa: BLE001 — recorded, the next method still runs
+        except Exception as e:  # noqa: BLE001 — recorded (its traceback in matrix.log), the next method still runs
+            import traceback
+            traceback.print_exc()
             row = {"method": m, "ok": False, "error": f"{type(e).__name__}: {str(e)[:300]}"}
         row["seconds"] = round(time.time() - t0, 1)
         if args.device == "cuda":
@@ -265,6 +279,10 @@ def main() -> int:
     ap.add_argument("--smoke", action="store_true", help="tiny sizes, CPU allowed (the suite's own test)")
     ap.add_argument("--device", default=None, help="cuda (default when available) or cpu")
     ap.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, from {', '.join(SECTIONS)}")
+    ap.add_argument("--methods", help="the matrix's methods, comma-separated (default: every registered one)")
+    ap.add_argument("--kernel-paths", default="vectorised,blocked,vectorised_compiled",
+                    help="which kernel paths to time, comma-separated")
+    ap.add_argument("--profile", action="store_true", help="print torch.profiler's operators of h_ties and ties")
     ap.add_argument("--section", help=argparse.SUPPRESS)     # internal: run one section in this process
     args = ap.parse_args()
     if args.device is None:
@@ -288,7 +306,8 @@ def main() -> int:
     for name in wanted:
         t0 = time.time()
         cmd = [sys.executable, __file__, "--out", str(out), "--device", args.device, "--section", name,
-               *(["--work", args.work] if args.work else []),
+               *(["--work", args.work] if args.work else []), *(["--methods", args.methods] if args.methods else []),
+               "--kernel-paths", args.kernel_paths, *(["--profile"] if args.profile else []),
                *(["--smoke"] if args.smoke else [])]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         with open(out / f"{name}.log", "w") as log:

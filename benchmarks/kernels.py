@@ -131,6 +131,24 @@ def bench_point(k: int, p: int, rep: int, per_tensor: bool, names: list[str], de
     return rows
 
 
+def profile(p: int, k: int, device: str) -> None:
+    """Where one h_ties and one ties call spend their time: torch.profiler's operators, by device time."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    tau = torch.randn(k, p, generator=torch.Generator().manual_seed(0)).to(device)
+    h_ties(tau), ties(tau)                                   # warm-up
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.startswith("cuda") else [])
+    for name, fn in (("h_ties", h_ties), ("ties", ties)):
+        with torch_profile(activities=acts) as prof:
+            fn(tau)
+            if device.startswith("cuda"):
+                torch.cuda.synchronize()
+        key = "device_time_total" if device.startswith("cuda") else "cpu_time_total"
+        print(f"profile of {name}, K={k}, P={p:,}, {device}:")
+        print(prof.key_averages().table(sort_by=key, row_limit=18, max_name_column_width=40))
+
+
 def parse_size(s: str) -> int:
     s = s.upper()
     return int(float(s[:-1]) * 1_000_000) if s.endswith("M") else int(s)
@@ -148,6 +166,8 @@ def main() -> int:
     ap.add_argument("--path", choices=("auto", "blocked", "vectorised"), default="auto",
                     help="the trimming kernels' path: auto (blocked on the CPU, vectorised elsewhere) or forced")
     ap.add_argument("--compile", action="store_true", help="time fedlab's kernels wrapped in torch.compile")
+    ap.add_argument("--profile", action="store_true",
+                    help="print torch.profiler's operators of one h_ties and one ties call at the first point")
     args = ap.parse_args()
     vectorised.FORCE = {"auto": None, "blocked": False, "vectorised": True}[args.path]
     if args.compile:
@@ -157,6 +177,8 @@ def main() -> int:
         torch.set_num_threads(args.threads)
     import psutil
 
+    if args.profile:
+        profile(parse_size(args.sizes.split(",")[0]), int(args.ks.split(",")[0]), args.device)
     rows = []
     for p in [parse_size(x) for x in args.sizes.split(",")]:
         for k in [int(x) for x in args.ks.split(",")]:

@@ -60,8 +60,9 @@ def thresholds(tau: Tensor, counts: list[int], sample: int | None = None):
         thr = torch.where(live_d, x, thr)
         return thr, torch.where(live, ge, n_ge).tolist(), torch.where(live, gt, n_gt).tolist()
 
-    g = torch.Generator(device="cpu").manual_seed(0)
-    pos = torch.randint(p, (sample,), generator=g).to(dev)
+    # the positions drawn where τ lives (a CPU draw of 2^20 positions and its copy cost more than the pass)
+    g = torch.Generator(device=dev).manual_seed(0)
+    pos = torch.randint(p, (sample,), generator=g, device=dev)
     srt = mag[:, pos].sort(dim=1, descending=True).values                              # [K, S]
     frac = c.double() / p
     margin = 6.0 * torch.sqrt(sample * frac * (1 - frac)) + 64

@@ -32,12 +32,15 @@ def plug_in_fusion(llm: nn.Module, proxy: nn.Module, kept_layers: list[int],
 
 
 class ProxyTuned(nn.Module):
-    """Proxy tuning: logits = LLM(x) + proxy_tuned(x) − proxy_untuned(x); no weights change."""
+    """Proxy tuning: logits = LLM(x) + proxy_tuned(x) − proxy_untuned(x); no weights change. The LLM is moved
+    to the tuned proxy's device (a scorer sends the inputs to the device of this module's first parameter,
+    the LLM's: on a GPU run the LLM loaded on the CPU would otherwise get them and the proxy would not)."""
     key_value_cache = False   # three models behind one forward: scorers run whole sequences through it
 
     def __init__(self, llm: nn.Module, tuned: nn.Module, untuned: nn.Module):
         super().__init__()
-        self.llm, self.tuned, self.untuned = llm, tuned, untuned
+        device = next(tuned.parameters()).device
+        self.llm, self.tuned, self.untuned = llm.to(device), tuned, untuned
 
     def forward(self, input_ids, attention_mask=None, **kwargs):
         kw = dict(input_ids=input_ids, attention_mask=attention_mask)

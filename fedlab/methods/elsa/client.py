@@ -263,7 +263,7 @@ class ElsaClient(LoraClient):
         correct, counts = 0, {}
         for batch in batches:
             out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
-            pred = masked_logits(out.logits, batch["allowed"]).argmax(-1)
+            pred = masked_logits(out.logits.cpu(), batch["allowed"]).argmax(-1)
             correct += int((pred == batch["class_label"]).sum())
             for c in pred.tolist():
                 counts[c] = counts.get(c, 0) + 1

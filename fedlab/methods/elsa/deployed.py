@@ -42,17 +42,18 @@ def split_path(model, cuts: tuple[int, int], codec, rotation: torch.Tensor | Non
     p, stop = cuts
     cosines: list[float] = []
 
+    # the link works on the CPU (as ClientLink does); what it gives back goes to the model's device
     def up(module, args, kwargs):
         h = _hidden_of(args, kwargs)
-        x = h if rotation is None else h @ rotation.T.to(h.dtype)
+        x = h.cpu() if rotation is None else h.cpu() @ rotation.T.to(h.dtype)
         got = codec.through(x, rnd, EVAL_STEP, "act-up").to(h.dtype)
         if codec.ratio_asked > 1:
-            cosines.append(cosine(x, got, root.mask))
-        return _with_hidden(args, kwargs, got)
+            cosines.append(cosine(x, got, root.mask.cpu()))
+        return _with_hidden(args, kwargs, got.to(h.device))
 
     def down(module, args, kwargs, output):
         h = output[0] if isinstance(output, tuple) else output
-        got = codec.through(h, rnd, EVAL_STEP, "act-down").to(h.dtype)
+        got = codec.through(h.cpu(), rnd, EVAL_STEP, "act-down").to(h.device, h.dtype)
         return (got, *output[1:]) if isinstance(output, tuple) else got
 
     hooks = [blocks[p].register_forward_pre_hook(up, with_kwargs=True),
@@ -88,4 +89,4 @@ def capture_front(model, batches, cut: int, tokens: int) -> torch.Tensor:
     finally:
         hook.remove()
         root.mask = None
-    return torch.cat(rows)[:tokens]
+    return torch.cat(rows)[:tokens].cpu()

@@ -53,26 +53,28 @@ class ClientLink:
         self.cosines: list[float] = []
 
     def forward(self, hidden: torch.Tensor, train: bool) -> torch.Tensor:
-        h = hidden.detach()
+        # the wire is on the CPU (rotation, codec, what the edge is sent); the answer goes back to the model's device
+        h = hidden.detach().cpu()
+        mask = self.mask.cpu()
         if self.rotation is not None:
             h = h @ self.rotation.T.to(h.dtype)
         up = self.codec.pack(h, self.round, self.steps, "act-up")
         if self.codec.ratio_asked > 1:
-            self.cosines.append(cosine(h, self.codec.unpack(up, self.round, self.steps), self.mask))
-        mask8 = self.mask.to(torch.int8)
+            self.cosines.append(cosine(h, self.codec.unpack(up, self.round, self.steps), mask))
+        mask8 = mask.to(torch.int8)
         down = self.edge.forward(self.cid, up, mask8, train)
         self.bytes_up += _nbytes(up) + _nbytes(mask8)
         self.bytes_down += _nbytes(down)
-        return self.codec.unpack(down, self.round, self.steps).to(hidden.dtype)
+        return self.codec.unpack(down, self.round, self.steps).to(hidden.device, hidden.dtype)
 
     def backward(self, grad: torch.Tensor) -> torch.Tensor:
-        g_down = self.codec.pack(grad.detach(), self.round, self.steps, "grad-down")
+        g_down = self.codec.pack(grad.detach().cpu(), self.round, self.steps, "grad-down")
         g_up = self.edge.backward(self.cid, g_down)
         self.bytes_up += _nbytes(g_down)
         self.bytes_down += _nbytes(g_up)
         g = self.codec.unpack(g_up, self.round, self.steps).to(grad.dtype)
         self.steps += 1
-        return g if self.rotation is None else g @ self.rotation.to(g.dtype)
+        return (g if self.rotation is None else g @ self.rotation.to(g.dtype)).to(grad.device)
 
 
 class EdgeServer:
@@ -136,13 +138,14 @@ class EdgeServer:
         root = _root(self.model)
         self.model.train(train)
         gen_seed = derive_seed(self.cfg.seed, "elsa-edge", self.round, cid, self.steps[cid])
-        root.fedlab_split_input = hidden
+        device = next(iter(self.params[cid].values())).device      # the edge's model: the wire's tensors move to it
+        root.fedlab_split_input = hidden.to(device)
         try:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(gen_seed)
-                ids = torch.zeros(mask.shape, dtype=torch.long)
-                functional_call(self.model, self.params[cid], (), {"input_ids": ids, "attention_mask": mask.long()},
-                                strict=False)
+                ids = torch.zeros(mask.shape, dtype=torch.long, device=device)
+                functional_call(self.model, self.params[cid], (),
+                                {"input_ids": ids, "attention_mask": mask.to(device).long()}, strict=False)
         finally:
             root.fedlab_split_input = None
         out = root.fedlab_split_output
@@ -155,12 +158,12 @@ class EdgeServer:
         h = codec.unpack(payload, self.round, step)
         if not train:
             with torch.no_grad():
-                return _like(codec.pack(self._run(cid, h, mask, False), self.round, step, "act-down"), payload)
+                return _like(codec.pack(self._run(cid, h, mask, False).cpu(), self.round, step, "act-down"), payload)
         with torch.enable_grad():     # in-process the call comes from inside the client's autograd function
             h = h.detach().requires_grad_(True)
             out = self._run(cid, h, mask, True)
         self.pending[cid] = (h, out)
-        return _like(codec.pack(out.detach(), self.round, step, "act-down"), payload)
+        return _like(codec.pack(out.detach().cpu(), self.round, step, "act-down"), payload)
 
     def backward(self, cid: int, grad_payload):
         grad_payload = _tensor(grad_payload)
@@ -169,7 +172,7 @@ class EdgeServer:
         opt = self.opts[cid]
         opt.zero_grad(set_to_none=True)
         with torch.enable_grad():
-            out.backward(codec.unpack(grad_payload, self.round, step))
+            out.backward(codec.unpack(grad_payload, self.round, step).to(out.device))
         params = list(self.params[cid].values())
         torch.nn.utils.clip_grad_norm_(params, 1.0)      # as the client's trainer clips its own
         opt.step()

@@ -58,6 +58,9 @@ class EncoderClassifier(nn.Module):
         self.mask = None                 # the 2-D attention mask of the forward in progress
 
     def forward(self, input_ids=None, attention_mask=None, **kwargs):
+        device = self.classifier.weight.device        # inputs follow the model (a GPU run's batches come from the CPU)
+        input_ids = input_ids.to(device) if input_ids is not None else None
+        attention_mask = attention_mask.to(device) if attention_mask is not None else None
         self.mask = attention_mask
         try:
             hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state

@@ -70,5 +70,8 @@ def train_dense_gate(cfg, embeddings: torch.Tensor, nll: torch.Tensor, lr: float
 
 
 def dense_gates(gate: DenseGate, embeddings: torch.Tensor, k: int | None) -> torch.Tensor:
+    """The top-k gates of each prompt, on the CPU (the gate stays where its Trainer left it: on a GPU run, the
+    GPU)."""
+    device = next(gate.parameters()).device
     with torch.no_grad():
-        return top_k_gates(gate(embeddings.float()), k)
+        return top_k_gates(gate(embeddings.float().to(device)), k).cpu()
