@@ -52,6 +52,8 @@ def section_env(args) -> dict:
 
     out = {"torch": torch.__version__, "transformers": transformers.__version__, "python": sys.version.split()[0],
            "device": args.device}
+    out.update(tf32_matmul=torch.backends.cuda.matmul.allow_tf32, float32_matmul_precision=torch.get_float32_matmul_precision(),
+               TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=os.environ.get("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"))
     if args.device == "cuda":
         props = torch.cuda.get_device_properties(0)
         out.update(name=props.name, memory_gib=round(props.total_memory / 2**30, 1),

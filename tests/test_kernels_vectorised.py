@@ -77,3 +77,22 @@ def test_the_path_is_taken_off_the_cpu_only():
 def test_force_false_keeps_the_block_loop_everywhere(monkeypatch):
     monkeypatch.setattr(vectorised, "FORCE", False)
     assert not vectorised.wanted(torch.zeros(2, 3, device="meta"))
+
+
+def test_cosine_on_the_accelerator_path_is_accumulated_in_float64(forced):
+    """The forced path's similarities equal a float64 reference to float32 rounding (the blocked float64 Gram
+    matrix), zero rows included."""
+    from fedlab.aggregators import pairwise_cosine
+
+    g = torch.Generator().manual_seed(4)
+    tau = torch.randn(5, (1 << 22) + 77, generator=g)
+    tau[1] = tau[0] * 0.3 + tau[1] * 0.01
+    tau[4] = 0
+    got = pairwise_cosine(tau)
+    t = tau.double()
+    n = t.norm(dim=1).clamp(min=1e-300)
+    want = ((t @ t.T) / (n[:, None] * n[None, :])).float()
+    want[4], want[:, 4] = 0, 0
+    want.fill_diagonal_(1.0)
+    want[4, 4] = 0
+    assert (got - want).abs().max() < 2e-7

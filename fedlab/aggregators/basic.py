@@ -15,10 +15,22 @@ def pairwise_cosine(tau: Tensor) -> Tensor:
     if tau.dim() != 2:
         raise ValueError(f"tau must be [K, P], got shape {tuple(tau.shape)}")
     t = tau.float() if not tau.is_floating_point() else tau
-    norms = t.norm(dim=1)
-    nz = norms > 0
-    safe = torch.where(nz, norms, torch.ones_like(norms))
-    s = (t @ t.T) / (safe[:, None] * safe[None, :])
+    if vectorised.wanted(t):
+        # on an accelerator the [K, K] Gram matrix in float64, over column blocks: a float32 product there may run
+        # in TF32 (10-bit mantissa; an image can force it for every product) and move S, hence w and r, by 1e-3
+        gram = torch.zeros(t.shape[0], t.shape[0], dtype=torch.float64, device=t.device)
+        for a in range(0, t.shape[1], 1 << 22):
+            blk = t[:, a:a + (1 << 22)].double()
+            gram += blk @ blk.T
+        norms64 = gram.diagonal().clamp(min=0).sqrt()
+        nz = norms64 > 0
+        safe64 = torch.where(nz, norms64, torch.ones_like(norms64))
+        s = (gram / (safe64[:, None] * safe64[None, :])).to(t.dtype)
+    else:
+        norms = t.norm(dim=1)
+        nz = norms > 0
+        safe = torch.where(nz, norms, torch.ones_like(norms))
+        s = (t @ t.T) / (safe[:, None] * safe[None, :])
     s = s.clamp(-1.0, 1.0)
     both = nz[:, None] & nz[None, :]
     s = torch.where(both, s, torch.zeros_like(s))

@@ -115,7 +115,8 @@ class EdgeServer:
                 first = next(iter(self.params))
                 self.params[cid], self.opts[cid] = self.params[first], self.opts[first]
                 continue
-            p = {k: _tensor(state[k]).clone().requires_grad_(True) for k in self.keys}
+            device = next(self.model.parameters()).device     # θ₂ⁿ lives with the edge's model
+            p = {k: _tensor(state[k]).to(device, copy=True).requires_grad_(True) for k in self.keys}
             self.params[cid] = p
             if self.cfg.method.client_opt == "fedcada":
                 from fedlab.objectives.fedcada import fedcada_factory
@@ -138,7 +139,7 @@ class EdgeServer:
         root = _root(self.model)
         self.model.train(train)
         gen_seed = derive_seed(self.cfg.seed, "elsa-edge", self.round, cid, self.steps[cid])
-        device = next(iter(self.params[cid].values())).device      # the edge's model: the wire's tensors move to it
+        device = next(self.model.parameters()).device      # the edge's model: the wire's tensors move to it
         root.fedlab_split_input = hidden.to(device)
         try:
             with torch.random.fork_rng(devices=[]):
@@ -180,7 +181,7 @@ class EdgeServer:
         return _like(codec.pack(h.grad, self.round, step, "grad-up"), grad_payload)
 
     def states(self) -> dict[int, dict]:
-        return {cid: {k: v.detach().clone() for k, v in p.items()} for cid, p in self.params.items()}
+        return {cid: {k: v.detach().cpu().clone() for k, v in p.items()} for cid, p in self.params.items()}
 
     def aggregate(self, client_states: dict, sizes: dict, client_moments: dict | None = None):
         """θ_{g,k}: each member's [θ₁, θ₃, head] (uploaded to this edge) joined with its θ₂ⁿ, averaged by
@@ -188,7 +189,7 @@ class EdgeServer:
         averaged the same way)."""
         cids = sorted(client_states)
         whole = [{**{k: _tensor(v) for k, v in client_states[c].items()},
-                  **{k: v.detach() for k, v in self.params[c].items()}} for c in cids]
+                  **{k: v.detach().cpu() for k, v in self.params[c].items()}} for c in cids]
         theta = edge_average(whole, [sizes[c] for c in cids])
         if client_moments is None:
             return theta
@@ -196,10 +197,21 @@ class EdgeServer:
 
         joined = []
         for c in cids:
-            mine, edge = _tensor(client_moments[c]), self.opts[c].export()
+            mine, edge = _tensor(client_moments[c]), _cpu(self.opts[c].export())
             joined.append({"m": {**mine["m"], **edge["m"]}, "v": {**mine["v"], **edge["v"]},
                            "k": max(int(mine["k"]), int(edge["k"]))})
         return theta, average_moments(joined, [float(sizes[c]) for c in cids])
+
+
+def _cpu(x):
+    """A tree of tensors (dicts, tuples) on the CPU: what the edge hands over leaves its device."""
+    if isinstance(x, torch.Tensor):
+        return x.cpu()
+    if isinstance(x, dict):
+        return {k: _cpu(v) for k, v in x.items()}
+    if isinstance(x, tuple):
+        return tuple(_cpu(v) for v in x)
+    return x
 
 
 def _tensor(x):

@@ -66,7 +66,7 @@ def train_dense_gate(cfg, embeddings: torch.Tensor, nll: torch.Tensor, lr: float
                                          batch_size=32, shuffle=True,
                                          generator=torch.Generator().manual_seed(cfg.seed))
     make_trainer(cfg, max_epochs=epochs, max_steps=0).fit(gate, loader)
-    return gate.eval()
+    return gate.cpu().eval()      # a [D, E] linear map: scored on the CPU, where the prompt embeddings are
 
 
 def dense_gates(gate: DenseGate, embeddings: torch.Tensor, k: int | None) -> torch.Tensor:
