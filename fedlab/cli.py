@@ -238,6 +238,33 @@ def cmd_data(args) -> int:
     return 0
 
 
+def cmd_plan(args) -> int:
+    """Parameters, traffic and training memory per role, built on the meta device (fedlab/plan)."""
+    from fedlab.config import load_config
+
+    try:
+        cfg = load_config(args.config, args.overrides)
+    except ConfigError as e:
+        return _fail(str(e))
+    from fedlab import plan as planning
+    from fedlab.plan.memory import DTYPES
+
+    if args.dtype not in DTYPES:
+        return _fail(f"--dtype: {args.dtype!r} is not allowed; allowed: {', '.join(DTYPES)}")
+    if args.device_gib <= 0:
+        return _fail(f"--device-gib: {args.device_gib!r} is not allowed; expected a number of GiB > 0")
+    try:
+        plans = planning.plan(cfg, dtype=args.dtype, checkpointing=args.checkpointing, device_gib=args.device_gib)
+    except ValueError as e:
+        return _fail(str(e))
+    print(planning.render(cfg, plans, dtype=args.dtype, checkpointing=args.checkpointing, device_gib=args.device_gib))
+    if args.json:
+        import json
+
+        Path(args.json).write_text(json.dumps(planning.as_dicts(plans), indent=1))
+    return 0
+
+
 # params that do not change what a run computes: runs that differ only in these (and the seed) are one row
 _NOT_THE_EXPERIMENT = ("seed", "resume", "output_dir", "tracking.")
 
@@ -358,6 +385,14 @@ def build_parser() -> argparse.ArgumentParser:
                                                           "cached, and say whether the weights equal the shipped ones")
     z.add_argument("--force", action="store_true", help="the same as --rebuild")
     z.set_defaults(fn=cmd_zoo)
+    pl = sub.add_parser("plan", help="will it fit: parameters, traffic and training memory per role, no weights loaded")
+    pl.add_argument("config")
+    pl.add_argument("overrides", nargs="*")
+    pl.add_argument("--dtype", default="fp32", help="weights' precision: fp32 (what fedlab loads), bf16, fp16")
+    pl.add_argument("--checkpointing", action="store_true", help="plan with gradient checkpointing")
+    pl.add_argument("--device-gib", type=float, default=80.0, help="memory of one device (default 80)")
+    pl.add_argument("--json", default=None, help="also write the plan to this JSON file")
+    pl.set_defaults(fn=cmd_plan)
     doc = sub.add_parser("doctor", help="this machine's CPU numerics against the reference digest")
     doc.set_defaults(fn=cmd_doctor)
     d = sub.add_parser("data", help="describe the data of a config (default: the embedded benchmark)")

@@ -163,6 +163,27 @@ def _record_environment(cfg, tracker) -> tuple[dict, str]:
     return env, state["diff"]
 
 
+def _log_plan(cfg, out: Path, tracker) -> None:
+    """`fedlab plan` of this run's config beside its results (plan/plan.txt, plan/plan.json): what each role
+    holds, sends and needs, at the run's batch and sequence length. A model the planner cannot size is said so
+    in plan.txt; the run is not affected."""
+    import json
+    import warnings
+
+    from fedlab import plan as planning
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            plans = planning.plan(cfg)
+        (out / "plan.txt").write_text(planning.render(cfg, plans, dtype="fp32", checkpointing=False, device_gib=80))
+        (out / "plan.json").write_text(json.dumps(planning.as_dicts(plans), indent=1))
+        tracker.log_artifact(out / "plan.json", "plan")
+    except Exception as e:  # noqa: BLE001 — the plan is a description; a run never fails for it
+        (out / "plan.txt").write_text(f"no plan: {type(e).__name__}: {e}\n")
+    tracker.log_artifact(out / "plan.txt", "plan")
+
+
 def _log_artifacts(cfg, method, history, tracker) -> None:
     from safetensors.torch import save_file
 
@@ -171,6 +192,8 @@ def _log_artifacts(cfg, method, history, tracker) -> None:
     out = Path(history.out_dir)
     (out / "config.yaml").write_text(to_yaml(cfg))
     tracker.log_artifact(out / "config.yaml")
+    if getattr(tracker, "mlflow", None) is not None:
+        _log_plan(cfg, out, tracker)
     adapters = method.final_adapters()
     if adapters:
         save_file({k: v.contiguous() for k, v in adapters.items()}, str(out / "adapters.safetensors"))

@@ -61,8 +61,13 @@ def test_run_is_in_mlflow_with_artifacts(finished_run):
     hist = client.get_metric_history(run.info.run_id, "acc/client_7")
     assert [m.step for m in hist] == [0, 1, 2]
     names = {a.path for a in client.list_artifacts(run.info.run_id)} | {
-        a.path for a in client.list_artifacts(run.info.run_id, "plots")}
-    assert {"config.yaml", "adapters.safetensors", "plots/accuracy_per_round.png"} <= names
+        a.path for a in client.list_artifacts(run.info.run_id, "plots")} | {
+        a.path for a in client.list_artifacts(run.info.run_id, "plan")}
+    assert {"config.yaml", "adapters.safetensors", "plots/accuracy_per_round.png", "plan/plan.txt",
+            "plan/plan.json"} <= names
+    # the run's plan: its roles at its batch and sequence length
+    plan_txt = next((finished_run / "mlruns").rglob("plan.txt")).read_text()
+    assert plan_txt.startswith("plan of ") and "peak (train)" in plan_txt
     # the artifacts live under mlruns/
     assert list((finished_run / "mlruns").rglob("accuracy_per_round.png"))
 

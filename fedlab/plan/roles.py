@@ -1,0 +1,127 @@
+"""Who holds which model in a run of a config: the roles `fedlab plan` sizes (issue 32).
+
+A role is one kind of party (the server's LLM, the clients' proxy, one client's SLM, an edge): the model it
+holds (an architecture and how many of its blocks), whether it trains and with LoRA, how many parties hold it,
+and what one party sends and receives per round. The five systems and the LoRA-exchange baselines have their
+roles here; any other method is planned as LoRA clients of `model.name` (FedAvg's shape)."""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Hugging Face ids of the papers' models → the architecture files shipped in fedlab/models/architectures
+HUB_ARCHITECTURES = {
+    "meta-llama/Llama-2-7b-hf": "llama-2-7b", "mistralai/Mistral-7B-v0.1": "mistral-7b",
+    "google/gemma-2b": "gemma-2b", "google/gemma-7b": "gemma-7b", "EleutherAI/gpt-j-6b": "gpt-j-6b",
+    "facebook/opt-1.3b": "opt-1.3b", "openai-community/gpt2": "gpt2", "gpt2": "gpt2",
+    "openai-community/gpt2-xl": "gpt2-xl", "gpt2-xl": "gpt2-xl", "bigscience/bloom-1b1": "bloom-1b1",
+    "Qwen/Qwen2.5-1.5B": "qwen2.5-1.5b", "princeton-nlp/Sheared-LLaMA-1.3B": "sheared-llama-1.3b",
+    "bert-base-uncased": "bert-base", "google-bert/bert-base-uncased": "bert-base",
+    "sentence-transformers/all-MiniLM-L6-v2": "minilm-l6", "minilm-l6": "minilm-l6",
+    "HuggingFaceTB/SmolLM2-135M": "smollm2-135m", "smollm2-135m": "smollm2-135m",
+}
+
+
+def architecture(name: str):
+    """The transformers config of a model name: a zoo model (its shipped config.json), a paper model (the
+    shipped architecture file), or a local folder's config.json."""
+    from transformers import AutoConfig
+
+    from fedlab.models import architectures
+    from fedlab.models.shipped import SHIPPED as SHIPPED_DIR
+
+    if (SHIPPED_DIR / name / "config.json").is_file():
+        return AutoConfig.from_pretrained(SHIPPED_DIR / name)
+    if name in HUB_ARCHITECTURES:
+        return architectures.config(HUB_ARCHITECTURES[name])
+    if (Path(name) / "config.json").is_file():
+        return AutoConfig.from_pretrained(name)
+    raise ValueError(f"model {name!r}: no architecture known to `fedlab plan`; known: the zoo's models, a local "
+                     f"folder with a config.json, or one of {', '.join(sorted(HUB_ARCHITECTURES))}")
+
+
+@dataclass
+class Role:
+    name: str                      # "server LLM", "client proxy", "client 2 SLM", "edge"
+    model: str
+    count: int = 1                 # parties holding it
+    blocks: int | None = None      # None: every block; else a compressed / split model with this many
+    trains: bool = True
+    lora: dict | None = None
+    up: str = ""                   # what one party sends per round ("lora": its LoRA state; or a note)
+    down: str = ""
+    up_bytes: int | None = None    # known sizes (else from the LoRA state)
+    down_bytes: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _lora(cfg) -> dict:
+    lc = cfg.model.lora
+    return {"r": lc.r, "alpha": lc.alpha, "dropout": lc.dropout, "target_modules": lc.target_modules}
+
+
+def _kept(cfg, name: str, kappa: float) -> int:
+    from fedlab.transforms.compress import n_dropped
+
+    blocks = int(architecture(name).num_hidden_layers)
+    return blocks - n_dropped(blocks, kappa)
+
+
+def _public_tokens(cfg) -> int:
+    """Tokens of the public set (an upper bound on the positions whose top-K logits travel)."""
+    d = cfg.data
+    per_task = d.public_count()
+    tasks = 1 if d.public_source == "instructions" else len(d.hf_tasks() or d.tasks)
+    return per_task * tasks * cfg.model.max_length
+
+
+def roles(cfg) -> list[Role]:
+    m, n = cfg.method, cfg.data.num_clients
+    name, lora = cfg.model.name, _lora(cfg)
+    method = m.name
+    if method == "fedproxy":
+        kept = _kept(cfg, name, m.kappa)
+        return [Role("server LLM", name, 1, trains=False, notes=["block influence, H-TIES merge, plug-in fusion: no training step"]),
+                Role("client proxy", name, n, blocks=kept, lora=lora, up="LoRA of the proxy", down="LoRA of the proxy")]
+    if method in ("fedmkt", "coplms", "coplms_no_dst", "coplms_no_saml", "fedcollm", "llm2slm"):
+        k = getattr(m, "topk", 16)
+        knowledge = _public_tokens(cfg) * k * 8          # top-K (index int32, value float32) per position
+        out = [Role("server LLM", name, 1, lora=lora, up=f"top-{k} logits of the public set", down="", up_bytes=0,
+                    down_bytes=0, notes=["trains on the public set with the clients' knowledge"])]
+        if method.startswith("coplms"):
+            out.append(Role("server DPM", name, 1, blocks=_kept(cfg, name, m.kappa), lora=lora,
+                            notes=["the distilled proxy model, sent to every client"]))
+        names = cfg.model.clients or [name] * n
+        for i, c in enumerate(names[:n]):
+            out.append(Role(f"client {i} SLM" if cfg.model.clients else "client SLM", c,
+                            1 if cfg.model.clients else n, lora=lora, up=f"top-{k} logits of the public set",
+                            down=f"top-{k} logits of the public set", up_bytes=knowledge, down_bytes=knowledge))
+            if not cfg.model.clients:
+                break
+        return out
+    if method.startswith("floe") or method in ("llm_fedmoe",):
+        ranks = list(getattr(m, "ranks", [lora["r"]]))
+        out = [Role(f"device SLM (r = {r})", name, 0, lora={**lora, "r": r}, up="LoRA at its rank", down="LoRA at its rank")
+               for r in (min(ranks), max(ranks))]
+        out[0].count = out[1].count = n
+        out[0].notes.append("the smallest rank a device class may get")
+        out[1].notes.append("the largest rank")
+        if getattr(m, "llm", None):
+            out.append(Role("cloud LLM", m.llm, 1, trains=False, notes=["inference only: fused with the routed SLM"]))
+        return out
+    if method == "elsa":
+        front, middle, back = (list(m.split) + [0, 0, 0])[:3] if getattr(m, "split", None) else (1, 1, 1)
+        edges = getattr(m, "num_edges", 1)
+        return [Role("client (front + back blocks, head)", name, n, blocks=front + back, lora=lora,
+                     up="LoRA of its blocks + sketched activations each step", down="LoRA of its blocks",
+                     notes=["activations travel every step: see `link/` metrics"]),
+                Role("edge (middle blocks, one copy per member)", name, edges, blocks=middle, lora=lora,
+                     notes=[f"{math.ceil(n / max(1, edges))} members per edge, each its own θ₂ⁿ"])]
+    return [Role("server", name, 1, trains=False, notes=["aggregates the LoRA states; evaluates"]),
+            Role("client", name, n, lora=lora, up="LoRA state", down="LoRA state")]
+
+
+def role_json(r: Role) -> str:
+    return json.dumps(r.__dict__, default=str)
