@@ -170,7 +170,10 @@ def test_coplms_end_to_end_uploads_only_the_dpm_lora(hetero_zoo, tmp_path):
     from fedlab.methods.coplms.dpm import build_dpm
 
     name, _ = build_dpm(cfg, list(build_federated_data(cfg.data, cfg.seed).public), progress=False)
-    lora = get_resident(cfg, name).init_state
+    from fedlab.methods.coplms.client import dpm_lora
+
+    lora = get_resident(cfg, name, None, dpm_lora(cfg)).init_state
+    assert {v.shape[0] for k, v in lora.items() if "lora_A" in k} == {4}      # method.dpm_lora_r's default
     lora_bytes = sum(v.numel() * v.element_size() for v in lora.values())
     # down, exactly: per device the LoRA and the config {"dpm": name} (3 key bytes, the name as JSON text)
     assert r1["bytes/down"] == 3 * (lora_bytes + 3 + len(json.dumps(name)))
@@ -346,3 +349,33 @@ def test_mapped_pooled_kl_drops_teacher_logits_past_the_tokenizer():
     vmap = torch.tensor([3, 2, 1, 0])
     padded = torch.cat([t[:, :4], torch.full((3, 2), 5.0)], -1)
     assert torch.allclose(mapped_pooled_kl(padded, s, 2, vmap), mapped_pooled_kl(t[:, :4], s, 2, vmap))
+
+
+def test_the_dpm_upload_check_refuses_a_dpm_larger_than_an_slm():
+    """Co-PLMs' DPM keeps the LLM's width: at model.lora.r its LoRA outweighs a narrower SLM's (hetero.yaml:
+    18,432 floats against 12,288), and the run is refused before anything is built; the default rank 4 (9,216)
+    passes, and so does the declared opt-out."""
+    from fedlab.experiment import preflight
+    from fedlab.methods.coplms.upload import dpm_and_slm_floats
+
+    yaml = "experiments/coplms/hetero.yaml"
+    cfg = load_config(yaml, [])
+    assert dpm_and_slm_floats(cfg) == (9216, [("tiny-bloom", 12288), ("tiny-gpt2", 12288), ("tiny-opt", 12288)])
+    preflight(cfg)
+    with pytest.raises(ConfigError) as e:
+        preflight(load_config(yaml, ["method.dpm_lora_r=null"]))
+    assert str(e.value).startswith("method.dpm_lora_r: the DPM's LoRA uploads 18,432 floats a round, not fewer "
+                                   "than tiny-bloom's 12,288")
+    preflight(load_config(yaml, ["method.dpm_lora_r=null", "method.dpm_upload_check=false"]))
+
+
+def test_the_dpm_lora_keeps_alpha_over_r(hetero_zoo):
+    """method.dpm_lora_r sets the DPM's LoRA rank and scales α with it: the LoRA scaling α/r stays model.lora's."""
+    from fedlab.methods.coplms.client import dpm_chain, dpm_lora
+    from fedlab.runtime.resident import get_resident
+
+    cfg = load_config(None, HETERO + ["model.lora.r=8", "model.lora.alpha=16", "method.dpm_lora_r=2"])
+    assert dpm_lora(load_config(None, HETERO + ["model.lora.r=8", "method.dpm_lora_r=8"])) == ()
+    model = get_resident(cfg, "pico-llama", None, dpm_chain(cfg)).model
+    layers = [m for m in model.modules() if hasattr(m, "lora_A") and "default" in getattr(m, "lora_A", {})]
+    assert layers and all(m.lora_A["default"].weight.shape[0] == 2 and m.scaling["default"] == 16 / 8 for m in layers)

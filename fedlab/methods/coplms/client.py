@@ -29,9 +29,18 @@ from fedlab.transforms import get_state, set_state, transform
 ADAPTERS, SLM = "adapters/", "slm/"
 
 
+def dpm_lora(cfg) -> tuple:
+    """The DPM's LoRA: rank `method.dpm_lora_r` with α scaled to keep model.lora's α/r (() : model.lora as is)."""
+    r = cfg.method.dpm_lora_r
+    if r is None or r == cfg.model.lora.r:
+        return ()
+    return (transform("lora", r=int(r), alpha=cfg.model.lora.alpha * r / cfg.model.lora.r),)
+
+
 def dpm_chain(cfg) -> tuple:
-    """The device's DPM: domain adapters on every block's output when DST is on (LoRA follows)."""
-    return (transform("adapters", width=cfg.method.adapter_width, where="block"),) if cfg.method.dst else ()
+    """The device's DPM: domain adapters on every block's output when DST is on, then the DPM's LoRA."""
+    adapters = (transform("adapters", width=cfg.method.adapter_width, where="block"),) if cfg.method.dst else ()
+    return adapters + dpm_lora(cfg)
 
 
 @contextmanager

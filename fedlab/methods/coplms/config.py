@@ -19,6 +19,11 @@ class CoPLMsConfig(MethodConfig):
     dpm_distill: str = "reverse"     # reverse: token-level reverse KL (MiniLLM, simplified) | forward | none
     dpm_epochs: int = 3              # distillation epochs on the server's data
     dpm_lr: float = 1e-3
+    # LoRA rank of the DPM (α scaled with it: α/r as model.lora's); null: model.lora.r. The DPM keeps the LLM's
+    # width, so at model.lora.r its LoRA outweighs a narrower SLM's (1.5× tiny-llama-s's at κ = 0.5): at r = 4 the
+    # DPM's upload is below every shipped SLM's, as Co-PLMs' communication claim needs (checked before a run)
+    dpm_lora_r: Optional[int] = 4
+    dpm_upload_check: bool = True    # refuse a DPM whose LoRA is not smaller than every device SLM's (upload.py)
     # DST (§5.2)
     dst: bool = True                 # domain adapters on the DPM's blocks, trained on CE, never uploaded
     adapter_width: float = 0.25      # hidden size of each adapter, a fraction of d (d/4)
@@ -42,6 +47,8 @@ class CoPLMsConfig(MethodConfig):
         choose(self.dpm_distill, ["reverse", "forward", "none"], f"{p}.dpm_distill")
         check(self.dpm_epochs >= 0, f"{p}.dpm_epochs", self.dpm_epochs, "an integer >= 0")
         check(self.dpm_lr > 0, f"{p}.dpm_lr", self.dpm_lr, "a number > 0")
+        check(self.dpm_lora_r is None or self.dpm_lora_r >= 1, f"{p}.dpm_lora_r", self.dpm_lora_r,
+              "null (model.lora.r) or an integer >= 1")
         check(0 < self.adapter_width <= 4, f"{p}.adapter_width", self.adapter_width, "a fraction of d in (0, 4]")
         check(self.dst_epochs >= 1, f"{p}.dst_epochs", self.dst_epochs, "an integer >= 1")
         check(self.topk >= 1, f"{p}.topk", self.topk, "an integer >= 1")

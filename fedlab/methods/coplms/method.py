@@ -22,6 +22,7 @@ from fedlab.eval.summary import summarize_eval
 from fedlab.eval.tasks import evaluate_server_model
 from fedlab.knowledge.mutual import MutualModule, named_losses, paired_items, train_mutual
 from fedlab.methods.base import FedMethod
+from fedlab.methods.coplms.client import dpm_lora
 from fedlab.methods.coplms.dpm import build_dpm
 from fedlab.objectives.modules import ServerModule
 from fedlab.objectives.training import make_trainer, optimizer_args
@@ -50,7 +51,14 @@ class CoPLMs(FedMethod):
 
     @property
     def server_dpm(self):
-        return get_resident(self.cfg, self.dpm_name)
+        return get_resident(self.cfg, self.dpm_name, None, dpm_lora(self.cfg))
+
+    @staticmethod
+    def preflight(cfg, data) -> None:
+        """The DPM's upload below every device SLM's (`upload.check_upload`), before anything is built."""
+        from fedlab.methods.coplms.upload import check_upload
+
+        check_upload(cfg)
 
     def begin(self, ctx) -> None:
         """Logs what built the DPM and its scores before distillation (`dpm_before/…`); the distilled DPM's
