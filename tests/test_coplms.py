@@ -170,9 +170,9 @@ def test_coplms_end_to_end_uploads_only_the_dpm_lora(hetero_zoo, tmp_path):
     from fedlab.methods.coplms.dpm import build_dpm
 
     name, _ = build_dpm(cfg, list(build_federated_data(cfg.data, cfg.seed).public), progress=False)
-    from fedlab.methods.coplms.client import dpm_lora
+    from fedlab.methods.coplms.client import dpm_chain
 
-    lora = get_resident(cfg, name, None, dpm_lora(cfg)).init_state
+    lora = get_resident(cfg, name, None, dpm_chain(cfg)).init_state
     assert {v.shape[0] for k, v in lora.items() if "lora_A" in k} == {4}      # method.dpm_lora_r's default
     lora_bytes = sum(v.numel() * v.element_size() for v in lora.values())
     # down, exactly: per device the LoRA and the config {"dpm": name} (3 key bytes, the name as JSON text)
@@ -199,7 +199,9 @@ def test_dst_adapters_train_and_never_leave_the_device(hetero_zoo, tmp_path, tar
     cfg = lc(None, HETERO + ["federation.rounds=1"] + ([f"model.lora.target_modules={targets}"] if targets else []))
     name, _ = build_dpm(cfg, list(build_federated_data(cfg.data, cfg.seed).public), progress=False)
     host = ClientHost(cfg, [0])
-    server_lora = get_resident(cfg, name).init_state
+    from fedlab.methods.coplms.client import dpm_chain
+
+    server_lora = get_resident(cfg, name, None, dpm_chain(cfg)).init_state
     res = host.fit(0, FitIns(1, server_lora, {"dpm": name}))
     adapters = [k for k in host.client_state(0) if k.startswith("adapters/")]
     assert adapters and set(res.state) == set(server_lora)            # up: the DPM LoRA, nothing else
@@ -379,3 +381,35 @@ def test_the_dpm_lora_keeps_alpha_over_r(hetero_zoo):
     model = get_resident(cfg, "pico-llama", None, dpm_chain(cfg)).model
     layers = [m for m in model.modules() if hasattr(m, "lora_A") and "default" in getattr(m, "lora_A", {})]
     assert layers and all(m.lora_A["default"].weight.shape[0] == 2 and m.scaling["default"] == 16 / 8 for m in layers)
+
+
+def test_the_server_runs_dst_on_its_data_before_server_saml(hetero_zoo, tmp_path, monkeypatch):
+    """SPEC §5.5: the server's DPM trains its own domain adapters on D^s (DST) before server SAML, keeps them
+    (never in the broadcast), and is scored with them."""
+    from fedlab.methods.coplms import method as coplms_method
+
+    seen = {}
+    original, dst = coplms_method.CoPLMs.server_learning, coplms_method.domain_tuning
+
+    def spy(self, rnd):
+        seen["method"] = self
+        return original(self, rnd)
+
+    def dst_spy(cfg, dpm, dataset, seed):
+        seen["dst_rows"] = len(dataset)
+        return dst(cfg, dpm, dataset, seed)
+
+    monkeypatch.setattr(coplms_method.CoPLMs, "server_learning", spy)
+    monkeypatch.setattr(coplms_method, "domain_tuning", dst_spy)
+    h = _run(tmp_path, "federation.rounds=1")
+    m = seen["method"]
+    assert seen["dst_rows"] == len(m.data.public)                       # DST on the server's data
+    ups = [v for k, v in m.server_adapters.items() if k.endswith("up.weight")]
+    assert ups and any(float(v.abs().sum()) > 0 for v in ups)          # moved the zero-initialised W2
+    assert not set(m.server_adapters) & set(m.global_state)            # the broadcast is the LoRA alone
+    assert "server/dst_task" in h.rounds[1] and "dpm/acc/mean" in h.rounds[1]
+    dpm = m._load_server_dpm()                                          # what the server scores: its adapters
+    from fedlab.transforms import get_state
+
+    now = get_state(dpm.model, list(m.server_adapters))
+    assert all(torch.equal(now[k], v) for k, v in m.server_adapters.items())

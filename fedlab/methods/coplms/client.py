@@ -43,6 +43,21 @@ def dpm_chain(cfg) -> tuple:
     return adapters + dpm_lora(cfg)
 
 
+def domain_tuning(cfg, dpm, dataset, seed: int) -> dict:
+    """DST (SPEC §5.2): the DPM's domain adapters train on the task CE over `dataset`, everything else frozen
+    (the LoRA stays at the state set before). Used by the devices on their data and by the server on D^s."""
+    seed_everything(seed)
+    loader = DataLoader(dataset, batch_size=cfg.federation.batch_size, shuffle=True,
+                        generator=torch.Generator().manual_seed(seed), collate_fn=PadCollator(dpm.tokenizer.pad_token_id))
+    keys = dpm.keys["adapters"]
+    module = ClientModule(dpm.model, keys, **optimizer_args(cfg))
+    with requires_grad_only(dpm.model, keys):
+        dpm.model.train()
+        make_trainer(cfg, max_epochs=cfg.method.dst_epochs).fit(module, loader)
+        dpm.model.eval()
+    return {f"dst/{k.split('/', 1)[1]}": float(v) for k, v in module.trainer.callback_metrics.items()}
+
+
 @contextmanager
 def requires_grad_only(model, keys):
     """Within the block, exactly the parameters named in `keys` require gradients."""
@@ -97,18 +112,7 @@ class CoPLMsClient(LoraClient):
     def domain_tuning(self, ins, dpm, examples) -> dict:
         """DST: only the adapters train, on the task CE."""
         seed = derive_seed(self.cfg.seed, "coplms-dst", ins.round, self.cid)
-        seed_everything(seed)
-        ds = self._tokenized(("dst", dpm.name), dpm.tokenizer, examples)
-        loader = DataLoader(ds, batch_size=self.cfg.federation.batch_size, shuffle=True,
-                            generator=torch.Generator().manual_seed(seed),
-                            collate_fn=PadCollator(dpm.tokenizer.pad_token_id))
-        keys = dpm.keys["adapters"]
-        module = ClientModule(dpm.model, keys, **optimizer_args(self.cfg))
-        with requires_grad_only(dpm.model, keys):
-            dpm.model.train()
-            make_trainer(self.cfg, max_epochs=self.cfg.method.dst_epochs).fit(module, loader)
-            dpm.model.eval()
-        return {f"dst/{k.split('/', 1)[1]}": float(v) for k, v in module.trainer.callback_metrics.items()}
+        return domain_tuning(self.cfg, dpm, self._tokenized(("dst", dpm.name), dpm.tokenizer, examples), seed)
 
     def mutual_learning(self, ins, dpm, slm, examples) -> dict:
         """SAML on the device: DPM (a) and SLM (b), LoRA of both, adapters frozen."""

@@ -22,7 +22,7 @@ from fedlab.eval.summary import summarize_eval
 from fedlab.eval.tasks import evaluate_server_model
 from fedlab.knowledge.mutual import MutualModule, named_losses, paired_items, train_mutual
 from fedlab.methods.base import FedMethod
-from fedlab.methods.coplms.client import dpm_lora
+from fedlab.methods.coplms.client import domain_tuning, dpm_chain, requires_grad_only
 from fedlab.methods.coplms.dpm import build_dpm
 from fedlab.objectives.modules import ServerModule
 from fedlab.objectives.training import make_trainer, optimizer_args
@@ -44,6 +44,8 @@ class CoPLMs(FedMethod):
         self.llm_state = {k: v.clone() for k, v in self.llm.init_state.items()}
         self._server_eval: dict | None = None
         self._server_items = None
+        self._server_dst_items = None
+        self.server_adapters = None      # the server DPM's own domain adapters (DST on D^s), never sent
 
     @property
     def llm(self):
@@ -51,7 +53,16 @@ class CoPLMs(FedMethod):
 
     @property
     def server_dpm(self):
-        return get_resident(self.cfg, self.dpm_name, None, dpm_lora(self.cfg))
+        # the devices' DPM shape: the domain adapters (the server's own, never sent) when DST is on, then LoRA
+        return get_resident(self.cfg, self.dpm_name, None, dpm_chain(self.cfg))
+
+    def _load_server_dpm(self):
+        """The server's DPM as it stands: the broadcast LoRA and the server's own adapters."""
+        dpm = self.server_dpm
+        set_state(dpm.model, self.global_state)
+        if self.cfg.method.dst:
+            set_state(dpm.model, self.server_adapters or dpm.initial.get("adapters", {}))
+        return dpm
 
     @staticmethod
     def preflight(cfg, data) -> None:
@@ -101,12 +112,22 @@ class CoPLMs(FedMethod):
         gets CE LoRA tuning there and the averaged DPM LoRA is broadcast as it is."""
         m = self.cfg.method
         t0 = time.perf_counter()
-        dpm, llm = self.server_dpm, self.llm
-        set_state(dpm.model, self.global_state)
+        dpm, llm = self._load_server_dpm(), self.llm
         set_state(llm.model, self.llm_state)
         lr = m.server_lr or self.cfg.federation.lr
         seed = derive_seed(self.cfg.seed, "coplms-server", rnd)
         examples = list(self.data.public)
+        stats = {}
+        if m.dst and m.server_saml:
+            # the server's DST on D^s before its SAML (SPEC §5.5): the DPM that teaches the LLM carries adapters
+            # trained for the server's domain, as each device's DPM does for its own
+            from fedlab.data.collate import TokenizedExamples
+
+            if self._server_dst_items is None:
+                self._server_dst_items = TokenizedExamples(dpm.tokenizer, examples, self.cfg.model.max_length)
+            dst = domain_tuning(self.cfg, dpm, self._server_dst_items, derive_seed(self.cfg.seed, "coplms-server-dst", rnd))
+            self.server_adapters = get_state(dpm.model, dpm.keys["adapters"])
+            stats.update({k.replace('/', '_'): v for k, v in dst.items()})
         if m.server_saml:
             if self._server_items is None:
                 self._server_items = paired_items(examples, dpm.tokenizer, llm.tokenizer, self.cfg.model.max_length,
@@ -116,10 +137,11 @@ class CoPLMs(FedMethod):
                                   w_b=m.beta, k=m.topk, pool_index=m.pool_index, kt_reduction=m.kt_reduction,
                                   lr_a=lr, lr_b=lr,
                                   weight_decay=opt["weight_decay"], betas=opt["betas"])
-            out = train_mutual(self.cfg, module, self._server_items,
-                               (dpm.tokenizer.pad_token_id, llm.tokenizer.pad_token_id), m.server_epochs, seed)
+            with requires_grad_only(dpm.model, [*dpm.spec.trainable, *llm.spec.trainable]):   # adapters frozen
+                out = train_mutual(self.cfg, module, self._server_items,
+                                   (dpm.tokenizer.pad_token_id, llm.tokenizer.pad_token_id), m.server_epochs, seed)
             self.global_state = get_state(dpm.model, dpm.spec.communicated)
-            stats = named_losses(out, "dpm", "llm", "saml_")
+            stats.update(named_losses(out, "dpm", "llm", "saml_"))
         else:
             from torch.utils.data import DataLoader
 
@@ -134,7 +156,7 @@ class CoPLMs(FedMethod):
             llm.model.train()
             make_trainer(self.cfg, max_epochs=m.server_epochs).fit(module, loader)
             llm.model.eval()
-            stats = {"llm_ce": float(module.trainer.callback_metrics.get("loss/task", float("nan")))}
+            stats["llm_ce"] = float(module.trainer.callback_metrics.get("loss/task", float("nan")))
         self.llm_state = get_state(llm.model, llm.spec.communicated)
         stats["time_server"] = time.perf_counter() - t0
         return stats
@@ -159,16 +181,18 @@ class CoPLMs(FedMethod):
         out = summarize_eval(ctx.evaluate(self.configure_evaluate(rnd, ctx.clients)))
         if self._server_eval is None:
             self._server_eval = {}
-            for prefix, res, state in (("llm/", self.llm, self.llm_state), ("dpm/", self.server_dpm, self.global_state)):
-                set_state(res.model, state)
-                self._server_eval.update(evaluate_server_model(res.model, res.tokenizer, self.data, self.cfg, prefix))
+            set_state(self.llm.model, self.llm_state)
+            self._server_eval.update(evaluate_server_model(self.llm.model, self.llm.tokenizer, self.data, self.cfg, "llm/"))
+            dpm = self._load_server_dpm()        # the broadcast LoRA with the server's adapters
+            self._server_eval.update(evaluate_server_model(dpm.model, dpm.tokenizer, self.data, self.cfg, "dpm/"))
         return {**out, **self._server_eval}
 
     def state_dict(self):
-        return {"global_state": self.global_state, "llm_state": self.llm_state}
+        return {"global_state": self.global_state, "llm_state": self.llm_state, "server_adapters": self.server_adapters}
 
     def load_state_dict(self, state):
         self.global_state, self.llm_state = state["global_state"], state["llm_state"]
+        self.server_adapters = state.get("server_adapters")
         self._server_eval = None
 
     def final_adapters(self):
