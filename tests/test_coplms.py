@@ -413,3 +413,90 @@ def test_the_server_runs_dst_on_its_data_before_server_saml(hetero_zoo, tmp_path
 
     now = get_state(dpm.model, list(m.server_adapters))
     assert all(torch.equal(now[k], v) for k, v in m.server_adapters.items())
+
+
+def test_the_broadcast_is_the_post_saml_dpm_lora_of_a_uniform_average(hetero_zoo, tmp_path, monkeypatch):
+    """Round r's uploads are averaged uniformly over the devices (not by their data sizes), server SAML moves
+    that average, and round r+1 sends the devices the post-SAML DPM LoRA, not the plain average."""
+    from fedlab.methods.coplms import method as coplms_method
+
+    seen = {"averages": [], "sent": []}
+    fedavg = coplms_method.fedavg
+
+    def avg_spy(stacked, weights=None):
+        out = fedavg(stacked, weights)
+        seen["averages"].append(out.clone())
+        torch.testing.assert_close(out, stacked.mean(0))                 # uniform over the devices
+        return out
+
+    original_round, original_learning = coplms_method.CoPLMs.run_round, coplms_method.CoPLMs.server_learning
+
+    def round_spy(self, rnd, ctx):
+        fit = ctx.fit
+
+        def fit_spy(ins):
+            seen["sent"].append({k: v.clone() for k, v in next(iter(ins.values())).state.items()})
+            return fit(ins)
+
+        ctx.fit = fit_spy
+        return original_round(self, rnd, ctx)
+
+    def learning_spy(self, rnd):
+        out = original_learning(self, rnd)
+        seen.setdefault("after_saml", []).append({k: v.clone() for k, v in self.global_state.items()})
+        return out
+
+    monkeypatch.setattr(coplms_method, "fedavg", avg_spy)
+    monkeypatch.setattr(coplms_method.CoPLMs, "run_round", round_spy)
+    monkeypatch.setattr(coplms_method.CoPLMs, "server_learning", learning_spy)
+    _run(tmp_path, "federation.rounds=2")
+    keys = list(seen["sent"][1])
+    sent = torch.cat([seen["sent"][1][k].flatten() for k in keys])
+    after = torch.cat([seen["after_saml"][0][k].flatten() for k in keys])
+    assert torch.equal(sent, after)                                    # round 2 receives the post-SAML LoRA
+    assert not torch.equal(seen["averages"][0], after)                 # which server SAML moved
+
+
+def test_dst_trains_only_adapters_and_saml_only_the_two_loras(hetero_zoo, monkeypatch):
+    from fedlab.comm.messages import FitIns
+    from fedlab.data.federated import build_federated_data
+    from fedlab.methods.coplms import client as coplms_client
+    from fedlab.methods.coplms.dpm import build_dpm
+    from fedlab.runtime.host import ClientHost
+    from fedlab.runtime.resident import clear_residents, get_resident
+
+    clear_residents()
+    cfg = load_config(None, HETERO + ["federation.rounds=1"])
+    name, _ = build_dpm(cfg, list(build_federated_data(cfg.data, cfg.seed).public), progress=False)
+    moved = {}
+
+    def snapshot(*models):
+        return {(i, k): p.detach().clone() for i, m in enumerate(models) for k, p in m.named_parameters()}
+
+    def changed(before, *models):
+        after = snapshot(*models)
+        return {k for k in before if not torch.equal(before[k], after[k])}
+
+    dst, saml = coplms_client.CoPLMsClient.domain_tuning, coplms_client.CoPLMsClient.mutual_learning
+
+    def dst_spy(self, ins, dpm, examples):
+        before = snapshot(dpm.model)
+        out = dst(self, ins, dpm, examples)
+        moved["dst"] = ({k for _, k in changed(before, dpm.model)}, set(dpm.keys["adapters"]))
+        return out
+
+    def saml_spy(self, ins, dpm, slm, examples):
+        before = snapshot(dpm.model, slm.model)
+        out = saml(self, ins, dpm, slm, examples)
+        moved["saml"] = (changed(before, dpm.model, slm.model),
+                         {(0, k) for k in dpm.spec.trainable} | {(1, k) for k in slm.spec.trainable})
+        return out
+
+    monkeypatch.setattr(coplms_client.CoPLMsClient, "domain_tuning", dst_spy)
+    monkeypatch.setattr(coplms_client.CoPLMsClient, "mutual_learning", saml_spy)
+    host = ClientHost(cfg, [0])
+    host.fit(0, FitIns(1, get_resident(cfg, name, None, coplms_client.dpm_chain(cfg)).init_state, {"dpm": name}))
+    got, allowed = moved["dst"]
+    assert got and got <= allowed                                      # DST: adapters only
+    got, allowed = moved["saml"]
+    assert any(i == 0 for i, _ in got) and any(i == 1 for i, _ in got) and got <= allowed   # SAML: the two LoRAs
