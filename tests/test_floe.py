@@ -428,6 +428,11 @@ def test_floe_end_to_end_with_fusion(pico_zoo, tmp_path, profile_file):
     f = run_experiment(cfg, progress=False).final
     assert 0 <= f["fused/acc/mean"] <= 1 and 0 <= f["fused/w_mean"] <= 1
     assert f["fused/llm_calls"] > 0 and f["fused/flagged_prompts"] == 0 and f["fused/gate_positions"] > 0
+    # SPEC §4.3: one position in five held out for the NLL check; the gate's mean w per task there and on the tests
+    total = f["fused/gate_positions"] + f["fused/heldout_positions"]
+    assert 0 < total <= 32 and f["fused/heldout_positions"] == total // 5 > 0
+    assert f["fused/gate_check"] in (0.0, 1.0) and f["fused/heldout_nll"] > 0
+    assert {k for k in f if k.startswith("fused/gate_w/")} and {k for k in f if k.startswith("fused/w/")}
 
 
 # ---- baselines -------------------------------------------------------------------------------------------

@@ -184,28 +184,69 @@ def round_robin_by_task(examples) -> list:
     return [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
 
 
-def gate_examples(slm_for, llm, vmap: torch.Tensor, examples, max_length: int, limit: int = 512):
-    """(P_SLM [N, V], P_LLM mapped [N, V], next token [N]) at the answer tokens of public `examples`, teacher-forced
-    (each answer prefix read by both models, as token ids), at most `limit` positions, the examples taken one
-    task at a time in turn so that the limit cuts every task alike."""
+def gate_examples(slm_for, llm, vmap: torch.Tensor, examples, max_length: int, limit: int = 2048):
+    """(P_SLM [N, V], P_LLM mapped [N, V], next token [N], task of each position [N]) at the answer tokens of
+    public `examples`, teacher-forced (each answer prefix read by both models, as token ids): at most `limit`
+    positions, balanced over the tasks (SPEC §4.3) — each task at most ⌈limit / tasks⌉ positions, its examples
+    taken in order, the tasks in turn — so long generated answers do not crowd out one-token choices."""
     from fedlab.data.collate import continuation_ids
 
     llm_model, llm_tok = llm
-    ps, pl, ys = [], [], []
-    for e in round_robin_by_task(examples):
+    ordered = round_robin_by_task(examples)
+    n_tasks = max(1, len({e.task for e in ordered}))
+    quota = -(-limit // n_tasks)
+    taken: dict[str, int] = {}
+    ps, pl, ys, tasks = [], [], [], []
+    for e in ordered:
+        if taken.get(e.task, 0) >= quota:
+            continue
         model, tok = slm_for(e.prompt)
         same = tok.get_vocab() == llm_tok.get_vocab()
         ctx, cont = continuation_ids(tok, e.prompt, " " + e.target)
         for k, t in enumerate(cont):
+            if taken.get(e.task, 0) >= quota or len(ys) >= limit:
+                break
             ids = ctx + cont[:k]
             p_s = next_probs_ids(model, ids, max_length)
             p_l = next_probs_ids(llm_model, llm_ids(tok, llm_tok, ids, same), max_length)
             ps.append(p_s)
             pl.append(p_l if same else map_probs(p_l[None], vmap, p_s.shape[-1])[0])
             ys.append(t)
-            if len(ys) >= limit:
-                return torch.stack(ps), torch.stack(pl), torch.tensor(ys)
-    return torch.stack(ps), torch.stack(pl), torch.tensor(ys)
+            tasks.append(e.task)
+            taken[e.task] = taken.get(e.task, 0) + 1
+        if len(ys) >= limit:
+            break
+    return torch.stack(ps), torch.stack(pl), torch.tensor(ys), tasks
+
+
+def fused_nll(w: torch.Tensor, p_slm: torch.Tensor, p_llm: torch.Tensor, target: torch.Tensor) -> float:
+    """Mean −log P_out(target) with P_out = w·P_SLM + (1 − w)·P_LLM (w a scalar or one per position)."""
+    w = torch.as_tensor(w, dtype=p_slm.dtype).expand(len(target))
+    p = w[:, None] * p_slm + (1 - w[:, None]) * p_llm
+    return float(-p.gather(-1, target[:, None]).clamp_min(1e-12).log().mean())
+
+
+def held_out_check(gate, p_slm, p_llm, target, tasks) -> dict:
+    """SPEC §4.3's check on the held-out positions: NLL(P_out) against NLL(P_SLM) (w = 1) and NLL(P_LLM) (w = 0),
+    `fused/gate_check` 1.0 when NLL(P_out) ≤ the smaller; the gate's mean w per task (`fused/gate_w/<task>`)."""
+    with torch.no_grad():
+        w = gate(p_slm, p_llm)
+    out = {"fused/heldout_nll": fused_nll(w, p_slm, p_llm, target),
+           "fused/heldout_nll_slm": fused_nll(1.0, p_slm, p_llm, target),
+           "fused/heldout_nll_llm": fused_nll(0.0, p_slm, p_llm, target),
+           "fused/heldout_positions": len(target)}
+    out["fused/gate_check"] = float(out["fused/heldout_nll"] <= min(out["fused/heldout_nll_slm"], out["fused/heldout_nll_llm"]))
+    for t in sorted(set(tasks)):
+        idx = torch.tensor([i for i, x in enumerate(tasks) if x == t])
+        out[f"fused/gate_w/{t}"] = float(w[idx].mean())
+    return out
+
+
+def split_held_out(n: int, every: int = 5) -> tuple[torch.Tensor, torch.Tensor]:
+    """(train, held-out) position indices: every `every`-th position held out (every task keeps its share)."""
+    idx = torch.arange(n)
+    held = idx % every == every - 1
+    return idx[~held], idx[held]
 
 
 def evaluate_fused(fusion: Fusion, data, per_task: int | None = None) -> dict:
@@ -218,6 +259,7 @@ def evaluate_fused(fusion: Fusion, data, per_task: int | None = None) -> dict:
         examples = data.test_examples(task)[:per_task] if per_task else data.test_examples(task)
         if not examples:
             continue
+        w0, n0 = fusion.stats["w_sum"], fusion.stats["tokens"]
         fusion.stats["flagged_prompts"] += sum(bool(fusion.flagged(e.prompt)) for e in examples)
         if examples[0].is_choice:
             from fedlab.eval.multiple_choice import accuracy_of, top_answer_share
@@ -234,6 +276,8 @@ def evaluate_fused(fusion: Fusion, data, per_task: int | None = None) -> dict:
             rl, em = rouge_l_and_em(preds, [e.target for e in examples])
             out[f"fused/rougeL/{task}"], out[f"fused/em/{task}"] = rl, em
             rouges.append(rl)
+        if fusion.stats["tokens"] > n0:       # the mean w over this task's fused tokens
+            out[f"fused/w/{task}"] = (fusion.stats["w_sum"] - w0) / (fusion.stats["tokens"] - n0)
     if accs:
         out["fused/acc/mean"] = sum(accs) / len(accs)
     if rouges:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from dataclasses import dataclass
 
 import torch
@@ -433,7 +434,14 @@ class Floe(FedMethod):
 
         from fedlab.align.vocab import cached_vocab_map
         from fedlab.data.privacy_prompts import privacy_prompts
-        from fedlab.methods.floe.fusion import Fusion, FusionGate, evaluate_fused, gate_examples
+        from fedlab.methods.floe.fusion import (
+            Fusion,
+            FusionGate,
+            evaluate_fused,
+            gate_examples,
+            held_out_check,
+            split_held_out,
+        )
         from fedlab.methods.floe.inference import load_mixture
         from fedlab.models.zoo import load_encoder, load_model
         from fedlab.objectives.training import make_trainer
@@ -462,11 +470,15 @@ class Floe(FedMethod):
             detector = PrivacyDetector()
         flags: dict[str, bool] = {}
         flagged = lambda p: flags.setdefault(p, detector.detect(p).flagged)
-        ps, pl, ys = gate_examples(slm_for, (llm, llm_tok), vmap, self.data.public, cfg.model.max_length,
-                                   m.fusion_positions)
+        ps, pl, ys, tasks = gate_examples(slm_for, (llm, llm_tok), vmap, self.data.public, cfg.model.max_length,
+                                          m.fusion_positions)
+        train, held = split_held_out(len(ys))
+        if len(held) == 0:           # too few positions to hold any out: the check runs on the training ones
+            held = train
         seed_everything(cfg.seed)
         gate = FusionGate(ps.shape[-1], m.fusion_features, lr=m.fusion_lr)
-        loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(ps, pl, ys), batch_size=32, shuffle=True,
+        loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(ps[train], pl[train], ys[train]),
+                                             batch_size=32, shuffle=True,
                                              generator=torch.Generator().manual_seed(cfg.seed))
         trainer = make_trainer(cfg, max_epochs=m.fusion_epochs, max_steps=0)
         trainer.fit(gate, loader)
@@ -476,7 +488,13 @@ class Floe(FedMethod):
                         cloud_s=None if m.fusion_cloud_ms is None else m.fusion_cloud_ms / 1000)
         out = evaluate_fused(fusion, self.data, m.fusion_eval_per_task)
         out["fused/gate_train_nll"] = float(trainer.callback_metrics.get("fusion/nll", float("nan")))
-        out["fused/gate_positions"] = len(ys)
+        out["fused/gate_positions"] = len(train)
+        check = held_out_check(gate, ps[held], pl[held], ys[held], [tasks[i] for i in held.tolist()])
+        out.update(check)
+        if not check["fused/gate_check"]:
+            print(f"[fedlab] Floe: the fusion gate's held-out NLL {check['fused/heldout_nll']:.3f} is above the better "
+                  f"single model's ({min(check['fused/heldout_nll_slm'], check['fused/heldout_nll_llm']):.3f}): the "
+                  "gate does not earn its keep at this budget (SPEC §4.3)", file=sys.stderr)
         if ctx is not None:
             self.fusion_figures(fusion, ctx)
         return out
