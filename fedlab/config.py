@@ -85,6 +85,10 @@ class DataConfig:
     evaluate_on: Literal["test", "validation"] = "test"
     validation_per_task: int = 100
     world_seed: int = 0                # the synthetic world; separate from the run seed
+    # the embedded benchmark's test items: "fixed" (the same test_per_task items in every run) or "per_seed"
+    # (drawn anew from the held-out people for each run seed, so an interval over seeds covers the test sample
+    # too; SPEC §4.3 for Floe's tables)
+    test_draw: Literal["fixed", "per_seed"] = "fixed"
     hf_dir: Optional[str] = field(default=None, metadata={"input_path": True})  # local folder of JSON rows for hf:<name> (offline); None: the Hub
     # 0: every client is scored on the shared per-task test sets; > 0: each client's test set is this
     # fraction of its own partition, held out before training (Co-PLMs: 80 % train / 20 % test per device)

@@ -153,3 +153,21 @@ def test_label_skew_with_linear_quantity_skew():
     top = lambda ps: [max(c.values()) / sum(c.values()) for c in (collections.Counter(pooled[i].target for i in p)
                                                                   for p in ps)]
     assert all(t > 0.2 for t in top(skewed)) and all(t < 0.2 for t in top(parts))   # 10 topics: 0.1 is uniform
+
+
+def test_test_items_drawn_per_seed_differ_between_seeds_and_repeat_within_one():
+    """data.test_draw=per_seed (SPEC §4.3): each run seed scores another sample of the held-out pool, the same
+    sample every time for one seed; "fixed" keeps the one sample every record so far was scored on."""
+    from fedlab.config import load_config
+    from fedlab.data.federated import build_federated_data
+    from fedlab.data.tasks import task_examples
+
+    per_seed = load_config(None, ["data.test_draw=per_seed", "data.test_per_task=40"]).data
+    fixed = load_config(None, ["data.test_per_task=40"]).data
+    prompts = lambda d, s, t: [e.prompt for e in build_federated_data(d, s).test_examples(t)]  # noqa: E731
+    for task in ("recall", "arithmetic", "sentiment"):
+        a, b = prompts(per_seed, 0, task), prompts(per_seed, 1, task)
+        assert a != b and a == prompts(per_seed, 0, task) and len(a) == 40
+        assert prompts(fixed, 0, task) == prompts(fixed, 1, task) == [e.prompt for e in task_examples(task, "test", 40)]
+    train = {e.prompt for e in build_federated_data(per_seed, 1).train[0]}
+    assert not train & set(prompts(per_seed, 1, "recall"))          # still the held-out people

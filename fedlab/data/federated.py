@@ -93,7 +93,8 @@ def _build(cfg_json: str, seed: int) -> FederatedData:
     c = json.loads(cfg_json)
     if c["source"] == "embedded":
         pooled = [e for t in c["tasks"] for e in task_examples(t, "train", c["train_per_task"], c["world_seed"])]
-        test = {t: tuple(task_examples(t, "test", c["test_per_task"], c["world_seed"])) for t in c["tasks"]
+        draw = seed if c.get("test_draw", "fixed") == "per_seed" else None
+        test = {t: tuple(task_examples(t, "test", c["test_per_task"], c["world_seed"], draw)) for t in c["tasks"]
                 if c.get("evaluate_on", "test") == "test"}
         chance = {t: TASKS[t].chance for t in c["tasks"]}
     else:

@@ -204,13 +204,14 @@ def _arith_pairs(world_seed: int) -> tuple[list[tuple[int, int]], list[tuple[int
     return pairs[0::2], pairs[1::2]
 
 
-def task_examples(task: str, split: str, n: int, world_seed: int = 0) -> list[Example]:
-    """n examples of `task` for `split` ('train' | 'test'), deterministic in (task, split, n, world_seed).
-    Train and test draw on disjoint halves of the people (or of the number pairs)."""
+def task_examples(task: str, split: str, n: int, world_seed: int = 0, draw: int | None = None) -> list[Example]:
+    """n examples of `task` for `split` ('train' | 'test'), deterministic in (task, split, n, world_seed) and,
+    when given, `draw` (a run seed: another sample of the same pool). Train and test draw on disjoint halves of
+    the people (or of the number pairs)."""
     spec = TASKS[task]
     w = make_world(world_seed)
     seen, held = split_people(w)
-    rng = random.Random(f"task/{task}/{split}/{world_seed}")
+    rng = random.Random(f"task/{task}/{split}/{world_seed}" + ("" if draw is None else f"/draw{draw}"))
     if task in ("arithmetic", "sum"):
         tr, te = _arith_pairs(world_seed)
         pool = tr if split == "train" else te
