@@ -433,6 +433,10 @@ def test_floe_end_to_end_with_fusion(pico_zoo, tmp_path, profile_file):
     assert 0 < total <= 32 and f["fused/heldout_positions"] == total // 5 > 0
     assert f["fused/gate_check"] in (0.0, 1.0) and f["fused/heldout_nll"] > 0
     assert {k for k in f if k.startswith("fused/gate_w/")} and {k for k in f if k.startswith("fused/w/")}
+    # latency = max(measured edge, simulated network + cloud ≤ τ_wait), each part logged: the simulated part is the
+    # config's 80 ± 40 ms RTT + 5 ms cloud on every LLM call (no prompt flagged here)
+    assert 0 < f["fused/latency_edge_ms_per_token"] <= f["fused/latency_ms_per_token"]
+    assert 45 - 1e-6 <= f["fused/latency_network_ms_per_token"] <= 125 + 1e-6
 
 
 # ---- baselines -------------------------------------------------------------------------------------------

@@ -238,4 +238,4 @@ def test_every_floe_table_row_resolves_with_the_zoo_router_encoder():
         if hasattr(cfg.method, "router_encoder"):
             floe_family += 1
             assert cfg.method.router_encoder == "tiny-bert", p.key
-    assert floe_family == 13      # the baselines (zeroshot, standalone, fedavg, llm_fedavg) have no router
+    assert floe_family == 14      # the fallback row included; the baselines (zeroshot, standalone, fedavg, llm_fedavg) have no router

@@ -99,7 +99,7 @@ class Fusion:
         self.rtt, self.rtt_jitter, self.tau_wait, self.cloud_s = rtt, rtt_jitter, tau_wait, cloud_s
         self.rng = random.Random(seed)
         self.stats = {"tokens": 0, "fallback": 0, "flagged_prompts": 0, "llm_calls": 0, "w_sum": 0.0,
-                      "latency_sum": 0.0}
+                      "latency_sum": 0.0, "edge_sum": 0.0, "network_sum": 0.0}
         # per token: (edge seconds, cloud seconds or None when flagged, RTT jitter drawn, w used)
         self.trace: list[tuple[float, float | None, float, float]] = []
 
@@ -120,6 +120,7 @@ class Fusion:
         p_slm = next_probs_ids(model, ids, self.max_length)[None]
         t_edge = time.perf_counter() - t0
         self.stats["tokens"] += 1
+        self.stats["edge_sum"] += t_edge                     # measured
         if self.flagged(prompt):           # no LLM call at all
             self.stats["w_sum"] += 1.0
             self.stats["latency_sum"] += t_edge
@@ -134,6 +135,7 @@ class Fusion:
         jitter = self._jitter()
         cloud = max(0.0, self.rtt + jitter) + t_cloud      # simulated RTT (seeded jitter) + the cloud's time
         self.stats["latency_sum"] += max(t_edge, min(cloud, self.tau_wait))
+        self.stats["network_sum"] += min(cloud, self.tau_wait)   # simulated (RTT + cloud), capped at the wait
         if cloud > self.tau_wait:
             self.stats["fallback"] += 1
             self.stats["w_sum"] += 1.0
@@ -286,6 +288,8 @@ def evaluate_fused(fusion: Fusion, data, per_task: int | None = None) -> dict:
     n = max(st["tokens"], 1)
     out.update({"fused/w_mean": st["w_sum"] / n, "fused/fallback_share": st["fallback"] / max(st["llm_calls"], 1),
                 "fused/latency_ms_per_token": 1000 * st["latency_sum"] / n, "fused/llm_calls": st["llm_calls"],
+                "fused/latency_edge_ms_per_token": 1000 * st["edge_sum"] / n,
+                "fused/latency_network_ms_per_token": 1000 * st["network_sum"] / max(st["llm_calls"], 1),
                 "fused/flagged_prompts": st["flagged_prompts"]})
     return out
 
