@@ -436,6 +436,8 @@ def test_floe_end_to_end_with_fusion(pico_zoo, tmp_path, profile_file):
     # latency = max(measured edge, simulated network + cloud ≤ τ_wait), each part logged: the simulated part is the
     # config's 80 ± 40 ms RTT + 5 ms cloud on every LLM call (no prompt flagged here)
     assert 0 < f["fused/latency_edge_ms_per_token"] <= f["fused/latency_ms_per_token"]
+    # the detector scored on the held-out templates (stage 1 only here: no stage-2 encoder configured)
+    assert f["fused/detector_n"] > 50 and 0 < f["fused/detector_recall"] <= 1 and f["fused/detector_flagged_stage2"] == 0
     assert 45 - 1e-6 <= f["fused/latency_network_ms_per_token"] <= 125 + 1e-6
 
 

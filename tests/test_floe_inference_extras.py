@@ -238,4 +238,6 @@ def test_every_floe_table_row_resolves_with_the_zoo_router_encoder():
         if hasattr(cfg.method, "router_encoder"):
             floe_family += 1
             assert cfg.method.router_encoder == "tiny-bert", p.key
+            if cfg.method.name == "floe" and cfg.method.llm:     # fused rows run the detector's stage 2
+                assert (cfg.method.detector_encoder, cfg.method.detector_pooling) == ("tiny-bert", "static"), p.key
     assert floe_family == 14      # the fallback row included; the baselines (zeroshot, standalone, fedavg, llm_fedavg) have no router

@@ -470,6 +470,12 @@ class Floe(FedMethod):
             detector = PrivacyDetector()
         flags: dict[str, bool] = {}
         flagged = lambda p: flags.setdefault(p, detector.detect(p).flagged)
+        # the detector on held-out *templates* (privacy_prompts' test split: phrasings absent from the
+        # validation templates it was fitted on), not only held-out fills (issue 30)
+        from fedlab.privacy.detector import evaluate_detector
+
+        held = evaluate_detector(detector, privacy_prompts("test", seed=cfg.seed))
+        detector_stats = {f"fused/detector_{k}": held[k] for k in ("precision", "recall", "f1", "flagged_stage2", "n")}
         ps, pl, ys, tasks = gate_examples(slm_for, (llm, llm_tok), vmap, self.data.public, cfg.model.max_length,
                                           m.fusion_positions)
         train, held = split_held_out(len(ys))
@@ -487,6 +493,7 @@ class Floe(FedMethod):
                         m.fusion_rtt_jitter, m.tau_wait, seed=cfg.seed,
                         cloud_s=None if m.fusion_cloud_ms is None else m.fusion_cloud_ms / 1000)
         out = evaluate_fused(fusion, self.data, m.fusion_eval_per_task)
+        out.update(detector_stats)
         out["fused/gate_train_nll"] = float(trainer.callback_metrics.get("fusion/nll", float("nan")))
         out["fused/gate_positions"] = len(train)
         check = held_out_check(gate, ps[held], pl[held], ys[held], [tasks[i] for i in held.tolist()])
