@@ -241,3 +241,28 @@ def test_every_floe_table_row_resolves_with_the_zoo_router_encoder():
             if cfg.method.name == "floe" and cfg.method.llm:     # fused rows run the detector's stage 2
                 assert (cfg.method.detector_encoder, cfg.method.detector_pooling) == ("tiny-bert", "static"), p.key
     assert floe_family == 14      # the fallback row included; the baselines (zeroshot, standalone, fedavg, llm_fedavg) have no router
+
+
+def test_floe_claims_show_floe_minus_llm_base_per_task(tmp_path):
+    """Issue 30: the claims table says where Floe − LLM-base comes from, task by task, paired over seeds."""
+    from pathlib import Path
+
+    from fedlab.runner import Results
+
+    path = Path(__file__).resolve().parents[1] / "experiments/floe/make_tables.py"
+    spec = importlib.util.spec_from_file_location("floe_tables_claims", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    r = Results(tmp_path / "results.json")
+    for seed in range(3):
+        floe = {mod.per_task_metric("floe", t): 0.6 + 0.01 * seed for t in mod.TASKS}
+        base = {mod.per_task_metric("llm_base", t): 0.5 for t in mod.TASKS}
+        floe.update({"fused/acc/mean": 0.6 + 0.01 * seed, "fused/rougeL/mean": 0.6})
+        base.update({"acc/mean": 0.5, "rougeL/mean": 0.5})
+        for key, final in (("floe/floe", floe), ("floe/llm_base", base)):
+            r.records[f"{key}@seed{seed}"] = {"key": key, "seed": seed, "final": final}
+    text = "\n".join(mod.differences(r))
+    assert "### Floe − LLM-base per task, paired over seeds" in text
+    for t in mod.TASKS:
+        assert f"| Floe − LLM-base, {t} (" in text
+    assert "| Floe − LLM-base, sentiment (acc) | +0.110 ± 0.025 | 3 |" in text

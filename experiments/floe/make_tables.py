@@ -259,11 +259,19 @@ CLAIMS = [("Floe − LLM-base (acc)", "floe/floe", "fused/acc/mean", "floe/llm_b
           ("Floe async − sync (acc)", "floe/floe_async", "fused/acc/mean", "floe/floe", "fused/acc/mean")]
 
 
+# per task (issue 30): where the headline Floe − LLM-base difference comes from, task by task (accuracy on the
+# multiple-choice tasks, Rouge-L on the generative ones), paired over seeds
+PER_TASK_CLAIMS = [(f"Floe − LLM-base, {t} ({task_kind(t)})", "floe/floe", per_task_metric("floe", t),
+                    "floe/llm_base", per_task_metric("llm_base", t)) for t in TASKS]
+
+
 def differences(r: Results) -> list[str]:
     rows = differences_table(r, CLAIMS)
     if not rows:
         return []
-    return ["", "## The paper's claims, paired over seeds", "", *rows]
+    per_task = differences_table(r, PER_TASK_CLAIMS)
+    return ["", "## The paper's claims, paired over seeds", "", *rows] + (
+        ["", "### Floe − LLM-base per task, paired over seeds", "", *per_task] if per_task else [])
 
 
 if __name__ == "__main__":
