@@ -266,3 +266,22 @@ def test_floe_claims_show_floe_minus_llm_base_per_task(tmp_path):
     for t in mod.TASKS:
         assert f"| Floe − LLM-base, {t} (" in text
     assert "| Floe − LLM-base, sentiment (acc) | +0.110 ± 0.025 | 3 |" in text
+
+
+def test_floe_tables_report_routing_alignment_per_task(tmp_path):
+    from pathlib import Path
+
+    from fedlab.runner import Results
+
+    path = Path(__file__).resolve().parents[1] / "experiments/floe/make_tables.py"
+    spec = importlib.util.spec_from_file_location("floe_tables_align", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    r = Results(tmp_path / "results.json")
+    for seed in range(2):
+        final = {f"routed/top1_share/{t}": (1.0 if t == "recall" else 0.0) for t in mod.TASKS}
+        r.records[f"floe/floe@seed{seed}"] = {"key": "floe/floe", "seed": seed, "final": final}
+    text = "\n".join(mod.alignment_table(r))
+    assert "## Routing alignment per task" in text
+    row = next(ln for ln in text.splitlines() if ln.startswith("| Floe |"))
+    assert row.count("|") == len(mod.TASKS) + 2 and "1.000" in row.split("|")[2] and "0.000" in row.split("|")[3]

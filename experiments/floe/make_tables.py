@@ -130,7 +130,7 @@ def render(r: Results) -> str:
             r.final(k, "fused/latency_ms_per_token", 1), r.final(k, "fused/flagged_prompts", 0),
             r.final(k, "fused/detector_f1"),
             r.cell(k, lambda rec: _mean_over_rounds(rec, "simulated_s"), 2)]) + " |")
-    lines += per_task_table(r) + experts_table(r) + hetero_table(r) + differences(r)
+    lines += per_task_table(r) + alignment_table(r) + experts_table(r) + hetero_table(r) + differences(r)
     figures(r)
     return "\n".join(lines) + "\n"
 
@@ -148,6 +148,21 @@ def experts_table(r: Results) -> list[str]:
                                                  r.final(k, "routed/rougeL/mean"), r.cell(k, top1_share),
                                                  r.cell(k, lambda rec: rec.get("seconds"), 0)]) + " |")
     return out + ["", "![Fig. 14](fig14_experts.png)"]
+
+
+def alignment_table(r: Results) -> list[str]:
+    """Routing alignment per task (issue 30): the share of each task's test prompts whose top-1 expert is the
+    expert of that task's domain (`routed/top1_share/<task>`), for every row that routes."""
+    rows = [(key, label) for key, label, _ in FLOE if r.runs(f"floe/{key}")]
+    rows = [(key, label) for key, label in rows
+            if any(k.startswith("routed/top1_share/") for rec in r.runs(f"floe/{key}") for k in rec["final"])]
+    if not rows:
+        return []
+    out = ["", "## Routing alignment per task (top-1 expert = the prompt's task's expert)", "",
+           "| method | " + " | ".join(TASKS) + " |", "|---" * (len(TASKS) + 1) + "|"]
+    for key, label in rows:
+        out.append(f"| {label} | " + " | ".join(r.final(f"floe/{key}", f"routed/top1_share/{t}") for t in TASKS) + " |")
+    return out
 
 
 def top1_share(rec: dict) -> float | None:
