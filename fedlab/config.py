@@ -243,6 +243,9 @@ class EvalConfig:
     # scores of a model already scored on the same questions and settings come from $FEDLAB_HOME/eval_cache
     # (fedlab/eval/cache.py: keyed by the model's bytes, the questions, the scorer, threads and versions)
     cache: bool = True
+    # multiple-choice tasks also answered by generation and scored with Rouge-L and exact match against the right
+    # choice's text, beside their accuracy (Co-PLMs' Table 1 scores every task so, SPEC §5.5)
+    mc_generate: bool = False
 
     def validate(self, p: str) -> None:
         check(self.every >= 1, f"{p}.every", self.every, "an integer >= 1")

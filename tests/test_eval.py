@@ -109,3 +109,24 @@ def test_batched_greedy_generation_equals_one_prompt_at_a_time(fedlab_home, name
     model, tok = load_model(name)
     prompts = [e.prompt for e in task_examples("friend", "test", 3) + task_examples("sum", "test", 3)]
     assert greedy_generate(model, tok, prompts, 8, batch_size=6) == greedy_generate(model, tok, prompts, 8, batch_size=1)
+
+
+def test_mc_generate_adds_rouge_and_em_of_the_generated_answer(pico_zoo):
+    """eval.mc_generate: a multiple-choice task keeps its accuracy and also gets Rouge-L / EM of the generated
+    answer against the right choice's text; off (the default), the task's scores are as before."""
+    from fedlab.config import load_config
+    from fedlab.data.federated import build_federated_data
+    from fedlab.eval.generation import generation_scores
+    from fedlab.eval.tasks import evaluate_task
+    from fedlab.models.zoo import load_model
+
+    over = ["model.name=pico-llama", "data.tasks=[recall]", "data.test_per_task=6", "eval.cache=false"]
+    model, tok = load_model("pico-llama")
+    off = load_config(None, over)
+    data = build_federated_data(off.data, off.seed)
+    plain = evaluate_task(model, tok, data, "recall", off)
+    on = evaluate_task(model, tok, data, "recall", load_config(None, over + ["eval.mc_generate=true"]))
+    assert set(plain) == {"acc/recall", "top/recall", "n/recall"}
+    assert {k: on[k] for k in plain} == plain
+    want = generation_scores(model, tok, data.test_examples("recall"))
+    assert on["rougeL/recall"] == want["rougeL"] and on["em/recall"] == want["em"]

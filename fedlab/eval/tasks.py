@@ -10,7 +10,8 @@ from fedlab.eval.multiple_choice import accuracy_of, mc_predictions, top_answer_
 def evaluate_task(model, tokenizer, data, task: str, cfg, cid: int | None = None,
                   model_hash: str | None = None) -> dict:
     """{"acc/<task>", "top/<task>" (the share of the model's most frequent answer: 1.0 = one constant answer),
-    "n/<task>"} for multiple choice, {"rougeL/<task>", "em/<task>", "n/<task>"} otherwise,
+    "n/<task>"} for multiple choice (with `eval.mc_generate` also "rougeL/<task>", "em/<task>" of the generated
+    answer against the right choice's text), {"rougeL/<task>", "em/<task>", "n/<task>"} otherwise,
     on the task's shared test set or (with `cid` and per-client test splits) the client's own. With
     `eval.cache` (the default) and a model whose outputs its digest determines, a score computed before on the
     same model, questions and settings is read from `fedlab.eval.cache` instead (`model_hash`: the model's
@@ -24,6 +25,8 @@ def evaluate_task(model, tokenizer, data, task: str, cfg, cid: int | None = None
         settings = ({"kind": "choice", "length_normalized": cfg.eval.length_normalized,
                      "max_length": cfg.model.max_length, "batch_size": cfg.eval.batch_size,
                      "scorer": cfg.eval.scorer} if choice else {"kind": "generation"})
+        if choice and cfg.eval.mc_generate:
+            settings["mc_generate"] = True
         key = cache.score_key(model_hash or cache.model_digest(model), tokenizer, examples, settings,
                               next(model.parameters()).device.type)
         hit = cache.load(key)
@@ -33,6 +36,9 @@ def evaluate_task(model, tokenizer, data, task: str, cfg, cid: int | None = None
         predicted = mc_predictions(model, tokenizer, examples, cfg.eval.length_normalized, cfg.model.max_length,
                                    cfg.eval.batch_size, shared=cfg.eval.scorer == "shared")
         out = {f"acc/{task}": accuracy_of(examples, predicted), f"top/{task}": top_answer_share(examples, predicted), f"n/{task}": len(examples)}
+        if cfg.eval.mc_generate:      # the answer generated, against the right choice's text (SPEC §5.5)
+            scores = generation_scores(model, tokenizer, examples)
+            out.update({f"rougeL/{task}": scores["rougeL"], f"em/{task}": scores["em"]})
     else:
         scores = generation_scores(model, tokenizer, examples)
         out = {f"rougeL/{task}": scores["rougeL"], f"em/{task}": scores["em"], f"n/{task}": len(examples)}
