@@ -500,3 +500,25 @@ def test_dst_trains_only_adapters_and_saml_only_the_two_loras(hetero_zoo, monkey
     assert got and got <= allowed                                      # DST: adapters only
     got, allowed = moved["saml"]
     assert any(i == 0 for i, _ in got) and any(i == 1 for i, _ in got) and got <= allowed   # SAML: the two LoRAs
+
+
+def test_table_1_has_a_standalone_server_llm(tmp_path):
+    """Issue 31: Table 1's Standalone row shows a server LLM too — the LLM tuned on the server's data alone, which
+    is the w/o SAML run's LLM (it never sees the devices)."""
+    import importlib.util
+    from pathlib import Path
+
+    from fedlab.runner import Results
+
+    spec = importlib.util.spec_from_file_location(
+        "coplms_tables", Path(__file__).resolve().parents[1] / "experiments/coplms/make_tables.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    r = Results(tmp_path / "results.json")
+    devices = {f"{m}/client_{c}": 0.3 for m in ("rougeL", "em") for c in range(3)} | {"rougeL/mean": 0.3, "em/mean": 0.3}
+    for seed in range(2):
+        r.records[f"s@{seed}"] = {"key": "hetero/lambda1/standalone", "seed": seed, "final": devices}
+        r.records[f"n@{seed}"] = {"key": "ablation/lambda1/coplms_no_saml", "seed": seed,
+                                  "final": devices | {"llm/rougeL/mean": 0.5, "llm/em/mean": 0.25}}
+    row = next(ln for ln in mod.render(r).splitlines() if ln.startswith("| 1 | Standalone |"))
+    assert row.split("|")[6].strip() == "50.0 ± 0.0 / 25.0 ± 0.0*"

@@ -58,11 +58,14 @@ def _pct(r: Results, key: str, metric: str) -> str:
     return r.cell(key, lambda rec: None if rec["final"].get(metric) is None else 100 * rec["final"][metric], 1)
 
 
-def _device_cells(r: Results, key: str, devices: int = 3, llm: bool = True) -> list[str]:
+def _device_cells(r: Results, key: str, devices: int = 3, llm: bool = True, llm_key: str | None = None) -> list[str]:
+    """Each device's Rouge-L / EM, the server LLM's (from `llm_key`'s runs when given), the device mean."""
     cells = []
     for c in range(devices):
         cells.append(f"{_pct(r, key, f'rougeL/client_{c}')} / {_pct(r, key, f'em/client_{c}')}")
-    cells.append(f"{_pct(r, key, 'llm/rougeL/mean')} / {_pct(r, key, 'llm/em/mean')}" if llm else "n/a")
+    lk = llm_key or key
+    cells.append(f"{_pct(r, lk, 'llm/rougeL/mean')} / {_pct(r, lk, 'llm/em/mean')}" + ("*" if llm_key else "")
+                 if llm or llm_key else "n/a")
     cells.append(f"{_pct(r, key, 'rougeL/mean')} / {_pct(r, key, 'em/mean')}")
     return cells
 
@@ -86,7 +89,14 @@ def render(r: Results) -> str:
         for m, label in HETERO:
             key = f"hetero/lambda{lam}/{m}"
             if r.runs(key):
-                lines.append(f"| {lam} | {label} | " + " | ".join(_device_cells(r, key, llm=m != "standalone")) + " |")
+                # Standalone's server LLM: the LLM tuned on the server's data alone — the w/o SAML run's LLM,
+                # which never sees the devices (issue 31)
+                solo = f"ablation/lambda{lam}/coplms_no_saml" if m == "standalone" and r.runs(
+                    f"ablation/lambda{lam}/coplms_no_saml") else None
+                lines.append(f"| {lam} | {label} | " + " | ".join(
+                    _device_cells(r, key, llm=m != "standalone", llm_key=solo)) + " |")
+    lines += ["", "\\* Standalone's server LLM: LoRA-tuned on the server's data alone (CE, no device knowledge) — the "
+              "LLM of the w/o SAML run at the same λ."]
     lines += ["", "## Table 1, homogeneous devices (three copies of one SLM)", "",
               "| SLM | λ | method | Device-1 | Device-2 | Device-3 | Server LLM | device mean |", "|---" * 8 + "|"]
     for slm in FAMILIES:
