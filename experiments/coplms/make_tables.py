@@ -25,14 +25,26 @@ ABLATION = [("coplms", "Co-PLMs"), ("coplms_no_dst", "w/o DST"), ("coplms_no_sam
 FAMILIES = ["tiny-gpt2", "tiny-opt", "tiny-bloom"]
 
 
+def tuned_alpha_beta() -> tuple[str, str] | None:
+    """(α, β) chosen on validation by `tune.py` (None until its grid is complete)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("coplms_tune", HERE / "tune.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.chosen()
+
+
 def _method(name: str, slm: str | None = None) -> tuple[str, ...]:
     """Overrides that make `name` run in this setting: FedLoRA and FedAP train the devices' SLM itself
-    (model.name is the SLM, no LLM); FedMKT distils on the server's share as its public set."""
+    (model.name is the SLM, no LLM); FedMKT distils on the server's share as its public set; Co-PLMs and its
+    ablations at the α, β `tune.py` chose on validation, once it has."""
     if name == "fedlora":
         return ("method.name=fedavg", f"model.name={slm}", "model.clients=null")
     if name == "fedap":
         return ("method.name=fedap", f"model.name={slm}", "model.clients=null")
-    return (f"method.name={name}",)
+    tuned = tuned_alpha_beta() if name.startswith("coplms") else None
+    return (f"method.name={name}",) + ((f"method.alpha={tuned[0]}", f"method.beta={tuned[1]}") if tuned else ())
 
 
 def plan() -> list[Planned]:

@@ -1,0 +1,77 @@
+"""Co-PLMs' α and β chosen on a validation split (SPEC §5.5, issue 31): 10 % of each task's training data held out.
+
+    python experiments/coplms/tune.py                 # the grid on validation, seeds 0,1,2 (resumable)
+    python experiments/coplms/tune.py --render-only   # tune/RESULTS.md from tune/results.json
+
+α weighs the devices' knowledge in the DPM's loss (L_dpm = α·L_kt + (1 − α)·CE), β the DPM's knowledge in each
+SLM's (L_slm = β·L_kt + (1 − β)·CE). Each (α, β) of the grid runs the heterogeneous setting (tiny-gpt2, tiny-opt,
+tiny-bloom; LLM tiny-llama; λ = 1) with `data.evaluate_on=validation`: 12 of each task's 120 training rows are held
+out (seeded) and score the runs, the test sets are not read. The choice is the pair with the best mean device
+Rouge-L over seeds, once every pair has 3 seeds; `make_tables.py` then runs Co-PLMs' rows at it (and says so)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from fedlab.runner import Planned, Results, run_table
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "tune"
+GRID = ("0.25", "0.5", "0.75")
+METRIC = "rougeL/mean"            # the devices' mean Rouge-L on generated answers (every task, SPEC §5.5)
+VAL = ("data.evaluate_on=validation", "data.validation_per_task=12", "data.alpha=1.0")
+
+
+def _key(alpha: str, beta: str) -> str:
+    return f"val/alpha{alpha}/beta{beta}"
+
+
+def chosen(r: Results | None = None) -> tuple[str, str] | None:
+    """(α, β) with the best mean validation Rouge-L over seeds, once every pair of the grid has 3 seeds."""
+    path = OUT / "results.json"
+    if r is None and not path.is_file():
+        return None
+    r = r or Results(path)
+    means = {}
+    for a in GRID:
+        for b in GRID:
+            v = r.values(_key(a, b), lambda rec: rec["final"].get(METRIC))
+            if len(v) < 3:
+                return None
+            means[(a, b)] = sum(v) / len(v)
+    return max(means, key=means.get)
+
+
+def plan() -> list[Planned]:
+    return [Planned(_key(a, b), HERE / "hetero.yaml", (*VAL, f"method.alpha={a}", f"method.beta={b}"),
+                    label=f"α = {a}, β = {b}", setting="validation") for a in GRID for b in GRID]
+
+
+def render(r: Results) -> str:
+    score = lambda rec: None if rec["final"].get(METRIC) is None else 100 * rec["final"][METRIC]  # noqa: E731
+    seeds = sorted({rec["seed"] for rec in r.records.values()})
+    L = ["# Co-PLMs: α and β on a validation split", "",
+         f"Produced by `python experiments/coplms/tune.py` (seeds {', '.join(map(str, seeds)) or 'none yet'}; 2 CPU "
+         "cores). Heterogeneous devices (tiny-gpt2, tiny-opt, tiny-bloom), LLM tiny-llama, λ = 1; scored on 12 "
+         "held-out training rows per task (the test sets not read): the devices' mean Rouge-L ×100 on generated "
+         "answers, mean over seeds ± 95 % interval.", "",
+         "| α \\ β | " + " | ".join(GRID) + " |", "|---" * (len(GRID) + 1) + "|"]
+    for a in GRID:
+        L.append(f"| {a} | " + " | ".join(r.cell(_key(a, b), score, 1) for b in GRID) + " |")
+    best = chosen(r)
+    L += ["", f"Chosen: α = {best[0]}, β = {best[1]} (the Co-PLMs rows of `make_tables.py` run at it)." if best
+          else "The grid is not complete yet (3 seeds per pair): `make_tables.py` runs the YAML's α = β = 0.5."]
+    return "\n".join(L) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    OUT.mkdir(exist_ok=True)
+    code = run_table(OUT, plan, render, title="Co-PLMs alpha and beta", argv=argv)
+    if code == 0 and chosen() is not None:
+        print(json.dumps({"alpha": chosen()[0], "beta": chosen()[1]}))
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
