@@ -243,16 +243,22 @@ def test_every_floe_table_row_resolves_with_the_zoo_router_encoder():
     assert floe_family == 14      # the fallback row included; the baselines (zeroshot, standalone, fedavg, llm_fedavg) have no router
 
 
-def test_floe_claims_show_floe_minus_llm_base_per_task(tmp_path):
-    """Issue 30: the claims table says where Floe − LLM-base comes from, task by task, paired over seeds."""
+def _floe_tables():
+    """experiments/floe/make_tables.py as a module (a script, not a package)."""
     from pathlib import Path
 
-    from fedlab.runner import Results
-
-    path = Path(__file__).resolve().parents[1] / "experiments/floe/make_tables.py"
-    spec = importlib.util.spec_from_file_location("floe_tables_claims", path)
+    spec = importlib.util.spec_from_file_location(
+        "floe_tables_module", Path(__file__).resolve().parents[1] / "experiments/floe/make_tables.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def test_floe_claims_show_floe_minus_llm_base_per_task(tmp_path):
+    """Issue 30: the claims table says where Floe − LLM-base comes from, task by task, paired over seeds."""
+    from fedlab.runner import Results
+
+    mod = _floe_tables()
     r = Results(tmp_path / "results.json")
     for seed in range(3):
         floe = {mod.per_task_metric("floe", t): 0.6 + 0.01 * seed for t in mod.TASKS}
@@ -269,14 +275,9 @@ def test_floe_claims_show_floe_minus_llm_base_per_task(tmp_path):
 
 
 def test_floe_tables_report_routing_alignment_per_task(tmp_path):
-    from pathlib import Path
-
     from fedlab.runner import Results
 
-    path = Path(__file__).resolve().parents[1] / "experiments/floe/make_tables.py"
-    spec = importlib.util.spec_from_file_location("floe_tables_align", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _floe_tables()
     r = Results(tmp_path / "results.json")
     for seed in range(2):
         final = {f"routed/top1_share/{t}": (1.0 if t == "recall" else 0.0) for t in mod.TASKS}
