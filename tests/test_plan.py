@@ -134,3 +134,17 @@ def test_cli_plan_and_its_errors(tmp_path, capsys):
     assert "model 'acme/unknown-9b': no architecture known to `fedlab plan`" in err and "Traceback" not in err
     assert main(["plan", str(ROOT / "experiments/baselines/fedavg_hetero.yaml"), "--dtype", "fp8"]) == 2
     assert "--dtype: 'fp8' is not allowed; allowed:" in capsys.readouterr().err
+
+
+def test_coplms_plan_sends_the_dpm_lora_and_keeps_the_adapters():
+    """Co-PLMs' devices send the DPM's LoRA at method.dpm_lora_r (the upload check's count × 4 bytes); the DPM
+    also trains its bottleneck adapters (3 blocks × (2·192·48 + 48 + 192) parameters), which never leave."""
+    from fedlab.methods.coplms.upload import dpm_and_slm_floats
+
+    cfg = load_config(str(ROOT / "experiments/coplms/hetero.yaml"), [])
+    plans = {p.role: p for p in plan(cfg)}
+    dpm_floats, _ = dpm_and_slm_floats(cfg)
+    device_dpm = plans["device DPM (beside tiny-gpt2)"]
+    assert device_dpm.up_bytes == device_dpm.down_bytes == dpm_floats * 4 == 9216 * 4
+    assert device_dpm.trainable == dpm_floats + 3 * (2 * 192 * 48 + 48 + 192)
+    assert plans["device SLM tiny-gpt2"].up_bytes == 0 and plans["server DPM"].up_bytes == 0

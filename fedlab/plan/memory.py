@@ -8,7 +8,7 @@
 - A: the tensors autograd saves for the backward pass, counted exactly: one forward of the real architecture on
   the meta device with `saved_tensors_hooks`, each storage once, parameters excluded. Two kernels are modelled as
   a GPU runs them: attention as a fused kernel (saves q, k, v, the output and the log-sum-exp, never the
-  [s, s] scores: `fedlab_plan` attention) and dropout as CUDA's fused dropout (a bool mask). With gradient
+  [s, s] scores: `fedlab_plan` attention) and every dropout as CUDA's fused dropout (a bool mask). With gradient
   checkpointing, A = each block's input + one block's activations (recomputed one block at a time) + what lies
   outside the blocks (embeddings, the head, the loss);
 - G: the gradient of the logits, float32, alive when the backward pass starts (causal LMs).
@@ -90,6 +90,7 @@ class Memory:
     activation_bytes: int    # A
     logits_grad_bytes: int   # G
     fused_attention: bool    # False: this architecture's attention has no `fedlab_plan` path (scores counted)
+    adapter_params: int = 0  # of the trainable ones, the bottleneck adapters' (kept on the party, never sent)
 
     @property
     def peak_bytes(self) -> int:
@@ -129,23 +130,35 @@ def build_meta(config, dtype: torch.dtype):
         return cls.from_config(copy.deepcopy(config), dtype=dtype), False   # its own attention code: scores counted
 
 
-def with_lora(model, lora: dict | None):
-    """LoRA as fedlab applies it (fedlab.transforms.lora.apply_lora), trainable weights in float32."""
-    if not lora:
-        return model
-    from fedlab.transforms.lora import apply_lora
+def with_lora(model, lora: dict | None, adapters: float | None = None):
+    """LoRA as fedlab applies it (fedlab.transforms.lora.apply_lora) — after fedlab's bottleneck adapters of
+    width `adapters`·d on every block when given (Co-PLMs' DPM) — trainable weights in float32; every
+    train-mode dropout modelled as CUDA's fused one (a bool mask)."""
+    if adapters:
+        from fedlab.config import LoraConfig
+        from fedlab.transforms.registry import Build, get_transform
 
-    task = None if model.config.model_type in ENCODERS else "CAUSAL_LM"
-    model, _ = apply_lora(model, r=int(lora["r"]), alpha=float(lora.get("alpha", 2 * lora["r"])),
-                          dropout=float(lora.get("dropout", 0.0)), target_modules=lora.get("target_modules"),
-                          task_type=task)
+        for p in model.parameters():
+            p.requires_grad_(False)
+        with torch.device("meta"):
+            model = get_transform("adapters").fn(model, Build(lora=LoraConfig(), seed=0), adapters, "block")
+    adapter_params = [p for n, p in model.named_parameters() if "fedlab_adapter" in n]
+    if lora:
+        from fedlab.transforms.lora import apply_lora
+
+        task = None if model.config.model_type in ENCODERS else "CAUSAL_LM"
+        model, _ = apply_lora(model, r=int(lora["r"]), alpha=float(lora.get("alpha", 2 * lora["r"])),
+                              dropout=float(lora.get("dropout", 0.0)), target_modules=lora.get("target_modules"),
+                              task_type=task)
+    for p in adapter_params:              # peft froze the adapters with the base: they train too
+        p.requires_grad_(True)
     for p in model.parameters():
         if p.requires_grad:
             p.data = torch.empty(p.shape, dtype=torch.float32, device="meta")
     for name, mod in list(model.named_modules()):
-        if isinstance(mod, nn.Dropout) and "lora_dropout" in name:
+        if isinstance(mod, nn.Dropout) and mod.p > 0:
             parent, _, leaf = name.rpartition(".")
-            model.get_submodule(parent)._modules[leaf] = _DropoutAsOnGPU(mod.p)
+            (model.get_submodule(parent) if parent else model)._modules[leaf] = _DropoutAsOnGPU(mod.p)
     return model
 
 
@@ -178,14 +191,15 @@ def saved_bytes(model, batch: int, seq: int, checkpointing: bool = False) -> int
 
 
 def training_memory(config, *, batch: int, seq: int, dtype: str = "bf16", lora: dict | None = None,
-                    optimizer: str = "adamw", checkpointing: bool = False) -> Memory:
-    """Memory of one training step of `config` (module docstring)."""
+                    optimizer: str = "adamw", checkpointing: bool = False, adapters: float | None = None) -> Memory:
+    """Memory of one training step of `config` (module docstring); `adapters`: Co-PLMs' bottleneck adapters
+    of that width on every block, trained with the LoRA."""
     torch_dtype = DTYPES[dtype]
     model, fused = build_meta(config, torch_dtype)
-    model = with_lora(model, lora)
+    model = with_lora(model, lora, adapters)
     params = sum(p.numel() for p in model.parameters())
     width = torch.finfo(torch_dtype).bits // 8
-    if lora is not None:           # frozen base in the dtype; LoRA in float32 with its gradient and the optimiser's state
+    if lora is not None or adapters:   # frozen base in the dtype; LoRA/adapters in float32, gradient, optimiser state
         trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
         weights = (params - trainable) * width
         states = trainable * (4 + 4 + OPTIMIZER_STATE[optimizer])
@@ -199,7 +213,7 @@ def training_memory(config, *, batch: int, seq: int, dtype: str = "bf16", lora: 
     full = saved_bytes(model, batch, seq)
     if checkpointing:
         layers = blocks_of(config)
-        one = with_lora(build_meta(set_blocks(config, 1), torch_dtype)[0], lora)
+        one = with_lora(build_meta(set_blocks(config, 1), torch_dtype)[0], lora, adapters)
         outside_plus_one = saved_bytes(one, batch, seq)
         per_block = (full - outside_plus_one) / max(1, layers - 1)
         hidden = getattr(config, "hidden_size", None) or config.n_embd
@@ -207,11 +221,15 @@ def training_memory(config, *, batch: int, seq: int, dtype: str = "bf16", lora: 
     else:
         act = full
     vocab = 0 if config.model_type in ENCODERS else int(config.vocab_size)
-    return Memory(params, trainable, int(weights), int(states), int(act), batch * seq * vocab * 4, fused)
+    adapter_params = sum(p.numel() for n, p in model.named_parameters() if p.requires_grad and "fedlab_adapter" in n)
+    return Memory(params, trainable, int(weights), int(states), int(act), batch * seq * vocab * 4, fused, adapter_params)
 
 
 def gib(n: float) -> str:
-    return f"{n / 2**30:.2f} GiB" if n >= 2**28 else f"{n / 2**20:.1f} MiB"
+    """Bytes for people: GiB from 256 MiB up, MiB from 1 MiB, else KiB."""
+    if n >= 2**28:
+        return f"{n / 2**30:.2f} GiB"
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
 
 
 def devices_needed(peak: int, device_bytes: int) -> int:

@@ -55,6 +55,7 @@ class Role:
     up_bytes: int | None = None    # known sizes (else from the LoRA state)
     down_bytes: int | None = None
     notes: list[str] = field(default_factory=list)
+    adapters: float | None = None  # Co-PLMs' bottleneck adapters (width · d) on every block, trained with the LoRA
 
 
 def _lora(cfg) -> dict:
@@ -85,15 +86,36 @@ def roles(cfg) -> list[Role]:
         kept = _kept(cfg, name, m.kappa)
         return [Role("server LLM", name, 1, trains=False, notes=["block influence, H-TIES merge, plug-in fusion: no training step"]),
                 Role("client proxy", name, n, blocks=kept, lora=lora, up="LoRA of the proxy", down="LoRA of the proxy")]
-    if method in ("fedmkt", "coplms", "coplms_no_dst", "coplms_no_saml", "fedcollm", "llm2slm"):
+    names = cfg.model.clients or [name] * n
+    if method.startswith("coplms"):
+        # the DPM: the LLM compressed by κ (or a zoo model), its LoRA at dpm_lora_r (α/r kept), DST adapters
+        r_dpm = m.dpm_lora_r or lora["r"]
+        dpm_lora = {**lora, "r": r_dpm, "alpha": lora["alpha"] * r_dpm / lora["r"]}
+        dpm_model = name if m.dpm_init == "compress" else m.dpm_init
+        dpm_blocks = _kept(cfg, name, m.kappa) if m.dpm_init == "compress" else None
+        width = m.adapter_width if m.dst else None
+        out = [Role("server LLM", name, 1, lora=lora, notes=["server SAML with the server's DPM on its data"]),
+               Role("server DPM", dpm_model, 1, blocks=dpm_blocks, lora=dpm_lora, adapters=width,
+                    notes=["the server's own adapters (DST on its data), never sent"])]
+        for i, c in enumerate(sorted(set(names[:n]))):
+            count = sum(x == c for x in names[:n])
+            out.append(Role(f"device DPM (beside {c})", dpm_model, count, blocks=dpm_blocks, lora=dpm_lora,
+                            adapters=width, up="the DPM's LoRA", down="the DPM's LoRA",
+                            notes=["each device holds its DPM and its SLM and trains both (DST, SAML): its "
+                                   "peak is about the sum of the two rows"]))
+            out.append(Role(f"device SLM {c}", c, count, lora=lora, notes=["its LoRA never leaves the device"]))
+        return out
+    if method == "fedcollm":
+        out = [Role("server LLM", name, 1, lora=lora, notes=["distils to and from the devices' SLMs on its data"])]
+        for c in sorted(set(names[:n])):
+            out.append(Role(f"device SLM {c}", c, sum(x == c for x in names[:n]), lora=lora,
+                            up="its SLM's LoRA", down="its distilled LoRA"))
+        return out
+    if method in ("fedmkt", "llm2slm"):
         k = getattr(m, "topk", 16)
         knowledge = _public_tokens(cfg) * k * 8          # top-K (index int32, value float32) per position
         out = [Role("server LLM", name, 1, lora=lora, up=f"top-{k} logits of the public set", down="", up_bytes=0,
                     down_bytes=0, notes=["trains on the public set with the clients' knowledge"])]
-        if method.startswith("coplms"):
-            out.append(Role("server DPM", name, 1, blocks=_kept(cfg, name, m.kappa), lora=lora,
-                            notes=["the distilled proxy model, sent to every client"]))
-        names = cfg.model.clients or [name] * n
         for i, c in enumerate(names[:n]):
             out.append(Role(f"client {i} SLM" if cfg.model.clients else "client SLM", c,
                             1 if cfg.model.clients else n, lora=lora, up=f"top-{k} logits of the public set",
@@ -112,7 +134,13 @@ def roles(cfg) -> list[Role]:
             out.append(Role("cloud LLM", m.llm, 1, trains=False, notes=["inference only: fused with the routed SLM"]))
         return out
     if method == "elsa":
-        front, middle, back = (list(m.split) + [0, 0, 0])[:3] if getattr(m, "split", None) else (1, 1, 1)
+        from fedlab.methods.elsa.chains import split_of
+
+        try:
+            front, middle, back = split_of(cfg)
+        except (ValueError, KeyError, OSError):     # a model the ELSA helpers cannot read: its config's block count
+            blocks = int(architecture(name).num_hidden_layers)
+            front, middle, back = blocks // 2, blocks // 3, blocks - blocks // 2 - blocks // 3
         edges = getattr(m, "num_edges", 1)
         return [Role("client (front + back blocks, head)", name, n, blocks=front + back, lora=lora,
                      up="LoRA of its blocks + sketched activations each step", down="LoRA of its blocks",
