@@ -97,7 +97,7 @@ def roles(cfg) -> list[Role]:
         out = [Role("server LLM", name, 1, lora=lora, notes=["server SAML with the server's DPM on its data"]),
                Role("server DPM", dpm_model, 1, blocks=dpm_blocks, lora=dpm_lora, adapters=width,
                     notes=["the server's own adapters (DST on its data), never sent"])]
-        for i, c in enumerate(sorted(set(names[:n]))):
+        for c in sorted(set(names[:n])):
             count = sum(x == c for x in names[:n])
             out.append(Role(f"device DPM (beside {c})", dpm_model, count, blocks=dpm_blocks, lora=dpm_lora,
                             adapters=width, up="the DPM's LoRA", down="the DPM's LoRA",
