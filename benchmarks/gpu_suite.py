@@ -101,11 +101,17 @@ def section_kernels(args) -> dict:
     tau = torch.randn(8, p, generator=g) * torch.rand(8, 1, generator=g)
     tau[1] = tau[0] * 0.5 + tau[1] * 0.1
     tau[0, :1000] = 0.5
+    from fedlab.aggregators import vectorised
+
     dev = tau.to(args.device)
-    trim_equal = bool(torch.equal(magnitude_trim(dev, 0.2).cpu(), magnitude_trim(tau, 0.2)))
-    (h_dev, info_dev), (h_cpu, info_cpu) = h_ties(dev, diagnostics=True), h_ties(tau, diagnostics=True)
+    vectorised.FORCE = False                     # the CPU's block loop: the reference
+    trim_cpu, (h_cpu, info_cpu), t_cpu = magnitude_trim(tau, 0.2), h_ties(tau, diagnostics=True), ties(tau)
+    vectorised.FORCE = True                      # the accelerator path (forced where the device is the CPU: --smoke)
+    trim_dev, (h_dev, info_dev), t_dev = magnitude_trim(dev, 0.2), h_ties(dev, diagnostics=True), ties(dev)
+    vectorised.FORCE = None
+    trim_equal = bool(torch.equal(trim_dev.cpu(), trim_cpu))
     diff_h = (h_dev.cpu() - h_cpu).abs()
-    d_t = (ties(dev).cpu() - ties(tau)).abs().max().item()
+    d_t = (t_dev.cpu() - t_cpu).abs().max().item()
     # H-TIES's retention r_k comes from the clients' cosine similarities: a last-bit difference in the GPU's
     # similarity can move a retained count by one, and the ρ vote is a step function: how many coordinates move
     keeps = lambda info: [int(torch.ceil(r * p)) for r in info["retention"].cpu().double()]   # noqa: E731

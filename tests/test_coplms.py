@@ -399,8 +399,19 @@ def test_the_server_runs_dst_on_its_data_before_server_saml(hetero_zoo, tmp_path
         seen["dst_rows"] = len(dataset)
         return dst(cfg, dpm, dataset, seed)
 
+    train_mutual = coplms_method.train_mutual
+
+    def saml_spy(cfg, module, *args, **kwargs):
+        dpm = seen["method"].server_dpm
+        before = {k: p.detach().clone() for k, p in dpm.model.named_parameters() if "fedlab_adapter" in k}
+        out = train_mutual(cfg, module, *args, **kwargs)
+        after = dict(dpm.model.named_parameters())
+        seen["saml_moved_adapters"] = any(not torch.equal(v, after[k]) for k, v in before.items())
+        return out
+
     monkeypatch.setattr(coplms_method.CoPLMs, "server_learning", spy)
     monkeypatch.setattr(coplms_method, "domain_tuning", dst_spy)
+    monkeypatch.setattr(coplms_method, "train_mutual", saml_spy)
     h = _run(tmp_path, "federation.rounds=1")
     m = seen["method"]
     assert seen["dst_rows"] == len(m.data.public)                       # DST on the server's data
@@ -408,11 +419,14 @@ def test_the_server_runs_dst_on_its_data_before_server_saml(hetero_zoo, tmp_path
     assert ups and any(float(v.abs().sum()) > 0 for v in ups)          # moved the zero-initialised W2
     assert not set(m.server_adapters) & set(m.global_state)            # the broadcast is the LoRA alone
     assert "server/dst_task" in h.rounds[1] and "dpm/acc/mean" in h.rounds[1]
-    dpm = m._load_server_dpm()                                          # what the server scores: its adapters
-    from fedlab.transforms import get_state
+    from fedlab.transforms import get_state, set_state
 
+    dpm = m.server_dpm
+    set_state(dpm.model, dpm.initial["adapters"])                       # as a device's fit would leave them
+    dpm = m._load_server_dpm()                                          # what the server scores: its adapters
     now = get_state(dpm.model, list(m.server_adapters))
     assert all(torch.equal(now[k], v) for k, v in m.server_adapters.items())
+    assert seen["saml_moved_adapters"] is False                         # server SAML leaves them as DST made them
 
 
 def test_the_broadcast_is_the_post_saml_dpm_lora_of_a_uniform_average(hetero_zoo, tmp_path, monkeypatch):

@@ -28,7 +28,7 @@ def _synthetic(n_per_task=400, vocab=12, seed=0):
 
 def test_the_trained_gate_beats_every_fixed_w_on_held_out_positions():
     ps, pl, ys, tasks = _synthetic()
-    train, held = split_held_out(len(ys))
+    train, held = split_held_out(tasks, list(range(len(ys))))      # one position per synthetic example
     L.seed_everything(0)
     gate = FusionGate(ps.shape[-1], "full", lr=1e-2)
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(ps[train], pl[train], ys[train]),
@@ -74,8 +74,16 @@ def test_gate_positions_are_balanced_over_tasks(monkeypatch):
     long = [SimpleNamespace(task="gen", prompt=f"g{i}", target=" ".join(["w"] * 30)) for i in range(20)]
     short = [SimpleNamespace(task="mc", prompt=f"m{i}", target="x") for i in range(200)]
     tok = _Tok()
-    ps, pl, ys, tasks = gate_examples(lambda p: (None, tok), (None, tok), torch.arange(10), long + short, 64, limit=100)
+    ps, pl, ys, tasks, owners = gate_examples(lambda p: (None, tok), (None, tok), torch.arange(10), long + short, 64,
+                                              limit=100)
     assert len(ys) == 100 and tasks.count("gen") == 50 and tasks.count("mc") == 50
+    # held out by example, per task: no answer on both sides; each task keeps about a fifth of its examples
+    train, held = split_held_out(tasks, owners)
+    assert not {owners[i] for i in train.tolist()} & {owners[i] for i in held.tolist()}
+    held_tasks = [tasks[i] for i in held.tolist()]
+    # mc: 10 of its 50 one-token answers; gen: its 50 positions come from 2 long answers, fewer than 5, none held
+    assert held_tasks.count("mc") == 10 and held_tasks.count("gen") == 0
     # the old behaviour (no quota) would have given the generation task 30 positions per example in turn
-    _, _, ys2, tasks2 = gate_examples(lambda p: (None, tok), (None, tok), torch.arange(10), long + short[:10], 64, limit=100)
+    _, _, ys2, tasks2, _ = gate_examples(lambda p: (None, tok), (None, tok), torch.arange(10), long + short[:10], 64,
+                                         limit=100)
     assert tasks2.count("mc") == 10 and tasks2.count("gen") == 50   # mc runs out at 10; gen stays at its quota

@@ -187,10 +187,11 @@ def round_robin_by_task(examples) -> list:
 
 
 def gate_examples(slm_for, llm, vmap: torch.Tensor, examples, max_length: int, limit: int = 2048):
-    """(P_SLM [N, V], P_LLM mapped [N, V], next token [N], task of each position [N]) at the answer tokens of
-    public `examples`, teacher-forced (each answer prefix read by both models, as token ids): at most `limit`
-    positions, balanced over the tasks (SPEC §4.3) — each task at most ⌈limit / tasks⌉ positions, its examples
-    taken in order, the tasks in turn — so long generated answers do not crowd out one-token choices."""
+    """(P_SLM [N, V], P_LLM mapped [N, V], next token [N], task of each position [N], the example each position
+    comes from [N]) at the answer tokens of public `examples`, teacher-forced (each answer prefix read by both
+    models, as token ids): at most `limit` positions, balanced over the tasks (SPEC §4.3) — each task at most
+    ⌈limit / tasks⌉ positions, its examples taken in order, the tasks in turn — so long generated answers do not
+    crowd out one-token choices."""
     from fedlab.data.collate import continuation_ids
 
     llm_model, llm_tok = llm
@@ -198,8 +199,8 @@ def gate_examples(slm_for, llm, vmap: torch.Tensor, examples, max_length: int, l
     n_tasks = max(1, len({e.task for e in ordered}))
     quota = -(-limit // n_tasks)
     taken: dict[str, int] = {}
-    ps, pl, ys, tasks = [], [], [], []
-    for e in ordered:
+    ps, pl, ys, tasks, owners = [], [], [], [], []
+    for n, e in enumerate(ordered):
         if taken.get(e.task, 0) >= quota:
             continue
         model, tok = slm_for(e.prompt)
@@ -215,10 +216,11 @@ def gate_examples(slm_for, llm, vmap: torch.Tensor, examples, max_length: int, l
             pl.append(p_l if same else map_probs(p_l[None], vmap, p_s.shape[-1])[0])
             ys.append(t)
             tasks.append(e.task)
+            owners.append(n)
             taken[e.task] = taken.get(e.task, 0) + 1
         if len(ys) >= limit:
             break
-    return torch.stack(ps), torch.stack(pl), torch.tensor(ys), tasks
+    return torch.stack(ps), torch.stack(pl), torch.tensor(ys), tasks, owners
 
 
 def fused_nll(w: torch.Tensor, p_slm: torch.Tensor, p_llm: torch.Tensor, target: torch.Tensor) -> float:
@@ -244,10 +246,18 @@ def held_out_check(gate, p_slm, p_llm, target, tasks) -> dict:
     return out
 
 
-def split_held_out(n: int, every: int = 5) -> tuple[torch.Tensor, torch.Tensor]:
-    """(train, held-out) position indices: every `every`-th position held out (every task keeps its share)."""
-    idx = torch.arange(n)
-    held = idx % every == every - 1
+def split_held_out(tasks: list[str], owners: list[int], every: int = 5) -> tuple[torch.Tensor, torch.Tensor]:
+    """(train, held-out) position indices, split by example: within each task every `every`-th example (in the
+    order they were read) is held out with all its positions, so no answer has tokens on both sides and every
+    task keeps its share."""
+    rank: dict[int, int] = {}
+    seen: dict[str, int] = {}
+    for t, o in zip(tasks, owners):
+        if o not in rank:
+            rank[o] = seen.get(t, 0)
+            seen[t] = rank[o] + 1
+    held = torch.tensor([rank[o] % every == every - 1 for o in owners], dtype=torch.bool)
+    idx = torch.arange(len(owners))
     return idx[~held], idx[held]
 
 
@@ -289,7 +299,7 @@ def evaluate_fused(fusion: Fusion, data, per_task: int | None = None) -> dict:
     out.update({"fused/w_mean": st["w_sum"] / n, "fused/fallback_share": st["fallback"] / max(st["llm_calls"], 1),
                 "fused/latency_ms_per_token": 1000 * st["latency_sum"] / n, "fused/llm_calls": st["llm_calls"],
                 "fused/latency_edge_ms_per_token": 1000 * st["edge_sum"] / n,
-                "fused/latency_network_ms_per_token": 1000 * st["network_sum"] / max(st["llm_calls"], 1),
+                "fused/latency_network_ms_per_token": 1000 * st["network_sum"] / n,   # per token, as the edge's
                 "fused/flagged_prompts": st["flagged_prompts"]})
     return out
 

@@ -476,11 +476,14 @@ class Floe(FedMethod):
 
         held = evaluate_detector(detector, privacy_prompts("test", seed=cfg.seed))
         detector_stats = {f"fused/detector_{k}": held[k] for k in ("precision", "recall", "f1", "flagged_stage2", "n")}
-        ps, pl, ys, tasks = gate_examples(slm_for, (llm, llm_tok), vmap, self.data.public, cfg.model.max_length,
-                                          m.fusion_positions)
-        train, held = split_held_out(len(ys))
-        if len(held) == 0:           # too few positions to hold any out: the check runs on the training ones
-            held = train
+        ps, pl, ys, tasks, owners = gate_examples(slm_for, (llm, llm_tok), vmap, self.data.public, cfg.model.max_length,
+                                                  m.fusion_positions)
+        train, held = split_held_out(tasks, owners)
+        in_sample = len(held) == 0 or len(train) == 0
+        if in_sample:                # too few examples to hold any out: the check runs on the training positions
+            train = held = torch.arange(len(ys))
+            print("[fedlab] Floe: too few public answers to hold any out; the fusion gate's NLL check runs on its "
+                  "training positions (fused/heldout_in_sample = 1)", file=sys.stderr)
         seed_everything(cfg.seed)
         gate = FusionGate(ps.shape[-1], m.fusion_features, lr=m.fusion_lr)
         loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(ps[train], pl[train], ys[train]),
@@ -497,6 +500,7 @@ class Floe(FedMethod):
         out["fused/gate_train_nll"] = float(trainer.callback_metrics.get("fusion/nll", float("nan")))
         out["fused/gate_positions"] = len(train)
         check = held_out_check(gate, ps[held], pl[held], ys[held], [tasks[i] for i in held.tolist()])
+        check["fused/heldout_in_sample"] = float(in_sample)
         out.update(check)
         if not check["fused/gate_check"]:
             print(f"[fedlab] Floe: the fusion gate's held-out NLL {check['fused/heldout_nll']:.3f} is above the better "
