@@ -11,7 +11,9 @@ from fedlab.aggregators import vectorised
 
 def pairwise_cosine(tau: Tensor) -> Tensor:
     """S[k, j] = <τ_k, τ_j> / (‖τ_k‖ ‖τ_j‖); a zero row has similarity 0 with everyone (itself included),
-    a non-zero row similarity exactly 1 with itself."""
+    a non-zero row similarity exactly 1 with itself. On the CPU the product is float32, as every recorded table
+    was computed (its error grows with P: 3e-4 at P = 10M, enough to move H-TIES's retained counts by one or
+    two); on an accelerator the Gram matrix is summed in float64 (1e-9), so the two paths can differ there."""
     if tau.dim() != 2:
         raise ValueError(f"tau must be [K, P], got shape {tuple(tau.shape)}")
     t = tau.float() if not tau.is_floating_point() else tau
