@@ -5,7 +5,10 @@ detector's time per prompt, measured in the same run (issue 12: router + fusion 
     python benchmarks/floe_inference.py                  # tiny-llama-s SLM, 5 experts of rank 64, 16 tokens
     python benchmarks/floe_inference.py --experts 3 --rank 16 --prompts 20
 
-Every decoding step reads the whole sequence, as fedlab's fusion does (no key/value cache), in each row:
+Each row decodes greedily; the uncached rows read the whole sequence at every step, as fedlab's scorer and
+fusion do, the cached rows keep the key/value cache as a deployment would (issue 30: the deployed comparison is
+the cached Floe row against the cached SLM). Every ratio is the mean over `--repeats` passes (each pass times
+every path on the same prompts, interleaved) ± its 95 % interval. Rows:
 - SLM: the base SLM's next-token distribution (the baseline);
 - Floe, unmerged (`method.router_merge: false`): the routed SLM as one LoRA of rank M·r, plus the fusion
   gate's MLP on (P_SLM, P_LLM); the router (prompt embedding by the router's sentence encoder, gate,
@@ -86,13 +89,35 @@ def bench_fusion(args) -> list[list]:
                 p = p[0]
             seq.append(int(p.argmax()))
 
-    with torch.no_grad():
-        decode(ids[0], "slm")                   # warm-up of both paths
-        decode(ids[0], "unmerged")
-        times.update({k: 0.0 for k in times})
+    def decode_cached(start: list[int], key: str, fuse: bool) -> None:
+        """Greedy decoding with the key/value cache, as a deployment runs it: the prompt once, then one token per
+        step; with `fuse`, the fusion gate on (P_SLM, P_LLM) at every step (the LLM's forward timed apart)."""
+        seq = list(start)
+        t0 = time.perf_counter()
+        out = model(input_ids=torch.tensor([seq]), use_cache=True)
+        times[key] += time.perf_counter() - t0
+        for _ in range(n):
+            p = torch.softmax(out.logits[0, -1].float(), -1)
+            if fuse:
+                t0 = time.perf_counter()
+                p_llm = next_probs_ids(llm, seq, cfg.model.max_length)
+                times["llm_cached"] += time.perf_counter() - t0
+                t0 = time.perf_counter()
+                w = fgate(p[None], p_llm[None])
+                p = (w[:, None] * p[None] + (1 - w[:, None]) * p_llm[None])[0]
+                times["gate_cached"] += time.perf_counter() - t0
+            seq.append(int(p.argmax()))
+            t0 = time.perf_counter()
+            out = model(input_ids=torch.tensor([[seq[-1]]]), past_key_values=out.past_key_values, use_cache=True)
+            times[key] += time.perf_counter() - t0
+
+    def one_pass() -> dict:
+        for k in times:
+            times[k] = 0.0
         for prompt, start in zip(prompts, ids):
             with model.disable_adapter():
                 decode(start, "slm")
+                decode_cached(start, "slm_cached", fuse=False)
             merger.unmerge()
             t0 = time.perf_counter()
             w = gate(embed([prompt]), experts)[0]
@@ -112,24 +137,53 @@ def bench_fusion(args) -> list[list]:
             merger.merge(w)
             times["merge"] += time.perf_counter() - t0
             decode(start, "merged")
+            with model.disable_adapter():          # the mixture is folded into the base weights: no LoRA pass
+                decode_cached(start, "merged_cached", fuse=True)
             t0 = time.perf_counter()
             merger.unmerge()
             times["merge"] += time.perf_counter() - t0
-    tokens = n * len(prompts)
-    ms = {k: 1000 * v / tokens for k, v in times.items()}
-    gate_ms = ms["gate"] / 3                    # the gate ran in the three Floe rows
-    unmerged = ms["unmerged"] + gate_ms + ms["router"] + ms["load"]
-    merged = ms["merged"] + gate_ms + ms["router"] + ms["merge"]
-    peft = ms["peft"] + gate_ms + ms["router"] + ms["load"] + ms["peft_merge"]
-    return [["SLM alone (baseline)", ms["slm"], 1.0, "-"],
-            [f"Floe, unmerged LoRA of rank {m}·{r}", unmerged, unmerged / ms["slm"],
-             f"forward {ms['unmerged']:.2f} + gate {gate_ms:.3f} + router {ms['router']:.3f} + load {ms['load']:.3f}"],
-            ["Floe, mixture merged per prompt (as run)", merged, merged / ms["slm"],
-             f"forward {ms['merged']:.2f} + gate {gate_ms:.3f} + router {ms['router']:.3f} + merge {ms['merge']:.3f}"],
-            ["Floe, merged through PEFT's merge_adapter", peft, peft / ms["slm"],
-             f"forward {ms['peft']:.2f} + gate {gate_ms:.3f} + router {ms['router']:.3f} + load {ms['load']:.3f} + "
-             f"merge {ms['peft_merge']:.3f}"],
-            ["cloud LLM forward (not on the device)", ms["llm"] / 3, ms["llm"] / 3 / ms["slm"], args.llm]]
+        tokens = n * len(prompts)
+        return {k: 1000 * v / tokens for k, v in times.items()}
+
+    times.update({"slm_cached": 0.0, "merged_cached": 0.0, "llm_cached": 0.0, "gate_cached": 0.0})
+    with torch.no_grad():
+        decode(ids[0], "slm")                   # warm-up of both paths
+        decode(ids[0], "unmerged")
+        with model.disable_adapter():
+            decode_cached(ids[0], "slm_cached", fuse=False)
+        passes = [one_pass() for _ in range(args.repeats)]
+    return summarize(passes, args, m, r)
+
+
+def summarize(passes: list[dict], args, m: int, r: int) -> list[list]:
+    """Mean ms per token over the passes and each path's ratio to its baseline, mean ± 95 % interval over the
+    passes (each pass measures every path on the same prompts, interleaved)."""
+    from fedlab.stats import mean_ci
+
+    def row(label, total, base, detail):
+        ratios = [total(ms) / ms[base] for ms in passes]
+        mean, half = mean_ci(ratios)
+        value = sum(total(ms) for ms in passes) / len(passes)
+        return [label, value, f"{mean:.2f} ± {half:.2f}" if len(passes) > 1 else f"{mean:.2f}", base, detail(passes[0])]
+
+    gate_ms = lambda ms: ms["gate"] / 3                      # noqa: E731  the gate ran in the three uncached Floe rows
+    unmerged = lambda ms: ms["unmerged"] + gate_ms(ms) + ms["router"] + ms["load"]   # noqa: E731
+    merged = lambda ms: ms["merged"] + gate_ms(ms) + ms["router"] + ms["merge"]      # noqa: E731
+    peft = lambda ms: ms["peft"] + gate_ms(ms) + ms["router"] + ms["load"] + ms["peft_merge"]   # noqa: E731
+    cached = lambda ms: ms["merged_cached"] + ms["gate_cached"] + ms["router"] + ms["merge"]   # noqa: E731
+    return [
+        row("SLM alone, no cache (fedlab's scorer)", lambda ms: ms["slm"], "slm", lambda ms: "-"),
+        row("SLM alone, key/value cache (a deployment)", lambda ms: ms["slm_cached"], "slm_cached", lambda ms: "-"),
+        row(f"Floe, unmerged LoRA of rank {m}·{r}, no cache", unmerged, "slm",
+            lambda ms: f"forward {ms['unmerged']:.2f} + gate {gate_ms(ms):.3f} + router {ms['router']:.3f} + load {ms['load']:.3f}"),
+        row("Floe, mixture merged per prompt, no cache (as the tables run)", merged, "slm",
+            lambda ms: f"forward {ms['merged']:.2f} + gate {gate_ms(ms):.3f} + router {ms['router']:.3f} + merge {ms['merge']:.3f}"),
+        row("Floe, merged through PEFT's merge_adapter, no cache", peft, "slm",
+            lambda ms: f"forward {ms['peft']:.2f} + router {ms['router']:.3f} + merge {ms['peft_merge']:.3f}"),
+        row("Floe, mixture merged per prompt, key/value cache (deployed)", cached, "slm_cached",
+            lambda ms: f"forward {ms['merged_cached']:.2f} + gate {ms['gate_cached']:.3f} + router {ms['router']:.3f} + "
+                       f"merge {ms['merge']:.3f}"),
+        row("cloud LLM forward (not on the device)", lambda ms: ms["llm"] / 3, "slm", lambda ms: args.llm)]
 
 
 def bench_detector(args) -> list[list]:
@@ -166,6 +220,7 @@ def main() -> int:
     ap.add_argument("--prompts", type=int, default=12)
     ap.add_argument("--tokens", type=int, default=16)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=5, help="passes over the prompts; ratios get a 95 %% interval")
     ap.add_argument("--encoder", default=None, help="the router's prompt encoder (default: experiments/floe/"
                                                     "base.yaml's method.router_encoder)")
     args = ap.parse_args()
@@ -175,7 +230,8 @@ def main() -> int:
     encoder = router_encoder_name(args.encoder or load_config("experiments/floe/base.yaml").method.router_encoder)
     print(f"## Router + fusion per generated token ({args.model}, {args.experts} experts of rank {args.rank}, "
           f"{args.prompts} prompts × {args.tokens} tokens, {args.threads} thread, router encoder {encoder})\n")
-    print(table(bench_fusion(args), ["path", "ms per token", "× SLM", "breakdown (ms)"]))
+    print(table(bench_fusion(args), ["path", "ms per token", f"× baseline (mean ± 95 %, {args.repeats} passes)",
+                                     "baseline", "breakdown of one pass (ms)"]))
     print("\n## Privacy detector per prompt\n")
     print(table(bench_detector(args), ["detector", "prompts", "ms per prompt"]))
     return 0

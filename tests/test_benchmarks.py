@@ -64,8 +64,12 @@ def test_floe_inference_benchmark_runs(pico_zoo):
 
     zoo.build("pico-llama-s", progress=False)
     out = _run("benchmarks/floe_inference.py", "--model", "pico-llama-s", "--llm", "pico-llama", "--experts", "2",
-               "--rank", "4", "--prompts", "2", "--tokens", "2", "--encoder", "pico-bert")
-    assert "Floe, mixture merged per prompt (as run)" in out and "router encoder pico-bert" in out and "stage 1 (regular expressions, keywords)" in out
+               "--rank", "4", "--prompts", "2", "--tokens", "2", "--encoder", "pico-bert", "--repeats", "2")
+    assert "router encoder pico-bert" in out and "stage 1 (regular expressions, keywords)" in out
+    assert "Floe, mixture merged per prompt, no cache (as the tables run)" in out
+    # the deployed comparison: the cached Floe row against the cached SLM, with an interval over the passes
+    row = next(ln for ln in out.splitlines() if ln.startswith("| Floe, mixture merged per prompt, key/value cache"))
+    assert "slm_cached" in row and " ± " in row
 
 
 @pytest.mark.slow
