@@ -40,7 +40,7 @@ def per_token(fn, tokens: int) -> float:
 def bench_fusion(args) -> list[list]:
     from fedlab.config import load_config
     from fedlab.data.tasks import task_examples
-    from fedlab.methods.floe.fusion import FusionGate, next_probs_ids
+    from fedlab.methods.floe.fusion import FusionGate, mix, next_probs_ids
     from fedlab.methods.floe.inference import make_embedder
     from fedlab.methods.floe.merged import MergedMixture
     from fedlab.methods.floe.router import gate, mixture_state
@@ -84,7 +84,7 @@ def bench_fusion(args) -> list[list]:
                 t0 = time.perf_counter()
                 with torch.no_grad():
                     w = fgate(p[None], p_llm[None])
-                    p = w[:, None] * p[None] + (1 - w[:, None]) * p_llm[None]
+                    p = mix(w, p[None], p_llm[None])
                 times["gate"] += time.perf_counter() - t0
                 p = p[0]
             seq.append(int(p.argmax()))
@@ -104,7 +104,7 @@ def bench_fusion(args) -> list[list]:
                 times["llm_cached"] += time.perf_counter() - t0
                 t0 = time.perf_counter()
                 w = fgate(p[None], p_llm[None])
-                p = (w[:, None] * p[None] + (1 - w[:, None]) * p_llm[None])[0]
+                p = mix(w, p[None], p_llm[None])[0]
                 times["gate_cached"] += time.perf_counter() - t0
             seq.append(int(p.argmax()))
             t0 = time.perf_counter()

@@ -8,10 +8,9 @@ down per round for one party, and the peak memory of one training step at the co
 can share it (`backend.gpus_per_worker`)."""
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 
-from fedlab.plan.memory import DTYPES, build_meta, gib, set_blocks, training_memory
+from fedlab.plan.memory import DTYPES, blocks_of, build_meta, devices_needed, gib, set_blocks, training_memory
 from fedlab.plan.roles import Role, architecture, roles
 
 
@@ -45,7 +44,7 @@ def plan(cfg, *, dtype: str = "fp32", checkpointing: bool = False, device_gib: f
     out = []
     for r in roles(cfg):
         config = architecture(r.model)
-        total = int(config.num_hidden_layers)
+        total = blocks_of(config)
         if r.blocks is not None:
             config = set_blocks(config, max(1, r.blocks))
         if r.trains:
@@ -53,12 +52,12 @@ def plan(cfg, *, dtype: str = "fp32", checkpointing: bool = False, device_gib: f
                                   checkpointing=checkpointing, adapters=r.adapters)
             params, weights, peak, act, trainable, fused = (mem.parameters, mem.weights_bytes, mem.peak_bytes,
                                                             mem.activation_bytes, mem.trainable, mem.fused_attention)
+            # what a party sends of its model: the LoRA state (float32), never its adapters
+            lora_bytes = (mem.trainable - mem.adapter_params) * 4 if r.lora else 0
         else:                      # holds the weights (inference, merging): no training step
             model, fused = build_meta(config, DTYPES[dtype])
             params = sum(p.numel() for p in model.parameters())
-            weights, peak, act, trainable = params * (DTYPES[dtype].itemsize), None, None, 0
-        # what a party sends of its model: the LoRA state (float32), never its adapters
-        lora_bytes = (mem.trainable - mem.adapter_params) * 4 if r.trains and r.lora else 0
+            weights, peak, act, trainable, lora_bytes = params * (DTYPES[dtype].itemsize), None, None, 0, 0
         need = peak if peak is not None else weights
         out.append(RolePlan(
             role=r.name, model=r.model, count=r.count,
@@ -67,7 +66,7 @@ def plan(cfg, *, dtype: str = "fp32", checkpointing: bool = False, device_gib: f
             up_bytes=r.up_bytes if r.up_bytes is not None else (lora_bytes if r.up else 0),
             down_bytes=r.down_bytes if r.down_bytes is not None else (lora_bytes if r.down else 0),
             up=r.up, down=r.down, peak_bytes=peak, weights_bytes=weights, activation_bytes=act,
-            devices=max(1, math.ceil(need / cap)), per_device=cap // need if need <= cap else 0,
+            devices=devices_needed(need, cap), per_device=cap // need if need <= cap else 0,
             fused_attention=fused, notes=list(r.notes)))
     return out
 

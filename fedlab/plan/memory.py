@@ -162,7 +162,7 @@ def with_lora(model, lora: dict | None, adapters: float | None = None):
     return model
 
 
-def saved_bytes(model, batch: int, seq: int, checkpointing: bool = False) -> int:
+def saved_bytes(model, batch: int, seq: int) -> int:
     """Bytes autograd keeps between one forward and its backward: each storage once, parameters excluded."""
     params = {p.untyped_storage()._cdata for p in model.parameters()}
     seen: dict[int, int] = {}
@@ -174,8 +174,6 @@ def saved_bytes(model, batch: int, seq: int, checkpointing: bool = False) -> int
         return t
 
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    if checkpointing:
-        base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.train()
     ids = torch.zeros(batch, seq, dtype=torch.long, device="meta")
     pos = torch.arange(seq, device="meta").expand(batch, seq)
@@ -217,7 +215,7 @@ def training_memory(config, *, batch: int, seq: int, dtype: str = "bf16", lora: 
         outside_plus_one = saved_bytes(one, batch, seq)
         per_block = (full - outside_plus_one) / max(1, layers - 1)
         hidden = getattr(config, "hidden_size", None) or config.n_embd
-        act = int((full - layers * per_block) + per_block + layers * batch * seq * hidden * torch.finfo(torch_dtype).bits // 8)
+        act = int((full - layers * per_block) + per_block + layers * batch * seq * hidden * width)
     else:
         act = full
     vocab = 0 if config.model_type in ENCODERS else int(config.vocab_size)

@@ -63,7 +63,9 @@ def _lora(cfg) -> dict:
     return {"r": lc.r, "alpha": lc.alpha, "dropout": lc.dropout, "target_modules": lc.target_modules}
 
 
-def _kept(cfg, name: str, kappa: float) -> int:
+def kept_blocks(name: str, kappa: float) -> int:
+    """Blocks model `name` keeps when block-influence compression drops the fraction κ of them (FedProxy's proxy,
+    Co-PLMs' DPM)."""
     from fedlab.transforms.compress import n_dropped
 
     blocks = int(architecture(name).num_hidden_layers)
@@ -83,16 +85,17 @@ def roles(cfg) -> list[Role]:
     name, lora = cfg.model.name, _lora(cfg)
     method = m.name
     if method == "fedproxy":
-        kept = _kept(cfg, name, m.kappa)
+        kept = kept_blocks(name, m.kappa)
         return [Role("server LLM", name, 1, trains=False, notes=["block influence, H-TIES merge, plug-in fusion: no training step"]),
                 Role("client proxy", name, n, blocks=kept, lora=lora, up="LoRA of the proxy", down="LoRA of the proxy")]
     names = cfg.model.clients or [name] * n
     if method.startswith("coplms"):
         # the DPM: the LLM compressed by κ (or a zoo model), its LoRA at dpm_lora_r (α/r kept), DST adapters
-        r_dpm = m.dpm_lora_r or lora["r"]
-        dpm_lora = {**lora, "r": r_dpm, "alpha": lora["alpha"] * r_dpm / lora["r"]}
-        dpm_model = name if m.dpm_init == "compress" else m.dpm_init
-        dpm_blocks = _kept(cfg, name, m.kappa) if m.dpm_init == "compress" else None
+        from fedlab.methods.coplms.upload import dpm_base, dpm_lora_settings
+
+        r_dpm, alpha_dpm = dpm_lora_settings(cfg)
+        dpm_lora = {**lora, "r": r_dpm, "alpha": alpha_dpm}
+        dpm_model, dpm_blocks = dpm_base(cfg)
         width = m.adapter_width if m.dst else None
         out = [Role("server LLM", name, 1, lora=lora, notes=["server SAML with the server's DPM on its data"]),
                Role("server DPM", dpm_model, 1, blocks=dpm_blocks, lora=dpm_lora, adapters=width,
@@ -134,13 +137,11 @@ def roles(cfg) -> list[Role]:
             out.append(Role("cloud LLM", m.llm, 1, trains=False, notes=["inference only: fused with the routed SLM"]))
         return out
     if method == "elsa":
-        from fedlab.methods.elsa.chains import split_of
+        from fedlab.methods.elsa.chains import default_split
 
-        try:
-            front, middle, back = split_of(cfg)
-        except (ValueError, KeyError, OSError):     # a model the ELSA helpers cannot read: its config's block count
-            blocks = int(architecture(name).num_hidden_layers)
-            front, middle, back = blocks // 2, blocks // 3, blocks - blocks // 2 - blocks // 3
+        # the method's split: method.split, else its default rule on the architecture's block count
+        front, middle, back = (tuple(int(x) for x in m.split) if m.split is not None
+                               else default_split(int(architecture(name).num_hidden_layers)))
         edges = getattr(m, "num_edges", 1)
         return [Role("client (front + back blocks, head)", name, n, blocks=front + back, lora=lora,
                      up="LoRA of its blocks + sketched activations each step", down="LoRA of its blocks",

@@ -20,6 +20,7 @@ from fedlab.comm.messages import FitRes
 from fedlab.data.collate import PadCollator, TokenizedExamples
 from fedlab.knowledge.mutual import MutualModule, named_losses, paired_items, train_mutual
 from fedlab.methods.client import LoraClient
+from fedlab.methods.coplms.upload import dpm_lora_settings
 from fedlab.objectives.modules import ClientModule
 from fedlab.objectives.training import make_trainer, optimizer_args
 from fedlab.runtime.resident import get_resident
@@ -31,10 +32,8 @@ ADAPTERS, SLM = "adapters/", "slm/"
 
 def dpm_lora(cfg) -> tuple:
     """The DPM's LoRA: rank `method.dpm_lora_r` with α scaled to keep model.lora's α/r (() : model.lora as is)."""
-    r = cfg.method.dpm_lora_r
-    if r is None or r == cfg.model.lora.r:
-        return ()
-    return (transform("lora", r=int(r), alpha=cfg.model.lora.alpha * r / cfg.model.lora.r),)
+    r, alpha = dpm_lora_settings(cfg)
+    return () if r == cfg.model.lora.r else (transform("lora", r=r, alpha=alpha),)
 
 
 def dpm_chain(cfg) -> tuple:

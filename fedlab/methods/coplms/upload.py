@@ -23,19 +23,31 @@ def lora_floats(name: str, lora: dict, blocks: int | None = None) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
+def dpm_lora_settings(cfg) -> tuple[int, float]:
+    """The DPM's LoRA rank (`method.dpm_lora_r`; null: model.lora.r) and α, scaled to keep model.lora's α/r."""
+    lc = cfg.model.lora
+    r = int(cfg.method.dpm_lora_r or lc.r)
+    return r, lc.alpha * r / lc.r
+
+
+def dpm_base(cfg) -> tuple[str, int | None]:
+    """The DPM's base model and how many of its blocks it keeps (None: all of them): the LLM compressed by κ
+    (`dpm_init: compress`), or the zoo model `method.dpm_init` names."""
+    m = cfg.method
+    if m.dpm_init != "compress":
+        return m.dpm_init, None
+    from fedlab.plan.roles import kept_blocks
+
+    return cfg.model.name, kept_blocks(cfg.model.name, m.kappa)
+
+
 def dpm_and_slm_floats(cfg) -> tuple[int, list[tuple[str, int]]]:
     """(the DPM's LoRA floats, [(each device SLM, its LoRA floats)])."""
-    from fedlab.plan.roles import architecture
-    from fedlab.transforms.compress import n_dropped
-
-    m, lc = cfg.method, cfg.model.lora
+    lc = cfg.model.lora
     slm_lora = {"r": lc.r, "alpha": lc.alpha, "target_modules": lc.target_modules}
-    dpm_lora = {**slm_lora, "r": m.dpm_lora_r or lc.r}
-    if m.dpm_init == "compress":
-        total = int(architecture(cfg.model.name).num_hidden_layers)
-        dpm = lora_floats(cfg.model.name, dpm_lora, total - n_dropped(total, m.kappa))
-    else:
-        dpm = lora_floats(m.dpm_init, dpm_lora)
+    r, alpha = dpm_lora_settings(cfg)
+    dpm_model, dpm_blocks = dpm_base(cfg)
+    dpm = lora_floats(dpm_model, {**slm_lora, "r": r, "alpha": alpha}, dpm_blocks)
     slms = sorted(set(cfg.model.clients or [cfg.model.name]))
     return dpm, [(s, lora_floats(s, slm_lora)) for s in slms]
 

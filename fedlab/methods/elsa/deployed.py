@@ -45,7 +45,9 @@ def split_path(model, cuts: tuple[int, int], codec, rotation: torch.Tensor | Non
     # the link works on the CPU (as ClientLink does); what it gives back goes to the model's device
     def up(module, args, kwargs):
         h = _hidden_of(args, kwargs)
-        x = h.cpu() if rotation is None else h.cpu() @ rotation.T.to(h.dtype)
+        x = h.cpu()
+        if rotation is not None:
+            x = x @ rotation.T.to(h.dtype)
         got = codec.through(x, rnd, EVAL_STEP, "act-up").to(h.dtype)
         if codec.ratio_asked > 1:
             cosines.append(cosine(x, got, root.mask.cpu()))

@@ -37,6 +37,16 @@ def map_probs(p_src: torch.Tensor, vmap: torch.Tensor, v_tgt: int) -> torch.Tens
     return out / out.sum(-1, keepdim=True).clamp_min(1e-12)
 
 
+def mix(w: torch.Tensor, p_slm: torch.Tensor, p_llm: torch.Tensor) -> torch.Tensor:
+    """Eq. 15: P_out = w·P_SLM + (1 − w)·P_LLM, one w per row of [N, V] distributions."""
+    return w[:, None] * p_slm + (1 - w[:, None]) * p_llm
+
+
+def mixture_nll(w: torch.Tensor, p_slm: torch.Tensor, p_llm: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Mean −log P_out(target): what the fusion gate minimises."""
+    return -mix(w, p_slm, p_llm).gather(-1, target[:, None]).clamp_min(1e-12).log().mean()
+
+
 def compact_features(p_slm: torch.Tensor, p_llm: torch.Tensor) -> torch.Tensor:
     """[N, 5]: each side's max probability and entropy, and their overlap Σ min(P_SLM, P_LLM)."""
     ent = lambda p: -(p * p.clamp_min(1e-12).log()).sum(-1)
@@ -60,8 +70,7 @@ class FusionGate(L.LightningModule):
     def training_step(self, batch, batch_idx):
         p_slm, p_llm, target = batch
         w = self(p_slm, p_llm)
-        p_out = w[:, None] * p_slm + (1 - w[:, None]) * p_llm
-        loss = -p_out.gather(-1, target[:, None]).clamp_min(1e-12).log().mean()
+        loss = mixture_nll(w, p_slm, p_llm, target)
         self.log("fusion/nll", loss, on_step=False, on_epoch=True, batch_size=len(target))
         self.log("fusion/w", w.mean(), on_step=False, on_epoch=True, batch_size=len(target))
         return loss
@@ -144,7 +153,7 @@ class Fusion:
         w = self._w(p_slm, p_llm)
         self.stats["w_sum"] += float(w[0])
         self.trace.append((t_edge, t_cloud, jitter, float(w[0])))
-        return (w[:, None] * p_slm + (1 - w[:, None]) * p_llm)[0]
+        return mix(w, p_slm, p_llm)[0]
 
     def _same_vocab(self, tok) -> bool:
         if getattr(self, "_same", None) is None:
@@ -224,10 +233,8 @@ def gate_examples(slm_for, llm, vmap: torch.Tensor, examples, max_length: int, l
 
 
 def fused_nll(w: torch.Tensor, p_slm: torch.Tensor, p_llm: torch.Tensor, target: torch.Tensor) -> float:
-    """Mean −log P_out(target) with P_out = w·P_SLM + (1 − w)·P_LLM (w a scalar or one per position)."""
-    w = torch.as_tensor(w, dtype=p_slm.dtype).expand(len(target))
-    p = w[:, None] * p_slm + (1 - w[:, None]) * p_llm
-    return float(-p.gather(-1, target[:, None]).clamp_min(1e-12).log().mean())
+    """`mixture_nll` as a number, w a scalar (a fixed weight) or one per position."""
+    return float(mixture_nll(torch.as_tensor(w, dtype=p_slm.dtype).expand(len(target)), p_slm, p_llm, target))
 
 
 def held_out_check(gate, p_slm, p_llm, target, tasks) -> dict:

@@ -445,7 +445,7 @@ class Floe(FedMethod):
         from fedlab.methods.floe.inference import load_mixture
         from fedlab.models.zoo import load_encoder, load_model
         from fedlab.objectives.training import make_trainer
-        from fedlab.privacy.detector import PrivacyDetector
+        from fedlab.privacy.detector import PrivacyDetector, evaluate_detector
         from fedlab.seeding import seed_everything
 
         m, cfg = self.cfg.method, self.cfg
@@ -472,10 +472,9 @@ class Floe(FedMethod):
         flagged = lambda p: flags.setdefault(p, detector.detect(p).flagged)
         # the detector on held-out *templates* (privacy_prompts' test split: phrasings absent from the
         # validation templates it was fitted on), not only held-out fills (issue 30)
-        from fedlab.privacy.detector import evaluate_detector
-
-        held = evaluate_detector(detector, privacy_prompts("test", seed=cfg.seed))
-        detector_stats = {f"fused/detector_{k}": held[k] for k in ("precision", "recall", "f1", "flagged_stage2", "n")}
+        on_templates = evaluate_detector(detector, privacy_prompts("test", seed=cfg.seed))
+        detector_stats = {f"fused/detector_{k}": on_templates[k]
+                          for k in ("precision", "recall", "f1", "flagged_stage2", "n")}
         ps, pl, ys, tasks, owners = gate_examples(slm_for, (llm, llm_tok), vmap, self.data.public, cfg.model.max_length,
                                                   m.fusion_positions)
         train, held = split_held_out(tasks, owners)
