@@ -87,3 +87,13 @@ def test_gate_positions_are_balanced_over_tasks(monkeypatch):
     _, _, ys2, tasks2, _ = gate_examples(lambda p: (None, tok), (None, tok), torch.arange(10), long + short[:10], 64,
                                          limit=100)
     assert tasks2.count("mc") == 10 and tasks2.count("gen") == 50   # mc runs out at 10; gen stays at its quota
+
+
+def test_the_held_out_split_keeps_every_tasks_share_when_tasks_come_in_turn():
+    """Five tasks of one-token answers read in turn: holding out every fifth position (or every fifth example
+    overall) would hold out one task only; per task, each keeps one example in five."""
+    tasks = [t for _ in range(5) for t in "abcde"]           # round robin, as gate_examples reads them
+    owners = list(range(len(tasks)))                          # one position per example
+    train, held = split_held_out(tasks, owners)
+    assert sorted(tasks[i] for i in held.tolist()) == list("abcde")
+    assert len(train) == 20
