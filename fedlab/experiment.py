@@ -168,14 +168,11 @@ def _log_plan(cfg, out: Path, tracker) -> None:
     holds, sends and needs, at the run's batch and sequence length. A model the planner cannot size is said so
     in plan.txt; the run is not affected."""
     import json
-    import warnings
 
     from fedlab import plan as planning
 
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            plans = planning.plan(cfg)
+        plans = planning.plan(cfg)
         (out / "plan.txt").write_text(planning.render(cfg, plans, dtype="fp32", checkpointing=False, device_gib=80))
         (out / "plan.json").write_text(json.dumps(planning.as_dicts(plans), indent=1))
         tracker.log_artifact(out / "plan.json", "plan")

@@ -8,6 +8,7 @@ down per round for one party, and the peak memory of one training step at the co
 can share it (`backend.gpus_per_worker`)."""
 from __future__ import annotations
 
+import warnings
 from dataclasses import asdict, dataclass
 
 from fedlab.plan.memory import DTYPES, blocks_of, build_meta, devices_needed, gib, set_blocks, training_memory
@@ -39,6 +40,12 @@ def plan(cfg, *, dtype: str = "fp32", checkpointing: bool = False, device_gib: f
          optimizer: str = "adamw") -> list[RolePlan]:
     """The plan of `cfg` (module docstring). `dtype`: the weights' precision (fedlab loads float32 today;
     bf16 is what a GPU run at paper scale would use)."""
+    with warnings.catch_warnings():      # transformers' deprecation notices about its own checkpointing flags
+        warnings.simplefilter("ignore")
+        return _plan(cfg, dtype, checkpointing, device_gib, optimizer)
+
+
+def _plan(cfg, dtype: str, checkpointing: bool, device_gib: float, optimizer: str) -> list[RolePlan]:
     batch, seq = cfg.federation.batch_size, cfg.model.max_length
     cap = int(device_gib * 2**30)
     out = []
