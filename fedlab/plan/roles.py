@@ -9,37 +9,9 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 
-# Hugging Face ids of the papers' models → the architecture files shipped in fedlab/models/architectures
-HUB_ARCHITECTURES = {
-    "meta-llama/Llama-2-7b-hf": "llama-2-7b", "mistralai/Mistral-7B-v0.1": "mistral-7b",
-    "google/gemma-2b": "gemma-2b", "google/gemma-7b": "gemma-7b", "EleutherAI/gpt-j-6b": "gpt-j-6b",
-    "facebook/opt-1.3b": "opt-1.3b", "openai-community/gpt2": "gpt2", "gpt2": "gpt2",
-    "openai-community/gpt2-xl": "gpt2-xl", "gpt2-xl": "gpt2-xl", "bigscience/bloom-1b1": "bloom-1b1",
-    "Qwen/Qwen2.5-1.5B": "qwen2.5-1.5b", "princeton-nlp/Sheared-LLaMA-1.3B": "sheared-llama-1.3b",
-    "bert-base-uncased": "bert-base", "google-bert/bert-base-uncased": "bert-base",
-    "sentence-transformers/all-MiniLM-L6-v2": "minilm-l6", "minilm-l6": "minilm-l6",
-    "HuggingFaceTB/SmolLM2-135M": "smollm2-135m", "smollm2-135m": "smollm2-135m",
-}
-
-
-def architecture(name: str):
-    """The transformers config of a model name: a zoo model (its shipped config.json), a paper model (the
-    shipped architecture file), or a local folder's config.json."""
-    from transformers import AutoConfig
-
-    from fedlab.models import architectures
-    from fedlab.models.shipped import SHIPPED as SHIPPED_DIR
-
-    if (SHIPPED_DIR / name / "config.json").is_file():
-        return AutoConfig.from_pretrained(SHIPPED_DIR / name)
-    if name in HUB_ARCHITECTURES:
-        return architectures.config(HUB_ARCHITECTURES[name])
-    if (Path(name) / "config.json").is_file():
-        return AutoConfig.from_pretrained(name)
-    raise ValueError(f"model {name!r}: no architecture known to `fedlab plan`; known: the zoo's models, a local "
-                     f"folder with a config.json, or one of {', '.join(sorted(HUB_ARCHITECTURES))}")
+# the model-name resolution lives with the architecture files (fedlab.methods imports it too); re-exported here
+from fedlab.models.architectures import HUB_ARCHITECTURES, architecture, kept_blocks  # noqa: F401
 
 
 @dataclass
@@ -61,15 +33,6 @@ class Role:
 def _lora(cfg) -> dict:
     lc = cfg.model.lora
     return {"r": lc.r, "alpha": lc.alpha, "dropout": lc.dropout, "target_modules": lc.target_modules}
-
-
-def kept_blocks(name: str, kappa: float) -> int:
-    """Blocks model `name` keeps when block-influence compression drops the fraction κ of them (FedProxy's proxy,
-    Co-PLMs' DPM)."""
-    from fedlab.transforms.compress import n_dropped
-
-    blocks = int(architecture(name).num_hidden_layers)
-    return blocks - n_dropped(blocks, kappa)
 
 
 def _public_tokens(cfg) -> int:

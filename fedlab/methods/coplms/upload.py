@@ -11,8 +11,8 @@ def lora_floats(name: str, lora: dict, blocks: int | None = None) -> int:
     """LoRA parameters of model `name` (with `blocks` of its blocks kept, when given) under `lora`."""
     import torch
 
+    from fedlab.models.architectures import architecture
     from fedlab.plan.memory import build_meta, set_blocks, with_lora
-    from fedlab.plan.roles import architecture
 
     config = architecture(name)
     if blocks is not None:
@@ -36,7 +36,7 @@ def dpm_base(cfg) -> tuple[str, int | None]:
     m = cfg.method
     if m.dpm_init != "compress":
         return m.dpm_init, None
-    from fedlab.plan.roles import kept_blocks
+    from fedlab.models.architectures import kept_blocks
 
     return cfg.model.name, kept_blocks(cfg.model.name, m.kappa)
 
