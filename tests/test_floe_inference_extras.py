@@ -56,6 +56,7 @@ def test_latency_curve_is_bounded_by_tau_wait_by_hand():
     # RTT 100 ms: 130 ms and 150 ms both miss τ_wait = 120 ms, so each costs 120 ms; waiting costs 130 and 150
     assert c1["latency_ms"] == pytest.approx((120 + 120 + 20) / 3)
     assert c1["wait_ms"] == pytest.approx((130 + 150 + 20) / 3) and c1["fallback_share"] == 1.0
+    assert c0["edge_ms"] == c1["edge_ms"] == pytest.approx((10 + 10 + 20) / 3)
 
 
 def test_fixed_clusters_gives_exactly_m():
@@ -102,7 +103,10 @@ def test_floe_fusion_logs_the_weight_and_latency_figures(pico_zoo, tmp_path, pro
     assert (out / "plots" / "floe_latency_vs_rtt.png").stat().st_size > 0
     curve = json.loads((out / "floe_latency_curve.json").read_text())
     assert len(curve) == 21 and all(c["latency_ms"] <= c["wait_ms"] + 1e-9 for c in curve)
-    assert curve[-1]["latency_ms"] <= 200 + 1e-6       # bounded by τ_wait = 200 ms (the edge is faster here)
+    # per token max(t_edge, min(cloud, τ_wait)) lies in [t_edge, t_edge + τ_wait], τ_wait = 200 ms; the edge's own
+    # time is measured, so the bound carries it (a loaded machine can take longer than 200 ms for a pico token)
+    last = curve[-1]
+    assert last["edge_ms"] - 1e-6 <= last["latency_ms"] <= last["edge_ms"] + 200 + 1e-6
 
 
 def test_floe_bad_input_stops_before_anything_is_written(pico_zoo, tmp_path, profile_file):
