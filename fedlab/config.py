@@ -223,12 +223,16 @@ class BackendConfig:
     address: Optional[str] = None         # "auto" joins a running cluster
     device: Literal["auto", "cpu", "cuda"] = "auto"
     threads: int = 1                      # torch threads per client (same on both backends ⇒ same numbers)
+    # the server's training steps data-parallel over this many devices (GPUs, or processes on the CPU), each
+    # with batch_size / server_devices of every batch (fedlab/objectives/server_fit.py)
+    server_devices: int = 1
 
     def validate(self, p: str) -> None:
         check(self.num_workers >= 1, f"{p}.num_workers", self.num_workers, "an integer >= 1")
         check(self.cpus_per_worker > 0, f"{p}.cpus_per_worker", self.cpus_per_worker, "a number > 0")
         check(self.gpus_per_worker >= 0, f"{p}.gpus_per_worker", self.gpus_per_worker, "a number >= 0")
         check(self.threads >= 1, f"{p}.threads", self.threads, "an integer >= 1")
+        check(self.server_devices >= 1, f"{p}.server_devices", self.server_devices, "an integer >= 1")
 
 
 @dataclass(frozen=True)

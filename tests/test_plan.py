@@ -148,3 +148,21 @@ def test_coplms_plan_sends_the_dpm_lora_and_keeps_the_adapters():
     assert device_dpm.up_bytes == device_dpm.down_bytes == dpm_floats * 4 == 9216 * 4
     assert device_dpm.trainable == dpm_floats + 3 * (2 * 192 * 48 + 48 + 192)
     assert plans["device SLM tiny-gpt2"].up_bytes == 0 and plans["server DPM"].up_bytes == 0
+
+
+def test_server_devices_split_the_server_batch_in_the_plan():
+    """backend.server_devices = 2: the server LLM's peak is the one-device plan's at half the batch, on 2 devices;
+    the clients' plans do not change; a server over the device names the key that helps it."""
+    yaml = str(ROOT / "experiments/fedmkt/paper_llama2_7b.yaml")
+    one = {p.role: p for p in plan(load_config(yaml, ["federation.batch_size=16"]), dtype="bf16")}
+    half = {p.role: p for p in plan(load_config(yaml, ["federation.batch_size=8"]), dtype="bf16")}
+    cfg2 = load_config(yaml, ["federation.batch_size=16", "backend.server_devices=2"])
+    two = {p.role: p for p in plan(cfg2, dtype="bf16")}
+    assert two["server LLM"].peak_bytes == half["server LLM"].peak_bytes < one["server LLM"].peak_bytes
+    assert two["server LLM"].devices == 2 and one["server LLM"].devices == 1
+    assert two["client 0 SLM"].peak_bytes == one["client 0 SLM"].peak_bytes
+    text = render(load_config(yaml, ["federation.batch_size=16"]), list(one.values()), dtype="bf16",
+                  checkpointing=False, device_gib=40)
+    assert "server LLM: 56.68 GiB does not fit one 40 GiB device (backend.server_devices = N splits" in text
+    assert "server fits over 2 devices" in render(cfg2, list(two.values()), dtype="bf16", checkpointing=False,
+                                                  device_gib=80)

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import lightning as L
 import torch
-from torch.utils.data import DataLoader
 
 from fedlab.align import align_sequences, next_token_pairs
 from fedlab.data.collate import PadCollator, encode_example
 from fedlab.objectives.pooling import mapped_pooled_kl
+from fedlab.objectives.server_fit import fit_shuffled
 from fedlab.objectives.terms import target_cross_entropy
-from fedlab.objectives.training import make_trainer
 from fedlab.seeding import seed_everything
 
 
@@ -121,7 +120,7 @@ class MutualModule(L.LightningModule):
             opt.step()
         bs = int(batch["size"])
         for name, value in parts.items():
-            self.log(f"loss/{name}", value.detach(), on_step=False, on_epoch=True, batch_size=bs)
+            self.log(f"loss/{name}", value.detach(), on_step=False, on_epoch=True, batch_size=bs, sync_dist=True)
 
     def configure_optimizers(self):
         opts = []
@@ -142,14 +141,14 @@ def named_losses(out: dict, a: str, b: str, prefix: str) -> dict:
 
 
 def train_mutual(cfg, module: MutualModule, items: list[dict], pad_ids: tuple[int, int], epochs: int,
-                 seed: int) -> dict:
-    """Fit a MutualModule on the paired items; returns the epoch means of its logged losses."""
+                 seed: int, server: bool = False) -> dict:
+    """Fit a MutualModule on the paired items; returns the epoch means of its logged losses. `server`: the fit
+    may run data-parallel over backend.server_devices."""
     seed_everything(seed)
-    loader = DataLoader(items, batch_size=cfg.federation.batch_size, shuffle=True,
-                        generator=torch.Generator().manual_seed(seed), collate_fn=PairCollator(*pad_ids))
     module.model_a.train()
     module.model_b.train()
-    make_trainer(cfg, max_epochs=epochs, manual_optimization=True).fit(module, loader)
+    out = fit_shuffled(cfg, module, items, PairCollator(*pad_ids), epochs=epochs, seed=seed,
+                       devices=cfg.backend.server_devices if server else 1, manual_optimization=True)
     module.model_a.eval()
     module.model_b.eval()
-    return {k: float(v) for k, v in module.trainer.callback_metrics.items()}
+    return out

@@ -55,7 +55,8 @@ class ClientModule(L.LightningModule):
         total, parts = self.compute_loss(batch)
         bs = batch["input_ids"].shape[0]
         for name, value in parts.items():
-            self.log(f"loss/{name}", value.detach(), on_step=False, on_epoch=True, batch_size=bs)
+            # sync_dist: the mean over the processes of a data-parallel server fit (server_fit.py); nothing on one device
+            self.log(f"loss/{name}", value.detach(), on_step=False, on_epoch=True, batch_size=bs, sync_dist=True)
         return total
 
     def configure_optimizers(self):

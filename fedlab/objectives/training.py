@@ -21,10 +21,13 @@ class ResidentStrategy(SingleDeviceStrategy):
 
 
 def make_trainer(cfg, max_epochs: int | None = None, max_steps: int | None = None,
-                 manual_optimization: bool = False, clip_gradients: bool = True) -> L.Trainer:
+                 manual_optimization: bool = False, clip_gradients: bool = True, devices: int = 1,
+                 callbacks: list | None = None) -> L.Trainer:
     """The Trainer of one fit: on the config's device, gradients clipped at norm 1 (a module with manual
     optimisation clips its own: Lightning's automatic clipping is not available to it; DP-SGD clips per
-    example and asks for no clipping of the noisy gradient: `clip_gradients=False`)."""
+    example and asks for no clipping of the noisy gradient: `clip_gradients=False`). `devices` > 1: DDP over that
+    many spawned processes (GPUs, or gloo processes on the CPU), the loader's sampler kept as given
+    (`fedlab.objectives.server_fit`)."""
     device = resolve_device(cfg.backend.device)
     steps = max_steps if max_steps is not None else cfg.federation.local_steps
     epochs = max_epochs if max_epochs is not None else cfg.federation.local_epochs
@@ -32,8 +35,17 @@ def make_trainer(cfg, max_epochs: int | None = None, max_steps: int | None = Non
         where = torch.device(device if ":" in device else f"cuda:{torch.cuda.current_device()}")
     else:
         where = torch.device("cpu")
+    if devices > 1:
+        from lightning.pytorch.strategies import DDPStrategy
+
+        placement = dict(accelerator="gpu" if where.type == "cuda" else "cpu", devices=devices,
+                         strategy=DDPStrategy(start_method="spawn", find_unused_parameters=True,
+                                              process_group_backend="nccl" if where.type == "cuda" else "gloo"),
+                         use_distributed_sampler=False)
+    else:
+        placement = dict(accelerator="gpu" if where.type == "cuda" else "cpu", strategy=ResidentStrategy(where))
     return L.Trainer(
-        accelerator="gpu" if where.type == "cuda" else "cpu", strategy=ResidentStrategy(where),
+        **placement, callbacks=callbacks,
         max_epochs=-1 if steps else epochs, max_steps=steps or -1,
         logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
         num_sanity_val_steps=0, gradient_clip_val=None if manual_optimization or not clip_gradients else 1.0, deterministic=False)

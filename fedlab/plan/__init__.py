@@ -54,8 +54,14 @@ def _plan(cfg, dtype: str, checkpointing: bool, device_gib: float, optimizer: st
         total = blocks_of(config)
         if r.blocks is not None:
             config = set_blocks(config, max(1, r.blocks))
+        # a server's fit data-parallel over backend.server_devices: each device holds the model and B/W of a batch
+        w = cfg.backend.server_devices if r.trains and r.name.startswith("server") and server_fits(cfg) else 1
+        notes = list(r.notes)
+        if w > 1:
+            notes.append(f"data-parallel over backend.server_devices = {w}: {batch // w} of each batch of {batch} "
+                         "per device, the peak is one device's")
         if r.trains:
-            mem = training_memory(config, batch=batch, seq=seq, dtype=dtype, lora=r.lora, optimizer=optimizer,
+            mem = training_memory(config, batch=batch // w, seq=seq, dtype=dtype, lora=r.lora, optimizer=optimizer,
                                   checkpointing=checkpointing, adapters=r.adapters)
             params, weights, peak, act, trainable, fused = (mem.parameters, mem.weights_bytes, mem.peak_bytes,
                                                             mem.activation_bytes, mem.trainable, mem.fused_attention)
@@ -73,15 +79,16 @@ def _plan(cfg, dtype: str, checkpointing: bool, device_gib: float, optimizer: st
             up_bytes=r.up_bytes if r.up_bytes is not None else (lora_bytes if r.up else 0),
             down_bytes=r.down_bytes if r.down_bytes is not None else (lora_bytes if r.down else 0),
             up=r.up, down=r.down, peak_bytes=peak, weights_bytes=weights, activation_bytes=act,
-            devices=devices_needed(need, cap), per_device=cap // need if need <= cap else 0,
-            fused_attention=fused, notes=list(r.notes)))
+            devices=w * devices_needed(need, cap), per_device=cap // need if need <= cap and w == 1 else 0,
+            fused_attention=fused, notes=notes))
     return out
 
 
 def render(cfg, plans: list[RolePlan], *, dtype: str, checkpointing: bool, device_gib: float) -> str:
+    w = cfg.backend.server_devices
     head = (f"plan of {cfg.method.name} on {cfg.model.name}: batch {cfg.federation.batch_size} × sequence "
             f"{cfg.model.max_length}, {dtype} weights, AdamW, gradient checkpointing {'on' if checkpointing else 'off'}, "
-            f"{device_gib:g} GiB devices")
+            f"{device_gib:g} GiB devices" + (f", server fits over {w} devices" if w > 1 else ""))
     rows = [["role", "model", "×", "blocks", "parameters", "trainable", "up / round", "down / round", "peak (train)",
              "devices", "per device"]]
     for p in plans:
@@ -97,10 +104,12 @@ def render(cfg, plans: list[RolePlan], *, dtype: str, checkpointing: bool, devic
         if c.per_device >= 1:
             lines.append(f"\nbackend.gpus_per_worker = {1 / min(c.per_device, 8):.3g} packs {min(c.per_device, 8)} "
                          f"{c.role} parties on one {device_gib:g} GiB device")
-    big = [p for p in plans if p.devices > 1]
-    for p in big:
-        lines.append(f"{p.role}: {gib(p.peak_bytes or p.weights_bytes)} does not fit one {device_gib:g} GiB device: "
-                     f"{p.devices} devices (or gradient checkpointing, bf16 weights, a smaller batch)")
+    for p in plans:
+        if p.peak_bytes is not None and p.peak_bytes > int(device_gib * 2**30):
+            server = p.role.startswith("server") and server_fits(cfg)
+            how = ("backend.server_devices = N splits each batch over N devices" if server else
+                   "gradient checkpointing, bf16 weights or a smaller batch")
+            lines.append(f"{p.role}: {gib(p.peak_bytes)} does not fit one {device_gib:g} GiB device ({how})")
     for p in plans:
         for n in p.notes:
             lines.append(f"{p.role}: {n}")
@@ -111,6 +120,13 @@ def render(cfg, plans: list[RolePlan], *, dtype: str, checkpointing: bool, devic
                  "peaks of LoRA steps on an H200 came within 1 % without and 6 % with gradient checkpointing "
                  "(tests/test_plan.py allows 3 % / 8 %)")
     return "\n".join(lines)
+
+
+def server_fits(cfg) -> bool:
+    """Whether the config's method trains a model on its server (the fits `backend.server_devices` spreads)."""
+    from fedlab import registry
+
+    return bool(getattr(registry.get(cfg.method.name).method_cls, "server_fits", False))
 
 
 def as_dicts(plans: list[RolePlan]) -> list[dict]:

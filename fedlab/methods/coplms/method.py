@@ -25,13 +25,15 @@ from fedlab.methods.base import FedMethod
 from fedlab.methods.coplms.client import domain_tuning, dpm_chain, requires_grad_only
 from fedlab.methods.coplms.dpm import build_dpm
 from fedlab.objectives.modules import ServerModule
-from fedlab.objectives.training import make_trainer, optimizer_args
+from fedlab.objectives.server_fit import fit_shuffled
+from fedlab.objectives.training import optimizer_args
 from fedlab.runtime.resident import get_resident
 from fedlab.seeding import derive_seed, seed_everything
 from fedlab.transforms.lora import flatten_state, get_state, set_state, unflatten_like
 
 
 class CoPLMs(FedMethod):
+    server_fits = True      # its server trains a model: backend.server_devices applies (objectives/server_fit.py)
     table_columns = (("final", "llm/", "LLM final (round {round})"), ("final", "dpm/", "DPM (server) final"))
     per_client_metrics = ("loss/task", "time/fit", "saml/kt_dpm", "saml/kt_slm")
     progress_metrics = {"rougeL": "rougeL/mean", "acc": "acc/mean", "llm-rougeL": "llm/rougeL/mean",
@@ -139,24 +141,21 @@ class CoPLMs(FedMethod):
                                   weight_decay=opt["weight_decay"], betas=opt["betas"])
             with requires_grad_only(dpm.model, [*dpm.spec.trainable, *llm.spec.trainable]):   # adapters frozen
                 out = train_mutual(self.cfg, module, self._server_items,
-                                   (dpm.tokenizer.pad_token_id, llm.tokenizer.pad_token_id), m.server_epochs, seed)
+                                   (dpm.tokenizer.pad_token_id, llm.tokenizer.pad_token_id), m.server_epochs, seed,
+                                   server=True)
             self.global_state = get_state(dpm.model, dpm.spec.communicated)
             stats.update(named_losses(out, "dpm", "llm", "saml_"))
         else:
-            from torch.utils.data import DataLoader
-
             from fedlab.data.collate import PadCollator, TokenizedExamples
 
             seed_everything(seed)
-            loader = DataLoader(TokenizedExamples(llm.tokenizer, examples, self.cfg.model.max_length),
-                                batch_size=self.cfg.federation.batch_size, shuffle=True,
-                                generator=torch.Generator().manual_seed(seed),
-                                collate_fn=PadCollator(llm.tokenizer.pad_token_id))
             module = ServerModule(llm.model, llm.spec.trainable, **optimizer_args(self.cfg, lr))
             llm.model.train()
-            make_trainer(self.cfg, max_epochs=m.server_epochs).fit(module, loader)
+            out = fit_shuffled(self.cfg, module, TokenizedExamples(llm.tokenizer, examples, self.cfg.model.max_length),
+                               PadCollator(llm.tokenizer.pad_token_id), epochs=m.server_epochs, seed=seed,
+                               devices=self.cfg.backend.server_devices)
             llm.model.eval()
-            stats["llm_ce"] = float(module.trainer.callback_metrics.get("loss/task", float("nan")))
+            stats["llm_ce"] = out.get("loss/task", float("nan"))
         self.llm_state = get_state(llm.model, llm.spec.communicated)
         stats["time_server"] = time.perf_counter() - t0
         return stats

@@ -31,6 +31,7 @@ from fedlab.transforms.lora import flatten_state, get_state, set_state, unflatte
 
 
 class FedCoLLM(FedMethod):
+    server_fits = True      # its server trains a model: backend.server_devices applies (objectives/server_fit.py)
     table_columns = (("final", "llm/", "LLM final (round {round})"),)
     progress_metrics = {"rougeL": "rougeL/mean", "acc": "acc/mean", "llm-rougeL": "llm/rougeL/mean"}
 
@@ -90,7 +91,7 @@ class FedCoLLM(FedMethod):
                               kt_reduction=m.kt_reduction,
                               lr_a=lr, lr_b=lr, weight_decay=opt["weight_decay"], betas=opt["betas"])
         out = train_mutual(self.cfg, module, self._items[name], (llm.tokenizer.pad_token_id, slm.tokenizer.pad_token_id),
-                           m.server_epochs, derive_seed(self.cfg.seed, "fedcollm-server", rnd, which))
+                           m.server_epochs, derive_seed(self.cfg.seed, "fedcollm-server", rnd, which), server=True)
         self.llm_state = get_state(llm.model, llm.spec.communicated)
         stats = named_losses(out, "llm", "slm", "kd_")
         return {"slm_state": get_state(slm.model, slm.spec.communicated), "stats": stats}

@@ -32,6 +32,7 @@ from fedlab.transforms.lora import get_state, set_state
 
 
 class FedMKT(FedMethod):
+    server_fits = True      # its server trains a model: backend.server_devices applies (objectives/server_fit.py)
     table_columns = (("first", "llm/", "LLM zero-shot"), ("final", "llm/", "LLM final (round {round})"))
     headline = "llm/acc/mean"
 
@@ -103,7 +104,8 @@ class FedMKT(FedMethod):
                     teachers[i] = (name, self.client_tokens[name], results[c].aux)
                 items = distill_items(self.aligner, teachers, self.vmaps, m.temperature, m.kd_positions, m.topk)
                 out = train_distill(self.cfg, llm, items, m.server_epochs, m.server_lr or self.cfg.federation.lr,
-                                    derive_seed(self.cfg.seed, "server-distill", rnd), m.lam, module_cls=ServerModule)
+                                    derive_seed(self.cfg.seed, "server-distill", rnd), m.lam, module_cls=ServerModule,
+                                    server=True)
                 stats.update({f"llm_{k.split('/', 1)[1]}_loss": v for k, v in out.items() if k.startswith("loss/")})
                 for name in self.client_tokens:     # the share of the LLM's positions that pair (§2.2)
                     stats[f"aligned_{name}"] = self.aligner.matched_fraction(name)

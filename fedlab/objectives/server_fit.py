@@ -1,0 +1,114 @@
+"""The server's training steps on one device or data-parallel over `backend.server_devices` (issue 32).
+
+At paper scale a server LLM's LoRA step is dominated by activations (LLaMA-2-7B at 16 × 512: 92 GiB peak, against
+33 GiB at 4 × 512; `benchmarks/results/gpu_h200_2026-11-26/`), so splitting the batch over W devices is what lets
+it fit: each device holds the model and B/W of each batch. The fit then runs under Lightning's DDP strategy in W
+spawned processes (GPUs on CUDA, processes with the gloo backend on the CPU); the gradients are averaged across the
+devices before every step, and rank 0's trained weights come back into the calling process.
+
+Same batches as one device: every process draws the same permutation from the same generator the one-device
+loader would use (a `RandomSampler` on the same seed, the loader's generator drawn in the same order), cuts it
+into the one-device batches of B and hands process r the r-th W-th of each. The averaged gradient of W equal
+parts is the one-device gradient of their union when the loss is a mean over equal shares — exactly for
+per-example means with equal part sizes; a per-token mean weights each part by its own token count (a part with
+fewer target tokens counts as much as one with more), and a last batch with fewer than B examples is padded to W
+equal parts by repeating its first examples, as torch's DistributedSampler does. `tests/test_server_devices.py`
+shows two processes agreeing with one on the trained weights where those conditions hold."""
+from __future__ import annotations
+
+import itertools
+import os
+
+import lightning as L
+import torch
+from torch.utils.data import DataLoader, RandomSampler, Sampler
+
+from fedlab.config import ConfigError
+from fedlab.objectives.training import make_trainer
+
+
+class RankSlice(Sampler):
+    """Process r's share of the one-device batches: the permutation of `RandomSampler(range(n), generator)`,
+    cut into batches of `batch_size`, and of each batch the r-th of `world` equal parts (the last, short batch
+    padded to a multiple of `world` by repeating its own first indices). The rank is read when iterating, in the
+    process that iterates (0 outside a process group)."""
+
+    def __init__(self, n: int, batch_size: int, world: int, generator: torch.Generator):
+        self.order = RandomSampler(range(n), generator=generator)
+        self.n, self.batch_size, self.world = n, batch_size, world
+
+    def part(self) -> int:
+        return self.batch_size // self.world
+
+    def __len__(self) -> int:
+        full, rest = divmod(self.n, self.batch_size)
+        return full * self.part() + -(-rest // self.world)
+
+    def __iter__(self):
+        # indices are pulled from the one-device sampler only as the parts need them, so that its generator is
+        # drawn exactly when the one-device loader would draw it (a pass that ends without asking past the last
+        # batch leaves RandomSampler's second, empty permutation undrawn, and the next epoch's order depends on it)
+        rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else 0
+        order = iter(self.order)
+        while batch := list(itertools.islice(order, self.batch_size)):
+            per = -(-len(batch) // self.world)
+            batch = (batch * self.world)[:per * self.world] if len(batch) % self.world else batch
+            yield from batch[rank * per:(rank + 1) * per]
+
+
+class _Threads(L.Callback):
+    """Sets each spawned process's torch threads to `backend.threads` (Lightning's DDP on the CPU would choose
+    cores / processes otherwise, and the numbers depend on the thread count)."""
+
+    def __init__(self, threads: int):
+        self.threads = threads
+
+    def setup(self, trainer, pl_module, stage) -> None:
+        torch.set_num_threads(self.threads)
+
+
+def check_server_devices(cfg) -> None:
+    """Preflight: W server devices need a batch that splits into W equal parts and, on CUDA, W GPUs."""
+    w, b = cfg.backend.server_devices, cfg.federation.batch_size
+    if w > 1 and b % w:
+        raise ConfigError(f"backend.server_devices={w}: federation.batch_size={b} does not split into {w} equal "
+                          f"parts (use a multiple of {w})")
+    if w > 1 and cfg.backend.device == "cuda" and torch.cuda.device_count() < w:
+        raise ConfigError(f"backend.server_devices={w}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+
+
+def fit_shuffled(cfg, module: L.LightningModule, dataset, collate_fn, *, epochs: int, seed: int, devices: int = 1,
+                 manual_optimization: bool = False) -> dict:
+    """Fit `module` on `dataset` for `epochs` epochs at federation.batch_size, shuffled by `seed`, on one device or
+    data-parallel over `devices` (the server's fits pass `backend.server_devices`; module docstring). Returns the fit's logged
+    metrics (`trainer.callback_metrics` as floats; after a spawned fit the module is no longer attached to its
+    trainer, so `module.trainer` is not there to ask)."""
+    w, b = devices, cfg.federation.batch_size
+    generator = torch.Generator().manual_seed(seed)
+    if w == 1:
+        loader = DataLoader(dataset, batch_size=b, shuffle=True, generator=generator, collate_fn=collate_fn)
+        trainer = make_trainer(cfg, max_epochs=epochs, manual_optimization=manual_optimization)
+        trainer.fit(module, loader)
+        return {k: float(v) for k, v in trainer.callback_metrics.items()}
+    check_server_devices(cfg)
+    loader = DataLoader(dataset, batch_size=b // w, sampler=RankSlice(len(dataset), b, w, generator),
+                        generator=generator, collate_fn=collate_fn)
+    trainer = make_trainer(cfg, max_epochs=epochs, manual_optimization=manual_optimization, devices=w,
+                           callbacks=[_Threads(cfg.backend.threads)])
+    # the spawned processes receive the module through shared memory; torch's default file-descriptor passing
+    # fails on an empty storage somewhere in Lightning's pickled state ("unable to resize file"), named files
+    # in /dev/shm do not
+    import torch.multiprocessing as mp
+
+    # Lightning leaves MASTER_PORT in this process's environment after a spawned fit and reuses it for the next;
+    # each fit gets a fresh free port instead (a port just released can still be held)
+    before, port = mp.get_sharing_strategy(), os.environ.pop("MASTER_PORT", None)
+    mp.set_sharing_strategy("file_system")
+    try:
+        trainer.fit(module, loader)
+    finally:
+        mp.set_sharing_strategy(before)
+        os.environ.pop("MASTER_PORT", None)
+        if port is not None:
+            os.environ["MASTER_PORT"] = port
+    return {k: float(v) for k, v in trainer.callback_metrics.items()}
