@@ -63,7 +63,15 @@ def plan() -> list[Planned]:
                 rows.append(Planned(f"homo/{slm}/lambda{lam}/{m}", HERE / "homo.yaml",
                                     (f"model.clients=[{slm},{slm},{slm}]", *_method(m, slm), f"data.alpha={alpha}"),
                                     label=label, setting=f"homo {slm} λ={lam}"))
+    for m, label in REAL:
+        rows.append(Planned(f"real/hetero/{m}", HERE / "hetero_smollm2.yaml", _method(m), label=label,
+                            setting="real hetero λ=1"))
     return rows
+
+
+# A real LLM (issue 32): SmolLM2-135M-Instruct in the cloud with its own 3-block DPM, the three tiny device SLMs
+# of hetero.yaml, λ = 1, at a 2-core budget (hetero_smollm2.yaml); `--only real/`
+REAL = [("standalone", "Standalone"), ("fedcollm", "FedCoLLM"), ("coplms", "Co-PLMs")]
 
 
 def _pct(r: Results, key: str, metric: str) -> str:
@@ -118,6 +126,12 @@ def render(r: Results) -> str:
                 if r.runs(key):
                     lines.append(f"| {slm} | {lam} | {label} | "
                                  + " | ".join(_device_cells(r, key, llm=m == "coplms")) + " |")
+    real = [(m, label) for m, label in REAL if r.runs(f"real/hetero/{m}")]
+    if real:
+        lines += ["", "## Table 1 with a real LLM (SmolLM2-135M-Instruct, its 3-block DPM; tiny-gpt2, tiny-opt, "
+                  "tiny-bloom; λ = 1; hetero_smollm2.yaml)", "", head, "|---" * 7 + "|"]
+        lines += [f"| 1 | {label} | " + " | ".join(_device_cells(r, f"real/hetero/{m}", llm=m != "standalone")) + " |"
+                  for m, label in real]
     lines += ["", "## Table 2, ablations (heterogeneous devices)", "", head, "|---" * 7 + "|"]
     for lam, _ in LAMBDAS:
         for m, label in ABLATION:
@@ -158,6 +172,11 @@ def differences(r: Results) -> list[str]:
             for m, label in HOMO[:-1]:
                 claims.append((f"λ={lam}, {slm}: Co-PLMs − {label} (homo)", f"homo/{slm}/lambda{lam}/coplms",
                                f"homo/{slm}/lambda{lam}/{m}", "rougeL/mean"))
+    claims.append(("SmolLM2: Co-PLMs − Standalone (hetero)", "real/hetero/coplms", "real/hetero/standalone",
+                   "rougeL/mean"))
+    claims.append(("SmolLM2: Co-PLMs − FedCoLLM (hetero)", "real/hetero/coplms", "real/hetero/fedcollm", "rougeL/mean"))
+    claims.append(("SmolLM2: Co-PLMs − FedCoLLM, server LLM", "real/hetero/coplms", "real/hetero/fedcollm",
+                   "llm/rougeL/mean"))
     rows = differences_table(r, [(name, a, metric, b, metric) for name, a, b, metric in claims], digits=1, scale=100)
     if not rows:
         return []

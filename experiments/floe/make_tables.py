@@ -61,9 +61,20 @@ HETERO = [row for m in EDGES for row in (
                                           f"method.profile=experiments/floe/profile_{m}.json")))]
 
 
+# A real cloud LLM (issue 32): SmolLM2-135M-Instruct in the cloud, fused with the devices' routed tiny-llama-s
+# experts through the vocabulary map (its tokenizer differs); 60 test items per task (drawn per seed) so that the
+# real LLM's generation fits a 2-core budget; LLM-only and SLM-only zero-shot on the same items; `--only floe/real/`
+REAL_LLM = "smollm2-135m"
+REAL_ITEMS = "data.test_per_task=60"
+REAL = [("real/llm_base", "LLM-base (SmolLM2)", ("method.name=zeroshot", f"model.name={REAL_LLM}", REAL_ITEMS)),
+        ("real/slm_base", "SLM-base (tiny-llama-s)", ("method.name=zeroshot", REAL_ITEMS)),
+        ("real/floe", "Floe, cloud LLM SmolLM2", ("method.name=floe", f"method.llm={REAL_LLM}", PROFILE, ROUTER,
+                                                 *DETECTOR, REAL_ITEMS))]
+
+
 def plan() -> list[Planned]:
-    return [Planned(f"floe/{key}", CFG, over, label=label, setting="embedded")
-            for key, label, over in BASELINES + FLOE + EXPERTS + HETERO]
+    return [Planned(f"floe/{key}", CFG, over, label=label, setting="real" if key.startswith("real/") else "embedded")
+            for key, label, over in BASELINES + FLOE + EXPERTS + HETERO + REAL]
 
 
 def summarize(cfg, h) -> dict:
@@ -130,7 +141,7 @@ def render(r: Results) -> str:
             r.final(k, "fused/latency_ms_per_token", 1), r.final(k, "fused/flagged_prompts", 0),
             r.final(k, "fused/detector_f1"),
             r.cell(k, lambda rec: _mean_over_rounds(rec, "simulated_s"), 2)]) + " |")
-    lines += per_task_table(r) + alignment_table(r) + experts_table(r) + hetero_table(r) + differences(r)
+    lines += per_task_table(r) + alignment_table(r) + experts_table(r) + hetero_table(r) + real_table(r) + differences(r)
     figures(r)
     return "\n".join(lines) + "\n"
 
@@ -224,6 +235,23 @@ def hetero_table(r: Results) -> list[str]:
     return out
 
 
+def real_table(r: Results) -> list[str]:
+    """Floe with SmolLM2-135M-Instruct as the cloud LLM (issue 32), beside the LLM and the SLM alone."""
+    k = "floe/real/floe"
+    if not r.runs(k):
+        return []
+    out = ["", "## A real cloud LLM: SmolLM2-135M-Instruct fused with tiny-llama-s experts (60 items per task)", "",
+           "| model | accuracy (MC) | Rouge-L |", "|---|---|---|",
+           f"| LLM-only (SmolLM2 zero-shot) | {r.final('floe/real/llm_base', 'acc/mean')} | "
+           f"{r.final('floe/real/llm_base', 'rougeL/mean')} |",
+           f"| SLM-only (tiny-llama-s zero-shot) | {r.final('floe/real/slm_base', 'acc/mean')} | "
+           f"{r.final('floe/real/slm_base', 'rougeL/mean')} |",
+           f"| Floe's routed SLM (no LLM) | {r.final(k, 'routed/acc/mean')} | {r.final(k, 'routed/rougeL/mean')} |",
+           f"| Floe (fused with SmolLM2) | {r.final(k, 'fused/acc/mean')} | {r.final(k, 'fused/rougeL/mean')} |",
+           "", f"Mean fusion weight w on the SLM: {r.final(k, 'fused/w_mean')}."]
+    return out
+
+
 def figures(r: Results) -> None:
     """fig14_experts.png (accuracy against M) and fig12_tasks.png (per-task scores of Floe, its ablations and
     SLM-Local), means over seeds with 95 % intervals."""
@@ -271,7 +299,12 @@ CLAIMS = [("Floe − LLM-base (acc)", "floe/floe", "fused/acc/mean", "floe/llm_b
           ("Floe − Floe^-M (acc)", "floe/floe", "fused/acc/mean", "floe/floe_no_rank", "fused/acc/mean"),
           ("Floe − Floe^-P (acc)", "floe/floe", "fused/acc/mean", "floe/floe_no_cluster", "fused/acc/mean"),
           ("Floe full − compact fusion features (acc)", "floe/floe", "fused/acc/mean", "floe/floe_compact", "fused/acc/mean"),
-          ("Floe async − sync (acc)", "floe/floe_async", "fused/acc/mean", "floe/floe", "fused/acc/mean")]
+          ("Floe async − sync (acc)", "floe/floe_async", "fused/acc/mean", "floe/floe", "fused/acc/mean"),
+          ("SmolLM2 cloud: Floe − LLM-base (acc)", "floe/real/floe", "fused/acc/mean", "floe/real/llm_base", "acc/mean"),
+          ("SmolLM2 cloud: Floe − LLM-base (Rouge-L)", "floe/real/floe", "fused/rougeL/mean", "floe/real/llm_base",
+           "rougeL/mean"),
+          ("SmolLM2 cloud: Floe fused − routed SLM (acc)", "floe/real/floe", "fused/acc/mean", "floe/real/floe",
+           "routed/acc/mean")]
 
 
 # per task (issue 30): where the headline Floe − LLM-base difference comes from, task by task (accuracy on the
