@@ -536,3 +536,80 @@ def test_table_1_has_a_standalone_server_llm(tmp_path):
                                   "final": devices | {"llm/rougeL/mean": 0.5, "llm/em/mean": 0.25}}
     row = next(ln for ln in mod.render(r).splitlines() if ln.startswith("| 1 | Standalone |"))
     assert row.split("|")[6].strip() == "50.0 ± 0.0 / 25.0 ± 0.0*"
+
+
+def test_dpm_distillation_is_reverse_kl_over_positions_with_a_next_token_by_hand():
+    """token_kl (MiniLLM's direction, SPEC §5.1): KL(p_s ‖ p_t) averaged over the masked positions; forward is
+    KL(p_t ‖ p_s); the masked-out position does not count."""
+    from fedlab.methods.coplms.dpm import token_kl
+
+    pt = torch.tensor([[[0.5, 0.5], [0.9, 0.1]]])     # teacher, 2 positions over 2 tokens
+    ps = torch.tensor([[[0.8, 0.2], [0.1, 0.9]]])     # student
+    mask = torch.tensor([[1, 0]])                     # only the first position has a next token
+
+    def kl(p, q):
+        return sum(a * math.log(a / b) for a, b in zip(p, q))
+
+    assert float(token_kl(pt.log(), ps.log(), mask)) == pytest.approx(kl([0.8, 0.2], [0.5, 0.5]), abs=1e-6)
+    assert float(token_kl(pt.log(), ps.log(), mask, "forward")) == pytest.approx(kl([0.5, 0.5], [0.8, 0.2]), abs=1e-6)
+    both = (kl([0.8, 0.2], [0.5, 0.5]) + kl([0.1, 0.9], [0.9, 0.1])) / 2
+    assert float(token_kl(pt.log(), ps.log(), torch.ones(1, 2))) == pytest.approx(both, abs=1e-6)
+
+
+class _Logits(torch.nn.Module):
+    """A model whose logits are a table lookup: enough for MutualModule.losses."""
+
+    def __init__(self, vocab: int, seed: int):
+        super().__init__()
+        self.table = torch.nn.Embedding(vocab, vocab)
+        torch.nn.init.normal_(self.table.weight, generator=torch.Generator().manual_seed(seed))
+
+    def forward(self, input_ids, attention_mask):
+        from types import SimpleNamespace
+
+        return SimpleNamespace(logits=self.table(input_ids))
+
+
+def test_each_side_of_saml_learns_only_through_its_own_model():
+    """L_a = α·KT(b → a) + (1 − α)·CE_a must not move model b (the teacher's logits are detached), and the
+    other way round: each loss's gradient lands on its own model only, and α weighs a's KT term."""
+    from fedlab.knowledge.mutual import MutualModule
+
+    a, b = _Logits(6, 0), _Logits(6, 1)
+    ids = torch.tensor([[1, 2, 3, 4]])
+    batch = {"a": {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": torch.tensor([[-100, 2, 3, 4]])},
+             "b": {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": torch.tensor([[-100, 2, 3, 4]])},
+             "pairs": torch.tensor([[0, 1, 1], [0, 2, 2]]), "size": torch.tensor(1)}
+    m = MutualModule(a, ["table.weight"], b, ["table.weight"], w_a=0.7, w_b=0.2, k=3)
+    parts = m.losses(batch)
+    assert float(parts["a"]) == pytest.approx(float(0.7 * parts["kt_a"] + 0.3 * parts["ce_a"]), abs=1e-6)
+    assert float(parts["b"]) == pytest.approx(float(0.2 * parts["kt_b"] + 0.8 * parts["ce_b"]), abs=1e-6)
+    parts["a"].backward(retain_graph=True)
+    assert a.table.weight.grad.abs().sum() > 0 and b.table.weight.grad is None
+    a.table.weight.grad = None
+    parts["b"].backward()
+    assert b.table.weight.grad.abs().sum() > 0 and a.table.weight.grad is None
+
+
+def test_saml_weights_alpha_on_the_dpm_and_beta_on_the_other_model(hetero_zoo, tmp_path, monkeypatch):
+    """SPEC §5.3: on a device the DPM (model a) learns from the SLM with weight α and the SLM (model b) from the
+    DPM with β; on the server the DPM with α and the LLM with β. Swapping them anywhere fails here."""
+    from fedlab.knowledge import mutual
+    from fedlab.methods.coplms import client as coplms_client
+    from fedlab.methods.coplms import method as coplms_method
+
+    seen = []
+
+    class Recording(mutual.MutualModule):
+        def __init__(self, model_a, keys_a, model_b, keys_b, **kw):
+            seen.append((type(model_a).__name__, len(keys_a), len(keys_b), kw["w_a"], kw["w_b"]))
+            super().__init__(model_a, keys_a, model_b, keys_b, **kw)
+
+    monkeypatch.setattr(coplms_client, "MutualModule", Recording)
+    monkeypatch.setattr(coplms_method, "MutualModule", Recording)
+    _run(tmp_path, "federation.rounds=1", "method.alpha=0.9", "method.beta=0.1")
+    assert len(seen) == 4                               # three devices and the server
+    assert all((w_a, w_b) == (0.9, 0.1) for *_, w_a, w_b in seen)
+    # model a is the DPM in every call: the same LoRA key count on the devices and the server (the SLM families
+    # differ from it and among themselves, so a swap on any device would show as a second count)
+    assert len({n_a for _, n_a, *_ in seen}) == 1 and len({n_b for *_, n_b, _, _ in seen}) > 1

@@ -5,10 +5,11 @@
     python experiments/coplms/make_tables.py --only hetero/      # the heterogeneous rows first
     python experiments/coplms/make_tables.py --render-only       # RESULTS.md from results.json
 
-Scores are Rouge-L and exact match (×100) on the generated answers of the generative tasks, per device (its
-SLM on its domain-matched test items) and for the server's LLM (on the shared test sets); the multiple-choice
-accuracy of the same models is in results.json. Rows run in plan order: heterogeneous, ablations, then the
-homogeneous families."""
+Scores are Rouge-L and exact match (×100) on generated answers of every task (the multiple-choice ones against
+the right choice's text, `eval.mc_generate` in base.yaml), per device (its SLM on its domain-matched test items)
+and for the server's LLM (on the shared test sets); the multiple-choice accuracy of the same models is in
+results.json. Rows run in plan order: heterogeneous, ablations, homogeneous families, the positive control, the
+real-LLM rows."""
 from __future__ import annotations
 
 import sys

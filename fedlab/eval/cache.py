@@ -25,7 +25,7 @@ import torch
 
 from fedlab.home import fedlab_home
 
-SCORER_VERSION = 2     # 2: choice scores carry top/<task>, the most frequent answer's share
+SCORER_VERSION = 3     # 2: choice scores carry top/<task>, the most frequent answer's share; 3: EM SNI-normalised
 
 _SCALARS = (bool, int, float, str, type(None))
 _TOKENIZER_DIGESTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

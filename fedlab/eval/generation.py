@@ -1,6 +1,8 @@
 """Generative evaluation: greedy decoding, Rouge-L (torchmetrics) and exact match."""
 from __future__ import annotations
 
+import string
+
 import torch
 from torchmetrics.text.rouge import ROUGEScore
 
@@ -9,7 +11,18 @@ from fedlab.models.modes import eval_mode
 
 
 def normalize(text: str) -> str:
+    """What Rouge-L is computed on: lower case, a trailing period dropped, whitespace collapsed (torchmetrics'
+    Rouge tokenizer then splits on anything that is not a letter or digit, as rouge_score's does)."""
     return " ".join(text.lower().strip().rstrip(".").split())
+
+
+def normalize_answer(text: str) -> str:
+    """SNI's exact-match normalisation (SPEC §5.5; natural-instructions' `normalize_answer`): lower case, every
+    ASCII punctuation character removed, whitespace collapsed — "Delhi, likes rice." equals "delhi likes rice"."""
+    return " ".join(text.lower().translate(_NO_PUNCTUATION).split())
+
+
+_NO_PUNCTUATION = str.maketrans("", "", string.punctuation)
 
 
 @torch.no_grad()
@@ -64,7 +77,7 @@ def rouge_l_and_em(predictions: list[str], references: list[str]) -> tuple[float
         return float("nan"), float("nan")
     rouge = ROUGEScore(rouge_keys=("rougeL",))
     score = rouge([normalize(p) for p in predictions], [normalize(r) for r in references])
-    em = sum(normalize(p) == normalize(r) for p, r in zip(predictions, references)) / len(predictions)
+    em = sum(normalize_answer(p) == normalize_answer(r) for p, r in zip(predictions, references)) / len(predictions)
     return float(score["rougeL_fmeasure"]), em
 
 
