@@ -431,7 +431,8 @@ def test_floe_end_to_end_with_fusion(pico_zoo, tmp_path, profile_file):
     # SPEC §4.3: one position in five held out for the NLL check; the gate's mean w per task there and on the tests
     total = f["fused/gate_positions"] + f["fused/heldout_positions"]
     assert 0 < total <= 32 and f["fused/heldout_positions"] == total // 5 > 0
-    assert f["fused/gate_check"] in (0.0, 1.0) and f["fused/heldout_nll"] > 0
+    best_single = min(f["fused/heldout_nll_slm"], f["fused/heldout_nll_llm"])
+    assert f["fused/gate_check"] == float(f["fused/heldout_nll"] <= best_single) and f["fused/heldout_nll"] > 0
     assert {k for k in f if k.startswith("fused/gate_w/")} and {k for k in f if k.startswith("fused/w/")}
     # latency = max(measured edge, simulated network + cloud ≤ τ_wait), each part logged: the simulated part is the
     # config's 80 ± 40 ms RTT + 5 ms cloud on every LLM call (no prompt flagged here)

@@ -242,9 +242,11 @@ def test_every_floe_table_row_resolves_with_the_zoo_router_encoder():
         if hasattr(cfg.method, "router_encoder"):
             floe_family += 1
             assert cfg.method.router_encoder == "tiny-bert", p.key
-            if cfg.method.name == "floe" and cfg.method.llm:     # fused rows run the detector's stage 2
+            if cfg.method.name.startswith("floe") and cfg.method.llm:   # fused rows (the ablations too)
                 assert (cfg.method.detector_encoder, cfg.method.detector_pooling) == ("tiny-bert", "static"), p.key
-    assert floe_family == 14      # the fallback row included; the baselines (zeroshot, standalone, fedavg, llm_fedavg) have no router
+                assert cfg.method.fusion_eval_per_task is None, p.key           # every test item, as Floe's row
+    # the fallback and real-LLM rows included; the baselines (zeroshot, standalone, fedavg, llm_fedavg) have no router
+    assert floe_family == 15
 
 
 def _floe_tables():

@@ -6,7 +6,8 @@ mean over seeds ± its 95 % interval; Fig. 12 and Fig. 14 as plots next to RESUL
     python experiments/floe/make_tables.py                  # every row, seeds 0,1,2 (resumable)
     python experiments/floe/make_tables.py --render-only    # RESULTS.md from results.json
 
-Scores are on the same 50 shared test items per task for every row: multiple-choice accuracy (recall,
+Scores are on the same test items for every row of a seed (300 per task, drawn anew for each seed:
+`data.test_draw: per_seed` in base.yaml; every fused row scores all of them): multiple-choice accuracy (recall,
 sentiment) and Rouge-L (describe, food, friend). Baselines score each device's model on its own task; Floe
 rows give the fused model (router + fusion, every prompt routed over the expert pool), the routed SLM alone,
 and each device's own expert (Floe^-R)."""
@@ -37,9 +38,14 @@ BASELINES = [("slm_base", "SLM-base", ("method.name=zeroshot",)),
              ("llm_fedavg", "LLM-FedAvg (proxy tuning)", ("method.name=llm_fedavg", LLM)),
              ("llm_fedmoe", "LLM-FedMoE (dense top-3 router, proxy tuning)",
               ("method.name=llm_fedmoe", LLM, PROFILE, ROUTER))]
+# the ablations are other method names, so base.yaml's method section (fusion over every test item) does not reach
+# them: they name it, so that their fused scores are on the same items as Floe's
+ALL_ITEMS = "method.fusion_eval_per_task=null"
 FLOE = [("floe", "Floe", ("method.name=floe", LLM, PROFILE, ROUTER, *DETECTOR)),
-        ("floe_no_rank", "Floe^-M (no rank selection)", ("method.name=floe_no_rank", LLM, PROFILE, ROUTER, *DETECTOR)),
-        ("floe_no_cluster", "Floe^-P (one cluster)", ("method.name=floe_no_cluster", LLM, PROFILE, ROUTER, *DETECTOR)),
+        ("floe_no_rank", "Floe^-M (no rank selection)",
+         ("method.name=floe_no_rank", LLM, PROFILE, ROUTER, *DETECTOR, ALL_ITEMS)),
+        ("floe_no_cluster", "Floe^-P (one cluster)",
+         ("method.name=floe_no_cluster", LLM, PROFILE, ROUTER, *DETECTOR, ALL_ITEMS)),
         ("floe_compact", "Floe, compact fusion features",
          ("method.name=floe", LLM, PROFILE, ROUTER, *DETECTOR, "method.fusion_features=compact")),
         ("floe_async", "Floe, asynchronous (Eq. 5)", ("method.name=floe", LLM, PROFILE, ROUTER, *DETECTOR, "method.mode=async")),
@@ -95,7 +101,8 @@ def render(r: Results) -> str:
     lines = ["# Floe results (embedded scale)", "",
              f"Produced by `python experiments/floe/make_tables.py` (seeds {', '.join(map(str, seeds)) or 'none yet'}; "
              "2 CPU cores). Mean over seeds ± the half-width of the 95 % t-interval; accuracy on recall and "
-             "sentiment, Rouge-L on describe, food and friend, 50 shared test items per task. † marks a row "
+             "sentiment, Rouge-L on describe, food and friend, 300 test items per task drawn per seed (the real-LLM rows: "
+             "60). † marks a row "
              "made by another config than the script now runs. \"wall s\" is each run's elapsed time as recorded, "
              "beside whatever else the machine ran then: not a benchmark (the timings are in "
              "`fedlab/methods/floe/README.md`).", "",
