@@ -58,13 +58,22 @@ class RankSlice(Sampler):
 
 class _Threads(L.Callback):
     """Sets each spawned process's torch threads to `backend.threads` (Lightning's DDP on the CPU would choose
-    cores / processes otherwise, and the numbers depend on the thread count)."""
+    cores / processes otherwise, and the numbers depend on the thread count), and closes the process group at the
+    end of the fit."""
 
     def __init__(self, threads: int):
         self.threads = threads
 
     def setup(self, trainer, pl_module, stage) -> None:
         torch.set_num_threads(self.threads)
+
+    def teardown(self, trainer, pl_module, stage) -> None:
+        """The fit is over in this process: wait for the others, then close the process group here rather than at
+        interpreter exit (a gloo group closed by atexit while a peer was already gone aborted a process now and
+        then: "terminate called without an active exception")."""
+        if torch.distributed.is_initialized():
+            torch.distributed.barrier()
+            torch.distributed.destroy_process_group()
 
 
 def check_server_devices(cfg) -> None:
