@@ -54,7 +54,7 @@ def _tiny_llama():
                                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=16))
 
 
-def _fit(devices: int, batch: int) -> dict:
+def _fit(devices: int, batch: int, metrics: dict | None = None) -> dict:
     from fedlab.data.collate import PadCollator
     from fedlab.objectives.modules import ServerModule
 
@@ -69,18 +69,24 @@ def _fit(devices: int, batch: int) -> dict:
     names = tuple(n for n, _ in model.named_parameters())
     module = ServerModule(model, names, lr=0.01)
     model.train()
-    fit_shuffled(_cfg(devices, batch), module, items, PadCollator(0), epochs=2, seed=5, devices=devices)
+    out = fit_shuffled(_cfg(devices, batch), module, items, PadCollator(0), epochs=2, seed=5, devices=devices)
+    if metrics is not None:
+        metrics.update(out)
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
 def test_two_server_processes_train_the_one_device_weights():
     start = {k: v.clone() for k, v in _tiny_llama().state_dict().items()}
-    one = _fit(1, 8)
-    two = _fit(2, 8)
+    m1, m2 = {}, {}
+    one = _fit(1, 8, m1)
+    two = _fit(2, 8, m2)
+    # the logged loss is the mean over both processes (sync_dist), i.e. the one-device epoch mean; rank 0's own
+    # half would give another number
+    assert m2["loss/task"] == pytest.approx(m1["loss/task"], abs=1e-5)
     moved = max(float((one[k] - start[k]).abs().max()) for k in one)
     assert moved > 1e-3                                       # the fits trained (4 AdamW steps at lr 0.01)
     gap = max(float((one[k] - two[k]).abs().max()) for k in one)
-    assert gap < 1e-5, gap                                    # rank 0's weights came back, equal to one device's
+    assert gap < 1e-6, gap                                    # rank 0's weights came back, equal to one device's
     # the control: one device at half the batch (what two processes would do without the all-reduce, or with
     # the one-device batch each) trains other weights, so the agreement above is not a tolerance artefact
     half = _fit(1, 4)
@@ -89,8 +95,8 @@ def test_two_server_processes_train_the_one_device_weights():
 
 def test_fedmkt_server_distills_on_two_processes(pico_zoo, tmp_path):
     """FedMKT end to end with its server's distillation over two processes: the run completes, the server's
-    losses are logged (averaged over both processes) and the LLM ends near the one-device run's (the parts' token
-    counts differ, so not to the bit)."""
+    losses are logged and the LLM ends near the one-device run's (the parts' token counts differ and LoRA's
+    dropout draws other masks, so not to the bit)."""
     from test_methods import SMALL
 
     from fedlab.experiment import run_experiment

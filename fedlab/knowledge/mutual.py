@@ -104,7 +104,7 @@ class MutualModule(L.LightningModule):
         ce_a, ce_b = target_cross_entropy(out_a, a["labels"]), target_cross_entropy(out_b, b["labels"])
         return {"a": self.w_a * kt_a + (1 - self.w_a) * ce_a, "b": self.w_b * kt_b + (1 - self.w_b) * ce_b,
                 "kt_a": kt_a, "kt_b": kt_b, "ce_a": ce_a, "ce_b": ce_b,
-                "paired": torch.tensor(float(p.shape[0]) / size)}
+                "paired": torch.tensor(float(p.shape[0]) / size, device=out_a.device)}   # synced on nccl too
 
     def training_step(self, batch, batch_idx):
         opts = self.optimizers()

@@ -9,11 +9,18 @@ devices before every step, and rank 0's trained weights come back into the calli
 Same batches as one device: every process draws the same permutation from the same generator the one-device
 loader would use (a `RandomSampler` on the same seed, the loader's generator drawn in the same order), cuts it
 into the one-device batches of B and hands process r the r-th W-th of each. The averaged gradient of W equal
-parts is the one-device gradient of their union when the loss is a mean over equal shares — exactly for
-per-example means with equal part sizes; a per-token mean weights each part by its own token count (a part with
-fewer target tokens counts as much as one with more), and a last batch with fewer than B examples is padded to W
-equal parts by repeating its first examples, as torch's DistributedSampler does. `tests/test_server_devices.py`
-shows two processes agreeing with one on the trained weights where those conditions hold."""
+parts is the one-device gradient of their union when the loss is a mean over equal shares and nothing random
+happens in the step: exactly for per-example means with equal part sizes and no dropout. Otherwise close, not
+equal: a per-token mean counts each part equally whatever its number of target tokens; a last batch with fewer
+than B examples is padded to W equal parts by repeating its own first examples (as torch's DistributedSampler
+does), so those examples count twice in that step; and dropout (LoRA's 0.05 by default) draws other masks — rank
+0 continues the calling process's random state, every other rank is reseeded from (seed, rank) so that the ranks
+do not draw identical masks. `tests/test_server_devices.py` shows two processes agreeing with one on the trained
+weights where the conditions hold.
+
+On CUDA, rank r runs on GPU r; the calling process's resident model stays on GPU 0 beside rank 0's copy, so GPU 0
+holds more than one device's share (`fedlab plan` counts one). The cluster environment is Lightning's local one
+whatever scheduler started the run (a SLURM or torchrun allocation is not used for these fits)."""
 from __future__ import annotations
 
 import itertools
@@ -59,13 +66,17 @@ class RankSlice(Sampler):
 class _Threads(L.Callback):
     """Sets each spawned process's torch threads to `backend.threads` (Lightning's DDP on the CPU would choose
     cores / processes otherwise, and the numbers depend on the thread count), and closes the process group at the
-    end of the fit."""
+    end of the fit; ranks other than 0 are reseeded from (seed, rank)."""
 
-    def __init__(self, threads: int):
-        self.threads = threads
+    def __init__(self, threads: int, seed: int):
+        self.threads, self.seed = threads, seed
 
     def setup(self, trainer, pl_module, stage) -> None:
         torch.set_num_threads(self.threads)
+        if trainer.global_rank > 0:      # its own dropout masks (rank 0 continues the caller's random state)
+            from fedlab.seeding import derive_seed, seed_everything
+
+            seed_everything(derive_seed(self.seed, "server-rank", trainer.global_rank))
 
     def teardown(self, trainer, pl_module, stage) -> None:
         """The fit is over in this process: wait for the others, then close the process group here rather than at
@@ -82,7 +93,9 @@ def check_server_devices(cfg) -> None:
     if w > 1 and b % w:
         raise ConfigError(f"backend.server_devices={w}: federation.batch_size={b} does not split into {w} equal "
                           f"parts (use a multiple of {w})")
-    if w > 1 and cfg.backend.device == "cuda" and torch.cuda.device_count() < w:
+    from fedlab.device import resolve_device
+
+    if w > 1 and resolve_device(cfg.backend.device).startswith("cuda") and torch.cuda.device_count() < w:
         raise ConfigError(f"backend.server_devices={w}: this machine has {torch.cuda.device_count()} CUDA device(s)")
 
 
@@ -103,7 +116,7 @@ def fit_shuffled(cfg, module: L.LightningModule, dataset, collate_fn, *, epochs:
     loader = DataLoader(dataset, batch_size=b // w, sampler=RankSlice(len(dataset), b, w, generator),
                         generator=generator, collate_fn=collate_fn)
     trainer = make_trainer(cfg, max_epochs=epochs, manual_optimization=manual_optimization, devices=w,
-                           callbacks=[_Threads(cfg.backend.threads)])
+                           callbacks=[_Threads(cfg.backend.threads, seed)])
     # the spawned processes receive the module through shared memory; torch's default file-descriptor passing
     # fails on an empty storage somewhere in Lightning's pickled state ("unable to resize file"), named files
     # in /dev/shm do not

@@ -36,11 +36,15 @@ def make_trainer(cfg, max_epochs: int | None = None, max_steps: int | None = Non
     else:
         where = torch.device("cpu")
     if devices > 1:
+        from lightning.fabric.plugins.environments import LightningEnvironment
         from lightning.pytorch.strategies import DDPStrategy
 
+        # the local environment whatever started the run: under SLURM or torchrun Lightning would otherwise take
+        # ranks, world size and port from the scheduler's allocation
         placement = dict(accelerator="gpu" if where.type == "cuda" else "cpu", devices=devices,
                          strategy=DDPStrategy(start_method="spawn", find_unused_parameters=True,
-                                              process_group_backend="nccl" if where.type == "cuda" else "gloo"),
+                                              process_group_backend="nccl" if where.type == "cuda" else "gloo",
+                                              cluster_environment=LightningEnvironment()),
                          use_distributed_sampler=False)
     else:
         placement = dict(accelerator="gpu" if where.type == "cuda" else "cpu", strategy=ResidentStrategy(where))

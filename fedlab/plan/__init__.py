@@ -55,7 +55,8 @@ def _plan(cfg, dtype: str, checkpointing: bool, device_gib: float, optimizer: st
         if r.blocks is not None:
             config = set_blocks(config, max(1, r.blocks))
         # a server's fit data-parallel over backend.server_devices: each device holds the model and B/W of a batch
-        w = cfg.backend.server_devices if r.trains and r.name.startswith("server") and server_fits(cfg) else 1
+        # (only the server LLM: Co-PLMs' server DPM also runs DST, a one-device fit at the full batch)
+        w = cfg.backend.server_devices if r.trains and r.name == "server LLM" and server_fits(cfg) else 1
         notes = list(r.notes)
         if w > 1:
             notes.append(f"data-parallel over backend.server_devices = {w}: {batch // w} of each batch of {batch} "
@@ -105,11 +106,15 @@ def render(cfg, plans: list[RolePlan], *, dtype: str, checkpointing: bool, devic
             lines.append(f"\nbackend.gpus_per_worker = {1 / min(c.per_device, 8):.3g} packs {min(c.per_device, 8)} "
                          f"{c.role} parties on one {device_gib:g} GiB device")
     for p in plans:
-        if p.peak_bytes is not None and p.peak_bytes > int(device_gib * 2**30):
-            server = p.role.startswith("server") and server_fits(cfg)
-            how = ("backend.server_devices = N splits each batch over N devices" if server else
-                   "gradient checkpointing, bf16 weights or a smaller batch")
-            lines.append(f"{p.role}: {gib(p.peak_bytes)} does not fit one {device_gib:g} GiB device ({how})")
+        need = p.peak_bytes if p.peak_bytes is not None else p.weights_bytes
+        if need > int(device_gib * 2**30):
+            if p.peak_bytes is None:
+                how = "its weights alone: bf16 weights, or sharding, which fedlab does not run"
+            elif p.role == "server LLM" and server_fits(cfg):
+                how = "backend.server_devices = N splits each batch over N devices"
+            else:
+                how = "gradient checkpointing, bf16 weights or a smaller batch"
+            lines.append(f"{p.role}: {gib(need)} does not fit one {device_gib:g} GiB device ({how})")
     for p in plans:
         for n in p.notes:
             lines.append(f"{p.role}: {n}")
