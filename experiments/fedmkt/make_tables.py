@@ -237,6 +237,16 @@ def render(r: Results) -> str:
                      f"{fmt(est * n_clients * 4 / 1e6) if est else '-'} | {fmt(r1.get('server_kept'))} | "
                      f"{fmt(r1.get('client_kept'))} |")
         L.append("")
+    if r.runs("real/hetero/fedmkt"):
+        L += ["## With a real LLM: SmolLM2-135M-Instruct on the server (hetero_smollm2.yaml; 40 training and 50 test "
+              "items per task, 3 rounds)", "",
+              "| row | LLM zero-shot | LLM final | SLMs zero-shot (mean of 4) | SLMs final |", "|---|---|---|---|---|",
+              f"| FedMKT | {r.cell('real/hetero/fedmkt', llm('zero'))} | {r.cell('real/hetero/fedmkt', llm('final'))} | "
+              f"{r.cell('real/hetero/fedmkt', slm('zero'))} | {r.cell('real/hetero/fedmkt', slm('final'))} |"]
+        if r.runs("real/centralized"):
+            L.append(f"| Centralized (SmolLM2's LoRA on all the data) | - | "
+                     f"{r.cell('real/centralized', slm('final'))} | - | - |")
+        L.append("")
     lines = claims_table(r, CLAIMS)
     if r.path.parent == HERE:          # the real table (not a test's copy) keeps the README's block current
         write_block(HERE / "README.md", lines)
