@@ -43,15 +43,12 @@ def preflight(cfg: ExperimentConfig) -> None:
                           f"{cfg.data.partition}; use fewer clients or more data.train_per_task")
     from fedlab import registry
 
-    method_cls = registry.get(cfg.method.name).method_cls
     if cfg.backend.server_devices > 1:
-        from fedlab.objectives.server_fit import check_server_devices
+        from fedlab.objectives.server_fit import check_server_devices, check_server_method
 
-        if not getattr(method_cls, "server_fits", False):
-            raise ConfigError(f"backend.server_devices={cfg.backend.server_devices}: {cfg.method.name}'s server trains "
-                              "no model (server fits: fedmkt, fedcollm, coplms); leave it at 1")
+        check_server_method(cfg)
         check_server_devices(cfg)
-    check = getattr(method_cls, "preflight", None)
+    check = getattr(registry.get(cfg.method.name).method_cls, "preflight", None)
     if check is not None:     # what a method needs of the model and the data (a ConfigError, one line)
         check(cfg, data)
 

@@ -114,6 +114,8 @@ def test_fedmkt_server_distills_on_two_processes(pico_zoo, tmp_path):
 @pytest.mark.parametrize("extra, needle", [
     (["method.name=fedavg", "backend.server_devices=2"], r"backend.server_devices=2: fedavg's server trains no model"),
     (["method.name=fedmkt", "backend.server_devices=3"], r"backend.server_devices=3: federation.batch_size=8"),
+    # LLM2SLM is FedMKT with the LLM frozen: its server trains nothing to spread
+    (["method.name=llm2slm", "backend.server_devices=2"], r"backend.server_devices=2: llm2slm's server trains no model"),
 ])
 def test_server_devices_preflight_names_the_key(pico_zoo, tmp_path, extra, needle):
     from test_methods import SMALL

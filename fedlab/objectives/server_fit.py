@@ -87,6 +87,25 @@ class _Threads(L.Callback):
             torch.distributed.destroy_process_group()
 
 
+def server_fits(method: str) -> bool:
+    """Whether a registered method trains a model on its server (the fits `backend.server_devices` spreads): its
+    config class says so with `server_fits = True` (FedMKT's does, LLM2SLM's, whose LLM is frozen, does not)."""
+    from fedlab import registry
+
+    return bool(getattr(registry.get(method).config_cls, "server_fits", False))
+
+
+def check_server_method(cfg) -> None:
+    """Preflight: W > 1 server devices need a method whose server trains a model."""
+    w = cfg.backend.server_devices
+    if w > 1 and not server_fits(cfg.method.name):
+        from fedlab import registry
+
+        fits = ", ".join(n for n in registry.method_names() if server_fits(n))
+        raise ConfigError(f"backend.server_devices={w}: {cfg.method.name}'s server trains no model (server fits: "
+                          f"{fits}); leave it at 1")
+
+
 def check_server_devices(cfg) -> None:
     """Preflight: W server devices need a batch that splits into W equal parts and, on CUDA, W GPUs."""
     w, b = cfg.backend.server_devices, cfg.federation.batch_size

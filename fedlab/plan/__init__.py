@@ -11,6 +11,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import asdict, dataclass
 
+from fedlab.objectives.server_fit import server_fits
 from fedlab.plan.memory import DTYPES, blocks_of, build_meta, devices_needed, gib, set_blocks, training_memory
 from fedlab.plan.roles import Role, architecture, roles
 
@@ -56,7 +57,7 @@ def _plan(cfg, dtype: str, checkpointing: bool, device_gib: float, optimizer: st
             config = set_blocks(config, max(1, r.blocks))
         # a server's fit data-parallel over backend.server_devices: each device holds the model and B/W of a batch
         # (only the server LLM: Co-PLMs' server DPM also runs DST, a one-device fit at the full batch)
-        w = cfg.backend.server_devices if r.trains and r.name == "server LLM" and server_fits(cfg) else 1
+        w = cfg.backend.server_devices if r.trains and r.name == "server LLM" and server_fits(cfg.method.name) else 1
         notes = list(r.notes)
         if w > 1:
             notes.append(f"data-parallel over backend.server_devices = {w}: {batch // w} of each batch of {batch} "
@@ -110,7 +111,7 @@ def render(cfg, plans: list[RolePlan], *, dtype: str, checkpointing: bool, devic
         if need > int(device_gib * 2**30):
             if p.peak_bytes is None:
                 how = "its weights alone: bf16 weights, or sharding, which fedlab does not run"
-            elif p.role == "server LLM" and server_fits(cfg):
+            elif p.role == "server LLM" and server_fits(cfg.method.name):
                 how = "backend.server_devices = N splits each batch over N devices"
             else:
                 how = "gradient checkpointing, bf16 weights or a smaller batch"
@@ -125,13 +126,6 @@ def render(cfg, plans: list[RolePlan], *, dtype: str, checkpointing: bool, devic
                  "peaks of LoRA steps on an H200 came within 1 % without and 6 % with gradient checkpointing "
                  "(tests/test_plan.py allows 3 % / 8 %)")
     return "\n".join(lines)
-
-
-def server_fits(cfg) -> bool:
-    """Whether the config's method trains a model on its server (the fits `backend.server_devices` spreads)."""
-    from fedlab import registry
-
-    return bool(getattr(registry.get(cfg.method.name).method_cls, "server_fits", False))
 
 
 def as_dicts(plans: list[RolePlan]) -> list[dict]:

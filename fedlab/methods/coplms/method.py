@@ -33,7 +33,6 @@ from fedlab.transforms.lora import flatten_state, get_state, set_state, unflatte
 
 
 class CoPLMs(FedMethod):
-    server_fits = True      # its server trains a model: backend.server_devices applies (objectives/server_fit.py)
     table_columns = (("final", "llm/", "LLM final (round {round})"), ("final", "dpm/", "DPM (server) final"))
     per_client_metrics = ("loss/task", "time/fit", "saml/kt_dpm", "saml/kt_slm")
     progress_metrics = {"rougeL": "rougeL/mean", "acc": "acc/mean", "llm-rougeL": "llm/rougeL/mean",

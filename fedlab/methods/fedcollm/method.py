@@ -31,7 +31,6 @@ from fedlab.transforms.lora import flatten_state, get_state, set_state, unflatte
 
 
 class FedCoLLM(FedMethod):
-    server_fits = True      # its server trains a model: backend.server_devices applies (objectives/server_fit.py)
     table_columns = (("final", "llm/", "LLM final (round {round})"),)
     progress_metrics = {"rougeL": "rougeL/mean", "acc": "acc/mean", "llm-rougeL": "llm/rougeL/mean"}
 

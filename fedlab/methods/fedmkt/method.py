@@ -32,7 +32,6 @@ from fedlab.transforms.lora import get_state, set_state
 
 
 class FedMKT(FedMethod):
-    server_fits = True      # its server trains a model: backend.server_devices applies (objectives/server_fit.py)
     table_columns = (("first", "llm/", "LLM zero-shot"), ("final", "llm/", "LLM final (round {round})"))
     headline = "llm/acc/mean"
 
