@@ -70,15 +70,12 @@ def plan() -> list[Planned]:
 # setting at the baselines' SmolLM2 budget (hetero_smollm2.yaml); `--only real/`
 REAL = HERE / "hetero_smollm2.yaml"
 REAL_KEYS = ["real/hetero/zeroshot", "real/hetero/centsft", "real/hetero/ot/0.5", "real/hetero/fedproxy/0.5"]
-# the positive control: CentSFT (SmolLM2's LoRA on the pooled data) at the same budget as the federated rows
-REAL_BUDGET = ("model.name=smollm2-135m", "model.max_length=64", "data.train_per_task=32", "data.test_per_task=50",
-               "federation.rounds=3", "federation.local_epochs=1", "federation.batch_size=8", "federation.lr=0.0005",
-               "eval.every=3", "eval.batch_size=32")
 
 
 def real_plan() -> list[Planned]:
+    # the positive control: CentSFT (SmolLM2's LoRA on the pooled data) at the federated rows' budget
     rows = {"real/hetero/zeroshot": ("LLM zero-shot", REAL, ["method.name=zeroshot"]),
-            "real/hetero/centsft": ("CentSFT (LLM, pooled)", HERE / "hetero_centsft.yaml", list(REAL_BUDGET)),
+            "real/hetero/centsft": ("CentSFT (LLM, pooled)", HERE / "centsft_smollm2.yaml", []),
             "real/hetero/ot/0.5": ("ot", REAL, ["method.name=ot"]), "real/hetero/fedproxy/0.5": ("FedProxy", REAL, [])}
     return [Planned(k, rows[k][1], tuple(rows[k][2]), rows[k][0], "real hetero") for k in REAL_KEYS]
 
