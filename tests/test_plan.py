@@ -166,3 +166,10 @@ def test_server_devices_split_the_server_batch_in_the_plan():
     assert "server LLM: 56.68 GiB does not fit one 40 GiB device (backend.server_devices = N splits" in text
     assert "server fits over 2 devices" in render(cfg2, list(two.values()), dtype="bf16", checkpointing=False,
                                                   device_gib=80)
+    # what a run would refuse, the plan refuses too, in one line naming the key
+    from fedlab.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"backend.server_devices=3: federation.batch_size=16 does not split"):
+        plan(load_config(yaml, ["federation.batch_size=16", "backend.server_devices=3"]))
+    with pytest.raises(ConfigError, match=r"backend.server_devices=2: llm2slm's server trains no model"):
+        plan(load_config(yaml, ["method.name=llm2slm", "backend.server_devices=2"]))

@@ -106,15 +106,16 @@ def check_server_method(cfg) -> None:
                           f"{fits}); leave it at 1")
 
 
-def check_server_devices(cfg) -> None:
-    """Preflight: W server devices need a batch that splits into W equal parts and, on CUDA, W GPUs."""
+def check_server_devices(cfg, gpus: bool = True) -> None:
+    """Preflight: W server devices need a batch that splits into W equal parts and, on CUDA, W GPUs (`gpus`:
+    whether this machine's GPUs count; `fedlab plan` plans for another machine)."""
     w, b = cfg.backend.server_devices, cfg.federation.batch_size
     if w > 1 and b % w:
         raise ConfigError(f"backend.server_devices={w}: federation.batch_size={b} does not split into {w} equal "
                           f"parts (use a multiple of {w})")
     from fedlab.device import resolve_device
 
-    if w > 1 and resolve_device(cfg.backend.device).startswith("cuda") and torch.cuda.device_count() < w:
+    if gpus and w > 1 and resolve_device(cfg.backend.device).startswith("cuda") and torch.cuda.device_count() < w:
         raise ConfigError(f"backend.server_devices={w}: this machine has {torch.cuda.device_count()} CUDA device(s)")
 
 

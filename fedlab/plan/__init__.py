@@ -11,7 +11,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import asdict, dataclass
 
-from fedlab.objectives.server_fit import server_fits
+from fedlab.objectives.server_fit import check_server_devices, check_server_method, server_fits
 from fedlab.plan.memory import DTYPES, blocks_of, build_meta, devices_needed, gib, set_blocks, training_memory
 from fedlab.plan.roles import Role, architecture, roles
 
@@ -47,6 +47,8 @@ def plan(cfg, *, dtype: str = "fp32", checkpointing: bool = False, device_gib: f
 
 
 def _plan(cfg, dtype: str, checkpointing: bool, device_gib: float, optimizer: str) -> list[RolePlan]:
+    check_server_method(cfg)                 # what a run would refuse, the plan refuses too
+    check_server_devices(cfg, gpus=False)
     batch, seq = cfg.federation.batch_size, cfg.model.max_length
     cap = int(device_gib * 2**30)
     out = []
