@@ -33,6 +33,10 @@ from fedlab.stats import fmt_ci
 HERE = Path(__file__).resolve().parent
 TASKS = ("topic", "sentiment", "entailment", "paraphrase")
 ALPHAS = ("0.1", "0.2")
+# per-task budget on top of base.yaml (the paper trains each data set on its own, SPEC §3.4 leaves the budget to
+# fedlab): at base.yaml's lr 5e-3 centralized training learns entailment and paraphrase and then falls to one
+# answer (one-seed probes, the ELSA README), at 2e-3 it stays learned; topic at 2e-3 is far slower under skew
+TASK_BUDGET = {"entailment": ("federation.lr=0.002",), "paraphrase": ("federation.lr=0.002",)}
 RATIOS = ("2.1", "3.3", "6.4", "8.4", "11.8")
 DEPTHS = (1, 2, 3, 4)          # Fig. 6 right: split [p, 5 − p, 1]
 WARMUPS = (8, 32, 128)         # the trust step alone (no training round) after longer local warm-ups
@@ -72,13 +76,14 @@ def plan() -> list[Planned]:
     for task in TASKS:
         for key, (label, over) in CAL_SETTINGS.items():
             rows.append(Planned(f"cal/{task}/{key}/reference", HERE / "dirichlet.yaml",
-                                (f"data.tasks=[{task}]", *REFERENCE, *over),
+                                (f"data.tasks=[{task}]", *TASK_BUDGET.get(task, ()), *REFERENCE, *over),
                                 label=f"uncompressed reference, {label}", setting=f"{task} calibration"))
     for task in TASKS:
         for alpha in ALPHAS:
             for key, (label, over) in METHODS.items():
                 rows.append(Planned(f"t1/{task}/a{alpha}/{key}", HERE / "dirichlet.yaml",
-                                    (f"data.tasks=[{task}]", f"data.alpha={alpha}", *over), label=label,
+                                    (f"data.tasks=[{task}]", *TASK_BUDGET.get(task, ()), f"data.alpha={alpha}", *over),
+                                    label=label,
                                     setting=f"{task} α̂={alpha}"))
     for ratio in RATIOS:
         rows.append(Planned(f"t3/topic/rho{ratio}", HERE / "dirichlet.yaml",
