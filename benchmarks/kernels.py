@@ -1,12 +1,14 @@
 """Aggregation kernels against the memory-bandwidth floor and a per-tensor implementation (issue 5).
 
-For K clients and P parameters it times fedlab's `h_ties`, `ties`, `conflict_scores`, `pairwise_cosine` on a
+For K clients and P parameters it times fedlab's `h_ties`, `ties` (fused by torch.compile from P = 2^23 where
+compiling works, `fedlab/aggregators/fused.py`; `h_ties_eager` / `ties_eager`: the eager block loop beside
+them; the first call's compile is outside the timing), `conflict_scores`, `pairwise_cosine` on a
 [K, P] float32 update matrix, a plain copy of the same K·P floats (the floor: any kernel must read them
 once), and a straightforward per-tensor implementation of each kernel over the same numbers split into
 LoRA-sized tensors (131,072 entries: r = 32 × 4096), as code that loops over a state dict would do.
 
     python benchmarks/kernels.py                      # K ∈ {4, 8, 16}, P ∈ {1M, 10M, 76M}
-    python benchmarks/kernels.py --ks 8 --sizes 10M   # the target point: h_ties ≤ 5×, ties ≤ 4× the copy (issue 15)
+    python benchmarks/kernels.py --ks 8 --sizes 10M   # the target point: h_ties ≤ 5×, ties ≤ 4× the copy (issues 15, 33)
     python benchmarks/kernels.py --device cuda --no-per-tensor   # on a GPU, against a device-to-device copy
 
 PEFT's `merge_utils.ties` (per tensor, as PEFT merges adapters) is timed beside fedlab's `ties` when peft
@@ -28,6 +30,7 @@ from _common import best_time, table  # noqa: E402
 
 from fedlab.aggregators import (  # noqa: E402
     conflict_scores,
+    fused,
     consensus_weights,
     h_ties,
     heterogeneity,
@@ -104,6 +107,16 @@ def peft_ties(chunks, density=0.2):
     return torch.cat([_ties(list(c), w, density) for c in chunks])
 
 
+def eager(kernel, tau):
+    """`kernel(tau)` with the fused path off, the process's choice restored after."""
+    before = fused.mode()
+    fused._STATE["mode"] = "off"
+    try:
+        return kernel(tau)
+    finally:
+        fused._STATE["mode"] = before
+
+
 def bench_point(k: int, p: int, rep: int, per_tensor: bool, names: list[str], device: str = "cpu") -> list[list]:
     tau = torch.randn(k, p, generator=torch.Generator().manual_seed(0)).to(device)
     sync = torch.cuda.synchronize if device.startswith("cuda") else None
@@ -111,6 +124,9 @@ def bench_point(k: int, p: int, rep: int, per_tensor: bool, names: list[str], de
     chunks = list(tau.split(CHUNK, dim=1))
     kernels = {"h_ties": (lambda: h_ties(tau), lambda: pt_h_ties(chunks)),
                "ties": (lambda: ties(tau), lambda: pt_ties(chunks)),
+               # the eager block loop, with the fused path (fedlab.aggregators.fused) switched off for the call
+               "h_ties_eager": (lambda: eager(h_ties, tau), None),
+               "ties_eager": (lambda: eager(ties, tau), None),
                "peft_ties": (lambda: peft_ties(chunks), None),
                "conflict_scores": (lambda: conflict_scores(tau), lambda: pt_conflict_scores(chunks)),
                "pairwise_cosine": (lambda: pairwise_cosine(tau), lambda: pt_pairwise_cosine(chunks))}
@@ -161,7 +177,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--no-per-tensor", action="store_true", help="skip the (slow) per-tensor baselines")
-    ap.add_argument("--kernels", default="h_ties,ties,peft_ties,conflict_scores,pairwise_cosine")
+    ap.add_argument("--kernels", default="h_ties,ties,h_ties_eager,ties_eager,peft_ties,conflict_scores,pairwise_cosine")
     ap.add_argument("--device", default="cpu", help="cpu or cuda (the copy is then device to device)")
     ap.add_argument("--path", choices=("auto", "blocked", "vectorised"), default="auto",
                     help="the trimming kernels' path: auto (blocked on the CPU, vectorised elsewhere) or forced")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from fedlab.aggregators import vectorised
+from fedlab.aggregators import fused, vectorised
 from fedlab.aggregators.basic import _keeps, _trim_block, pairwise_cosine, trimmed_blocks
 
 _BLOCK = 1 << 15   # columns per block of conflict_scores
@@ -91,6 +91,10 @@ def h_ties(tau: Tensor, *, r0: float = 1.0, delta: float = 0.2, rho: float = 1.1
     info = server_analysis(tau, r0=r0, delta=delta)
     w = info["w"].to(tau.dtype)
     w_col, w_total = w[:, None], float(w.sum())
+    if fused.wanted(tau):   # the trimming and merge passes as one compiled loop (fused.py)
+        out = fused.h_ties_merge(tau, _keeps(tau, info["retention"]), w, rho, eps,
+                                 w_total if denominator == "all" else None)
+        return (out, info) if diagnostics else out
     out = torch.empty(p, dtype=tau.dtype, device=tau.device)
     # one pass over column blocks of the trimmed updates (`trimmed_blocks`: no [K, P] copy is made), each
     # block finished while it is in cache: τ̂ = w_k · trimmed τ_k; the positive mass P_d (row by row into a
@@ -139,6 +143,8 @@ def ties(tau: Tensor, *, density: float = 0.2, weights: Tensor | None = None) ->
          else torch.as_tensor(weights, dtype=tau.dtype, device=tau.device).reshape(-1))
     if w.numel() != k:
         raise ValueError(f"weights has {w.numel()} entries for {k} clients")
+    if fused.wanted(tau):   # the trimming and merge passes as one compiled loop (fused.py)
+        return fused.ties_merge(tau, _keeps(tau, density), w)
     out = torch.empty(p, dtype=tau.dtype, device=tau.device)
     block = _trim_block(tau)
     width = min(p, block)

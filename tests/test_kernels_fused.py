@@ -1,0 +1,98 @@
+"""The fused (torch.compile) merge passes of h_ties and ties (fedlab/aggregators/fused.py, issue 33): the same
+numbers as the eager block loop, bit for bit, on updates with and without ties at the trimming threshold;
+the tie rule by hand; the mode switch."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from fedlab.aggregators import fused, h_ties, ties
+
+
+@pytest.fixture
+def mode():
+    """Set FEDLAB_FUSED_KERNELS for one test, the process's choice forgotten before and after."""
+    def set_mode(value: str):
+        fused.reset()
+        fused._STATE["mode"] = value
+    yield set_mode
+    fused.reset()
+
+
+def _updates() -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    dense = torch.randn(8, 40_003, generator=g)
+    return {
+        "dense": dense,
+        # a quarter-step grid: thousands of entries tie at every row's threshold (index order decides)
+        "ties at the threshold": (torch.randn(6, 30_011, generator=g) * 4).round() / 4,
+        # mostly zeros: rows whose kept count reaches into the zeros
+        "sparse": torch.where(torch.rand(5, 20_000, generator=g) < 0.9, 0.0, torch.randn(5, 20_000, generator=g)),
+    }
+
+
+def _both(fn, tau, mode):
+    mode("off")
+    eager = fn(tau)
+    mode("on")
+    if not fused.wanted(tau):
+        pytest.skip("torch.compile cannot build kernels on this machine (the eager kernels run instead)")
+    return eager, fn(tau)
+
+
+@pytest.mark.parametrize("name", list(_updates()))
+@pytest.mark.parametrize("kernel", ["h_ties", "h_ties all", "ties", "ties weighted", "ties keep all"])
+def test_the_fused_kernels_equal_the_eager_ones(name, kernel, mode):
+    """The same sign (or zero) at every coordinate and values within a relative 1e-6 (measured: at most 2.4e-7,
+    two float32 steps — the eager kernel's Σ_k w_k·x_k is a BLAS product with its own summation order);
+    bit for bit where every client weight is 1 (TIES unweighted: each product is exact)."""
+    tau = _updates()[name]
+    w = torch.linspace(0.5, 2.0, tau.shape[0])
+    fn = {"h_ties": lambda t: h_ties(t),
+          "h_ties all": lambda t: h_ties(t, denominator="all", r0=0.6, delta=0.3),
+          "ties": lambda t: ties(t, density=0.2),
+          "ties weighted": lambda t: ties(t, density=0.35, weights=w),
+          "ties keep all": lambda t: ties(t, density=1.0)}[kernel]
+    eager, got = _both(fn, tau, mode)
+    assert torch.equal(torch.sign(got), torch.sign(eager))
+    assert torch.allclose(got, eager, rtol=1e-6, atol=0.0), float(((got - eager).abs() / eager.abs()).nan_to_num().max())
+    if kernel in ("ties", "ties keep all"):
+        assert torch.equal(got, eager), f"{int((got != eager).sum())} of {got.numel()} coordinates differ"
+
+
+def test_a_row_that_keeps_nothing_contributes_nothing(mode):
+    tau = torch.randn(3, 5_000, generator=torch.Generator().manual_seed(1))
+    # H-TIES retention r_k = clip(r0 − δ·h_norm_k, 0, 1): r0 = 0.2, δ = 1 sends the most heterogeneous row to 0
+    eager, got = _both(lambda t: h_ties(t, r0=0.2, delta=1.0), tau, mode)
+    assert torch.equal(got, eager)
+
+
+def test_the_tie_rule_by_hand():
+    # row 0: |τ| = 3, 1, 1, 1, 0 — keep 2: the 3 and the first 1 (column 1), so cutoff = 2
+    # row 1: |τ| = 2, 5, 2, 0, 2 — keep 3: everything ≥ 2 is 4 entries, the three largest are 5 and the 2s at
+    #        columns 0 and 2; cutoff = 3
+    # row 2: keep 0: nothing, cutoff 0
+    tau = torch.tensor([[3.0, -1.0, 1.0, 1.0, 0.0], [2.0, -5.0, -2.0, 0.0, 2.0], [1.0, 2.0, 3.0, 4.0, 5.0]])
+    thr, cutoff = fused.keep_rule(tau, [2, 3, 0])
+    assert thr[:2, 0].tolist() == [1.0, 2.0]
+    assert cutoff[:, 0].tolist() == [2, 3, 0]
+    kept = fused._kept(tau, thr, cutoff)
+    assert kept.tolist() == [[3.0, -1.0, 0.0, 0.0, 0.0], [2.0, -5.0, -2.0, 0.0, 0.0], [0.0] * 5]
+
+
+def test_the_mode_is_one_clear_error_for_a_bad_value(monkeypatch):
+    fused.reset()
+    monkeypatch.setenv("FEDLAB_FUSED_KERNELS", "fast")
+    with pytest.raises(ValueError, match=r"FEDLAB_FUSED_KERNELS: 'fast' is not allowed; allowed: auto, on, off"):
+        fused.mode()
+    fused.reset()
+
+
+def test_auto_fuses_only_large_floating_updates(monkeypatch, mode):
+    mode("auto")
+    monkeypatch.setattr(fused, "_compiles", lambda: True)
+    assert not fused.wanted(torch.zeros(2, fused.MIN_P - 1))
+    assert fused.wanted(torch.zeros(2, fused.MIN_P))
+    assert not fused.wanted(torch.zeros(2, fused.MIN_P, dtype=torch.int32))
+    mode("off")
+    assert not fused.wanted(torch.zeros(2, fused.MIN_P))
