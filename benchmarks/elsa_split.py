@@ -1,7 +1,7 @@
 """ELSA's compute overheads, each as a ratio against a baseline measured in the same run (issue 13 item 9):
 
 1. count-sketch compress + decompress of [batch·seq, D] activations against a copy of the same floats
-   (target ≤ 5×), at the paper's ρ = 4.2 (Y = 3);
+   (target ≤ 5×), at the paper's ρ = 4.2 (Y = 3), on the eager products and on the fused gathers (issue 33);
 2. one split training step — client front → SS-OP → sketch → edge middle → sketch → client back + head, and the
    backward through the edge (straight-through), the edge's AdamW step included — against one step of the
    unsplit model on the same batch (target ≤ 1.5×, in-process).
@@ -21,13 +21,26 @@ from _common import best_time, table  # noqa: E402
 
 
 def bench_sketch(dim: int, rows: int, ratio: float, repeat: int) -> list[list]:
-    from fedlab.comm.sketch import sketch_for_ratio
+    """compress + decompress against a copy of the same floats, on the path fedlab takes by default at this D
+    (fused from FUSED_MIN_DIM on) and, beside it, on the other path: the eager products and the fused gathers
+    (issue 33; the compile is paid in the warm-up call, outside the timing)."""
+    from fedlab import compiled
+    from fedlab.comm.sketch import FUSED_MIN_DIM, sketch_for_ratio
 
     sk = sketch_for_ratio(dim, ratio, seed=0)
     x = torch.randn(rows, dim)
     copy = best_time(lambda: x.clone(), repeat)
-    both = best_time(lambda: sk.decompress(sk.compress(x)), repeat)
-    return [[f"sketch ρ={sk.ratio:.2f} [{rows}, {dim}] compress+decompress", both * 1e3, copy * 1e3, both / copy, "≤ 5×"]]
+    out = []
+    for path in ("eager", "fused"):
+        compiled.set_mode("off" if path == "eager" else "on")
+        if path == "fused" and not compiled.compiles():
+            continue
+        both = best_time(lambda: sk.decompress(sk.compress(x)), repeat)
+        default = (path == "fused") == (dim >= FUSED_MIN_DIM)
+        out.append([f"sketch ρ={sk.ratio:.2f} [{rows}, {dim}] compress+decompress, {path}"
+                    + (" (default)" if default else ""), both * 1e3, copy * 1e3, both / copy, "≤ 5×"])
+    compiled.set_mode(None)
+    return out
 
 
 def bench_step(model: str, batch: int, seq: int, repeat: int) -> list[list]:

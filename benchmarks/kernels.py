@@ -28,9 +28,9 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import best_time, table  # noqa: E402
 
+from fedlab import compiled  # noqa: E402
 from fedlab.aggregators import (  # noqa: E402
     conflict_scores,
-    fused,
     consensus_weights,
     h_ties,
     heterogeneity,
@@ -109,12 +109,12 @@ def peft_ties(chunks, density=0.2):
 
 def eager(kernel, tau):
     """`kernel(tau)` with the fused path off, the process's choice restored after."""
-    before = fused.mode()
-    fused._STATE["mode"] = "off"
+    before = compiled.mode()
+    compiled.set_mode("off")
     try:
         return kernel(tau)
     finally:
-        fused._STATE["mode"] = before
+        compiled.set_mode(before)
 
 
 def bench_point(k: int, p: int, rep: int, per_tensor: bool, names: list[str], device: str = "cpu") -> list[list]:

@@ -6,17 +6,15 @@ from __future__ import annotations
 import pytest
 import torch
 
+from fedlab import compiled
 from fedlab.aggregators import fused, h_ties, ties
 
 
 @pytest.fixture
 def mode():
-    """Set FEDLAB_FUSED_KERNELS for one test, the process's choice forgotten before and after."""
-    def set_mode(value: str):
-        fused.reset()
-        fused._STATE["mode"] = value
-    yield set_mode
-    fused.reset()
+    """Set FEDLAB_FUSED_KERNELS for one test, the process's choice forgotten after."""
+    yield compiled.set_mode
+    compiled.set_mode(None)
 
 
 def _updates() -> dict[str, torch.Tensor]:
@@ -81,18 +79,51 @@ def test_the_tie_rule_by_hand():
 
 
 def test_the_mode_is_one_clear_error_for_a_bad_value(monkeypatch):
-    fused.reset()
+    compiled.set_mode(None)
     monkeypatch.setenv("FEDLAB_FUSED_KERNELS", "fast")
     with pytest.raises(ValueError, match=r"FEDLAB_FUSED_KERNELS: 'fast' is not allowed; allowed: auto, on, off"):
-        fused.mode()
-    fused.reset()
+        compiled.mode()
+    compiled.set_mode(None)
 
 
 def test_auto_fuses_only_large_floating_updates(monkeypatch, mode):
     mode("auto")
-    monkeypatch.setattr(fused, "_compiles", lambda: True)
+    monkeypatch.setattr(compiled, "compiles", lambda: True)
     assert not fused.wanted(torch.zeros(2, fused.MIN_P - 1))
     assert fused.wanted(torch.zeros(2, fused.MIN_P))
     assert not fused.wanted(torch.zeros(2, fused.MIN_P, dtype=torch.int32))
     mode("off")
     assert not fused.wanted(torch.zeros(2, fused.MIN_P))
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_the_fused_count_sketch_equals_the_products(rows, mode):
+    """Decompress bit for bit (each output is one signed bucket value); compress within float32 rounding of
+    each bucket's sum (the same terms in index order; the product adds them in its own), checked against the
+    sum in float64."""
+    from fedlab.comm.sketch import CountSketch
+
+    sk = CountSketch(600, rows, 48, seed=3)
+    x = torch.randn(4, 25, 600, generator=torch.Generator().manual_seed(2))
+    mode("off")
+    s0 = sk.compress(x)
+    d0 = sk.decompress(s0)
+    mode("on")
+    if not sk._fused(x):
+        pytest.skip("torch.compile cannot build kernels on this machine (the products run instead)")
+    s1 = sk.compress(x)
+    assert torch.equal(sk.decompress(s0), d0)
+    exact = (x.double().reshape(-1, 600) @ sk._proj.double()).reshape(s0.shape)
+    scale = (x.abs().double().reshape(-1, 600) @ sk._proj.abs().double()).reshape(s0.shape)   # Σ |terms|
+    assert ((s1.double() - exact).abs() <= 1e-6 * scale + 1e-30).all()
+    assert torch.allclose(s1, s0, atol=1e-5, rtol=0)
+
+
+def test_the_count_sketch_stays_differentiable_with_fused_kernels_on(mode):
+    from fedlab.comm.sketch import CountSketch
+
+    mode("on")
+    sk = CountSketch(600, 3, 48, seed=3)
+    x = torch.randn(10, 600, requires_grad=True)
+    sk.decompress(sk.compress(x)).sum().backward()    # autograd inputs take the products
+    assert x.grad is not None and x.grad.abs().sum() > 0

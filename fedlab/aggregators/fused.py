@@ -17,70 +17,35 @@ within a relative 1e-6 of each coordinate's magnitude (`tests/test_kernels_fused
 decision (which sign wins, or zero) is the same wherever the sign-dominance ratio is not within float32
 rounding of ρ.
 
-When it is used (`mode()`, chosen once per process and logged on stderr): `FEDLAB_FUSED_KERNELS=auto` (the
-default) — floating τ with at least `MIN_P` (2^23) coordinates, when compiling works on this machine (the first call
-compiles: about 10–20 s on the CPU, once per process, dtype and device; the number of coordinates is a
+When it is used (`fedlab.compiled`, chosen once per process and logged on stderr): `FEDLAB_FUSED_KERNELS=auto`
+(the default) — floating τ with at least `MIN_P` (2^23) coordinates, when compiling works on this machine (the
+first call compiles: 4–10 s on the CPU, once per process, dtype and device; the number of coordinates is a
 symbolic size, so another model's P does not recompile); `off` — never; `on` — every floating τ (tests)."""
 from __future__ import annotations
 
-import os
-import sys
-
 import torch
 from torch import Tensor
+
+from fedlab import compiled
 
 # below this the compile (4–10 s once per process) does not pay for itself within a run: at P = 1.2M (FedProxy's
 # SmolLM2 proxy) the eager h_ties takes about 0.07 s a round; from 2^23 on (paper-scale updates) it saves
 # tenths of a second to seconds every round
 MIN_P = 1 << 23
-_STATE: dict = {}
-
-
-def mode() -> str:
-    """'auto' | 'on' | 'off' from FEDLAB_FUSED_KERNELS (read once per process), a bad value named in one line."""
-    if "mode" not in _STATE:
-        value = os.environ.get("FEDLAB_FUSED_KERNELS", "auto").strip().lower()
-        if value not in ("auto", "on", "off"):
-            raise ValueError(f"FEDLAB_FUSED_KERNELS: {value!r} is not allowed; allowed: auto, on, off")
-        _STATE["mode"] = value
-    return _STATE["mode"]
-
-
-def reset() -> None:
-    """Forget the mode and whether compiling works (tests)."""
-    _STATE.clear()
+_FNS: dict = {}
 
 
 def wanted(tau: Tensor) -> bool:
-    """Whether `h_ties` / `ties` take the fused path for this τ."""
-    m = mode()
-    if m == "off" or not tau.is_floating_point() or tau.dim() != 2 or tau.numel() == 0:
+    """Whether `h_ties` / `ties` take the fused path for this τ (`fedlab.compiled`: FEDLAB_FUSED_KERNELS)."""
+    if not tau.is_floating_point() or tau.dim() != 2 or tau.numel() == 0:
         return False
-    if m == "auto" and tau.shape[1] < MIN_P:
-        return False
-    return _compiles()
-
-
-def _compiles() -> bool:
-    """Compile-and-run a small instance once; the outcome (and why not) is logged once per process."""
-    if "ok" not in _STATE:
-        try:   # a function of its own: the kernels' first compile takes its size hints from a real τ
-            x = torch.tensor([[1.0, -2.0, 0.5], [-1.0, 3.0, 0.25]])
-            got = torch.compile(lambda t: (t.abs() > 0.3).to(t.dtype).mul(t).sum(0))(x)
-            _STATE["ok"] = bool(torch.equal(got, torch.tensor([0.0, 1.0, 0.5])))
-            why = "" if _STATE["ok"] else ": a compiled check gave wrong values"
-        except Exception as e:  # no compiler, an unsupported platform: the eager kernels run instead
-            _STATE["ok"], why = False, f": {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-        print(f"[fedlab] merging kernels: {'fused (torch.compile)' if _STATE['ok'] else 'eager' + why}",
-              file=sys.stderr)
-    return _STATE["ok"]
+    return compiled.wanted(tau.shape[1], MIN_P)
 
 
 def _compiled(name: str):
-    key = f"fn/{name}"
-    if key not in _STATE:
-        _STATE[key] = torch.compile(_h_ties_body if name == "h_ties" else _ties_body, dynamic=True)
-    return _STATE[key]
+    if name not in _FNS:
+        _FNS[name] = torch.compile(_h_ties_body if name == "h_ties" else _ties_body, dynamic=True)
+    return _FNS[name]
 
 
 def _kept(tau: Tensor, thr: Tensor, cutoff: Tensor) -> Tensor:

@@ -12,11 +12,51 @@ signed bucket matrix (one matrix product); `decompress` reads every row's estima
 blocks (s_y(i)·S[y, h_y(i)] = (S_y P_yᵀ)_i, one batched product) and takes their median (for Y = 3 by
 min/max, without a sort). The median is only homogeneous (f(a·x) = a·f(x)). Both are vectorised over any
 leading dimensions and differentiable; callers that want the paper's straight-through backward wrap them
-(fedlab.methods.elsa, fedlab.splitfed)."""
+(fedlab.methods.elsa, fedlab.splitfed).
+
+Fused passes (issue 33; `fedlab.compiled`, FEDLAB_FUSED_KERNELS): from D = `FUSED_MIN_DIM` on (BERT-base's
+768; not tiny-bert's 128 nor MiniLM's 384, whose recorded runs keep the products above), outside autograd, and
+for Y ∈ {1, 3}, both run as torch.compile'd gathers on the transposed activations ([D, N]: a whole row of
+the batch per index, so the generated loops are vectorised): compress sums each bucket's signed entries in
+index order (Sᵀ[y, z] = Σ_l sgn[y, z, l] · xᵀ[idx[y, z, l]] over the bucket's padded index list, no
+D × Y·Z product), equal to the product within float32 rounding of the bucket's sum (the same terms, which
+the product adds in its own order); decompress reads s_y(i)·Sᵀ[y, h_y(i)] directly and takes the median, bit
+for bit the product's (each of its outputs has one non-zero term). The two transposes are most of the cost
+left (benchmarks/README.md)."""
 from __future__ import annotations
 
 import torch
 from torch import Tensor
+
+from fedlab import compiled
+
+FUSED_MIN_DIM = 512
+_FNS: dict = {}
+
+
+def _compress_body(xt: Tensor, idx: Tensor, sgn: Tensor, width: int) -> Tensor:
+    """xᵀ [D, N] → Sᵀ [Y, Z, N]: Sᵀ[y, z] = Σ_{l < width} sgn[y, z, l] · xᵀ[idx[y, z, l]], added in l's order
+    (padding: sgn 0). The vectors run along N, contiguous, so the generated loop is vectorised."""
+    acc = sgn[:, :, 0, None] * xt[idx[:, :, 0]]
+    for j in range(1, width):
+        acc = acc + sgn[:, :, j, None] * xt[idx[:, :, j]]
+    return acc
+
+
+def _decompress_body(st: Tensor, buckets: Tensor, signs: Tensor, rows: int) -> Tensor:
+    """Sᵀ [Y, Z, N] → x̂ᵀ [D, N]: median over y of s_y(i)·Sᵀ[y, h_y(i)] (Y = 1: the one estimate; Y = 3:
+    max(min(a, b), min(max(a, b), c)))."""
+    a = signs[0][:, None] * st[0][buckets[0]]
+    if rows == 1:
+        return a
+    b, c = signs[1][:, None] * st[1][buckets[1]], signs[2][:, None] * st[2][buckets[2]]
+    return torch.maximum(torch.minimum(a, b), torch.minimum(torch.maximum(a, b), c))
+
+
+def _compiled(name: str):
+    if name not in _FNS:
+        _FNS[name] = torch.compile(_compress_body if name == "compress" else _decompress_body)
+    return _FNS[name]
 
 
 class CountSketch:
@@ -40,6 +80,7 @@ class CountSketch:
             proj[torch.arange(self.dim), flat[y]] = self.signs[y].float()
         self._proj = proj
         self._on: dict[tuple[torch.device, torch.dtype], tuple[Tensor, Tensor]] = {}
+        self._gather: dict[tuple[torch.device, torch.dtype], tuple[Tensor, ...]] = {}
 
     @property
     def ratio(self) -> float:
@@ -54,12 +95,38 @@ class CountSketch:
             self._on[key] = (p, p.T.reshape(self.rows, self.cols, self.dim).contiguous())
         return self._on[key]
 
+    def _gather_tables(self, like: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """For the fused passes, on `like`'s device and dtype: each bucket's entries as a padded index list
+        idx [Y, Z, L] with their signs sgn [Y, Z, L] (0 in the padding), and h [Y, D], s [Y, D]."""
+        key = (like.device, like.dtype)
+        if key not in self._gather:
+            width = max(1, int(max(torch.bincount(self.buckets[y], minlength=self.cols).max() for y in range(self.rows))))
+            idx = torch.zeros(self.rows, self.cols, width, dtype=torch.long)
+            sgn = torch.zeros(self.rows, self.cols, width)
+            for y in range(self.rows):
+                fill = [0] * self.cols
+                for i, z in enumerate(self.buckets[y].tolist()):    # index order within each bucket
+                    idx[y, z, fill[z]], sgn[y, z, fill[z]] = i, float(self.signs[y, i])
+                    fill[z] += 1
+            self._gather[key] = (idx.to(like.device), sgn.to(like.device, like.dtype),
+                                 self.buckets.to(like.device), self.signs.to(like.device, like.dtype))
+        return self._gather[key]
+
+    def _fused(self, t: Tensor) -> bool:
+        """Whether this call takes the fused pass (module docstring)."""
+        return (self.rows in (1, 3) and t.is_floating_point() and not (torch.is_grad_enabled() and t.requires_grad)
+                and compiled.wanted(self.dim, FUSED_MIN_DIM))
+
     def compress(self, x: Tensor) -> Tensor:
         """x[..., D] → S[..., Y, Z] (Eq. 12)."""
         if x.shape[-1] != self.dim:
             raise ValueError(f"CountSketch.compress: last dimension {x.shape[-1]} != dim {self.dim}")
-        proj, _ = self._tables(x)
         lead = x.shape[:-1]
+        if self._fused(x):
+            idx, sgn, _, _ = self._gather_tables(x)
+            st = _compiled("compress")(x.reshape(-1, self.dim).t().contiguous(), idx, sgn, idx.shape[-1])
+            return st.permute(2, 0, 1).reshape(*lead, self.rows, self.cols)
+        proj, _ = self._tables(x)
         return (x.reshape(-1, self.dim) @ proj).reshape(*lead, self.rows, self.cols)
 
     def decompress(self, s: Tensor) -> Tensor:
@@ -67,9 +134,13 @@ class CountSketch:
         if tuple(s.shape[-2:]) != (self.rows, self.cols):
             raise ValueError(f"CountSketch.decompress: trailing shape {tuple(s.shape[-2:])} != "
                              f"(rows, cols) = ({self.rows}, {self.cols})")
-        _, blocks = self._tables(s)
         lead = s.shape[:-2]
         flat = s.reshape(-1, self.rows, self.cols)
+        if self._fused(s):
+            _, _, h, sg = self._gather_tables(s)
+            xt = _compiled("decompress")(flat.permute(1, 2, 0).contiguous(), h, sg, self.rows)
+            return xt.t().reshape(*lead, self.dim)
+        _, blocks = self._tables(s)
         picked = torch.einsum("nyz,yzd->nyd", flat, blocks)                                  # [N, Y, D]
         if self.rows == 1:
             est = picked[:, 0]
