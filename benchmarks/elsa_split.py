@@ -31,15 +31,17 @@ def bench_sketch(dim: int, rows: int, ratio: float, repeat: int) -> list[list]:
     x = torch.randn(rows, dim)
     copy = best_time(lambda: x.clone(), repeat)
     out = []
-    for path in ("eager", "fused"):
-        compiled.set_mode("off" if path == "eager" else "on")
-        if path == "fused" and not compiled.compiles():
-            continue
-        both = best_time(lambda: sk.decompress(sk.compress(x)), repeat)
-        default = (path == "fused") == (dim >= FUSED_MIN_DIM)
-        out.append([f"sketch ρ={sk.ratio:.2f} [{rows}, {dim}] compress+decompress, {path}"
-                    + (" (default)" if default else ""), both * 1e3, copy * 1e3, both / copy, "≤ 5×"])
-    compiled.set_mode(None)
+    try:
+        for path in ("eager", "fused"):
+            compiled.set_mode("off" if path == "eager" else "on")
+            if path == "fused" and not compiled.compiles():
+                continue
+            both = best_time(lambda: sk.decompress(sk.compress(x)), repeat)
+            default = (path == "fused") == (dim >= FUSED_MIN_DIM)
+            out.append([f"sketch ρ={sk.ratio:.2f} [{rows}, {dim}] compress+decompress, {path}"
+                        + (" (default)" if default else ""), both * 1e3, copy * 1e3, both / copy, "≤ 5×"])
+    finally:
+        compiled.set_mode(None)
     return out
 
 

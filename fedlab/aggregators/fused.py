@@ -37,9 +37,9 @@ _FNS: dict = {}
 
 def wanted(tau: Tensor) -> bool:
     """Whether `h_ties` / `ties` take the fused path for this τ (`fedlab.compiled`: FEDLAB_FUSED_KERNELS)."""
-    if not tau.is_floating_point() or tau.dim() != 2 or tau.numel() == 0:
+    if tau.dim() != 2 or tau.numel() == 0:
         return False
-    return compiled.wanted(tau.shape[1], MIN_P)
+    return compiled.wanted(tau, tau.shape[1], MIN_P)
 
 
 def _compiled(name: str):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from fedlab import compiled
 from fedlab.aggregators import fused, vectorised
 from fedlab.aggregators.basic import _keeps, _trim_block, pairwise_cosine, trimmed_blocks
 
@@ -90,11 +91,21 @@ def h_ties(tau: Tensor, *, r0: float = 1.0, delta: float = 0.2, rho: float = 1.1
         return (tau.new_zeros(p), server_analysis(tau, r0=r0, delta=delta)) if diagnostics else tau.new_zeros(p)
     info = server_analysis(tau, r0=r0, delta=delta)
     w = info["w"].to(tau.dtype)
-    w_col, w_total = w[:, None], float(w.sum())
+    w_total = float(w.sum())
     if fused.wanted(tau):   # the trimming and merge passes as one compiled loop (fused.py)
-        out = fused.h_ties_merge(tau, _keeps(tau, info["retention"]), w, rho, eps,
-                                 w_total if denominator == "all" else None)
+        out = compiled.run_or_fall_back(
+            "h_ties", lambda: fused.h_ties_merge(tau, _keeps(tau, info["retention"]), w, rho, eps,
+                                                 w_total if denominator == "all" else None),
+            lambda: _h_ties_blocks(tau, info, w, rho, eps, denominator))
         return (out, info) if diagnostics else out
+    out = _h_ties_blocks(tau, info, w, rho, eps, denominator)
+    return (out, info) if diagnostics else out
+
+
+def _h_ties_blocks(tau: Tensor, info: dict, w: Tensor, rho: float, eps: float, denominator: str) -> Tensor:
+    """h_ties' eager block loop (the reference the fused path is checked against)."""
+    k, p = tau.shape
+    w_col, w_total = w[:, None], float(w.sum())
     out = torch.empty(p, dtype=tau.dtype, device=tau.device)
     # one pass over column blocks of the trimmed updates (`trimmed_blocks`: no [K, P] copy is made), each
     # block finished while it is in cache: τ̂ = w_k · trimmed τ_k; the positive mass P_d (row by row into a
@@ -129,7 +140,7 @@ def h_ties(tau: Tensor, *, r0: float = 1.0, delta: float = 0.2, rho: float = 1.1
         torch.where(pos_wins & (w_pos > 0), pm / torch.where(w_pos > 0, w_pos, one),
                     torch.where(neg_wins & (w_neg > 0), -nm / torch.where(w_neg > 0, w_neg, one), torch.zeros_like(pm)),
                     out=out[a:b])
-    return (out, info) if diagnostics else out
+    return out
 
 
 def ties(tau: Tensor, *, density: float = 0.2, weights: Tensor | None = None) -> Tensor:
@@ -144,7 +155,14 @@ def ties(tau: Tensor, *, density: float = 0.2, weights: Tensor | None = None) ->
     if w.numel() != k:
         raise ValueError(f"weights has {w.numel()} entries for {k} clients")
     if fused.wanted(tau):   # the trimming and merge passes as one compiled loop (fused.py)
-        return fused.ties_merge(tau, _keeps(tau, density), w)
+        return compiled.run_or_fall_back("ties", lambda: fused.ties_merge(tau, _keeps(tau, density), w),
+                                         lambda: _ties_blocks(tau, density, w))
+    return _ties_blocks(tau, density, w)
+
+
+def _ties_blocks(tau: Tensor, density: float, w: Tensor) -> Tensor:
+    """ties' eager block loop (the reference the fused path is checked against)."""
+    k, p = tau.shape
     out = torch.empty(p, dtype=tau.dtype, device=tau.device)
     block = _trim_block(tau)
     width = min(p, block)

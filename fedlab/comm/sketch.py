@@ -15,14 +15,15 @@ leading dimensions and differentiable; callers that want the paper's straight-th
 (fedlab.methods.elsa, fedlab.splitfed).
 
 Fused passes (issue 33; `fedlab.compiled`, FEDLAB_FUSED_KERNELS): from D = `FUSED_MIN_DIM` on (BERT-base's
-768; not tiny-bert's 128 nor MiniLM's 384, whose recorded runs keep the products above), outside autograd, and
-for Y ∈ {1, 3}, both run as torch.compile'd gathers on the transposed activations ([D, N]: a whole row of
-the batch per index, so the generated loops are vectorised): compress sums each bucket's signed entries in
-index order (Sᵀ[y, z] = Σ_l sgn[y, z, l] · xᵀ[idx[y, z, l]] over the bucket's padded index list, no
-D × Y·Z product), equal to the product within float32 rounding of the bucket's sum (the same terms, which
-the product adds in its own order); decompress reads s_y(i)·Sᵀ[y, h_y(i)] directly and takes the median, bit
-for bit the product's (each of its outputs has one non-zero term). The two transposes are most of the cost
-left (benchmarks/README.md)."""
+768; not tiny-bert's 128 nor MiniLM's 384, whose recorded runs keep the products above), outside autograd, for
+Y ∈ {1, 3}, in float32 or float64 on the CPU, both run as torch.compile'd gathers on the transposed
+activations ([D, N]: a whole row of the batch per index, so the generated loops are vectorised). Compress sums
+the signed entries of each bucket (Sᵀ[y, z] = Σ_l sgn[y, z, l] · xᵀ[idx[y, z, l]] over the bucket's padded
+index list, no D × Y·Z product): equal to the product within float32 rounding of the bucket's sum (the same
+terms, which each adds in its own order). Decompress reads s_y(i)·Sᵀ[y, h_y(i)] directly and takes the
+median: bit for bit the product's (each of its outputs has one non-zero term). Both return contiguous
+[..., Y, Z] / [..., D] tensors, as the products do; the two transposes are most of the cost left
+(benchmarks/README.md)."""
 from __future__ import annotations
 
 import torch
@@ -36,7 +37,8 @@ _FNS: dict = {}
 
 def _compress_body(xt: Tensor, idx: Tensor, sgn: Tensor, width: int) -> Tensor:
     """xᵀ [D, N] → Sᵀ [Y, Z, N]: Sᵀ[y, z] = Σ_{l < width} sgn[y, z, l] · xᵀ[idx[y, z, l]], added in l's order
-    (padding: sgn 0). The vectors run along N, contiguous, so the generated loop is vectorised."""
+    over each bucket's padded index list (padding: sgn 0). Written out term by term: the generated loop then
+    runs along N, contiguous and vectorised (as one `.sum` over l it was 3× slower than the products)."""
     acc = sgn[:, :, 0, None] * xt[idx[:, :, 0]]
     for j in range(1, width):
         acc = acc + sgn[:, :, j, None] * xt[idx[:, :, j]]
@@ -96,38 +98,42 @@ class CountSketch:
         return self._on[key]
 
     def _gather_tables(self, like: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """For the fused passes, on `like`'s device and dtype: each bucket's entries as a padded index list
-        idx [Y, Z, L] with their signs sgn [Y, Z, L] (0 in the padding), and h [Y, D], s [Y, D]."""
-        key = (like.device, like.dtype)
-        if key not in self._gather:
-            width = max(1, int(max(torch.bincount(self.buckets[y], minlength=self.cols).max() for y in range(self.rows))))
+        """For the fused passes, on `like`'s dtype: each bucket's entries as a padded index list idx [Y, Z, L]
+        (index order within a bucket) with their signs sgn [Y, Z, L] (0 in the padding), and h [Y, D], s [Y, D]."""
+        if like.dtype not in self._gather:
+            order = torch.argsort(self.buckets, dim=1, stable=True)                     # [Y, D] by bucket, then index
+            sorted_buckets = torch.gather(self.buckets, 1, order)
+            counts = torch.stack([torch.bincount(self.buckets[y], minlength=self.cols) for y in range(self.rows)])
+            starts = torch.cumsum(counts, dim=1) - counts                                 # [Y, Z]
+            slot = torch.arange(self.dim)[None, :] - torch.gather(starts, 1, sorted_buckets)   # place within the bucket
+            # the longest bucket, rounded up to a multiple of 8: the compiled loop is written out to this width,
+            # so sketches of other seeds (each ELSA link has its own) mostly share one compiled graph
+            width = -(-max(1, int(counts.max())) // 8) * 8
             idx = torch.zeros(self.rows, self.cols, width, dtype=torch.long)
-            sgn = torch.zeros(self.rows, self.cols, width)
-            for y in range(self.rows):
-                fill = [0] * self.cols
-                for i, z in enumerate(self.buckets[y].tolist()):    # index order within each bucket
-                    idx[y, z, fill[z]], sgn[y, z, fill[z]] = i, float(self.signs[y, i])
-                    fill[z] += 1
-            self._gather[key] = (idx.to(like.device), sgn.to(like.device, like.dtype),
-                                 self.buckets.to(like.device), self.signs.to(like.device, like.dtype))
-        return self._gather[key]
+            sgn = torch.zeros(self.rows, self.cols, width, dtype=like.dtype)
+            rows = torch.arange(self.rows)[:, None].expand_as(order)
+            idx[rows, sorted_buckets, slot] = order
+            sgn[rows, sorted_buckets, slot] = torch.gather(self.signs, 1, order).to(like.dtype)
+            self._gather[like.dtype] = (idx, sgn, self.buckets, self.signs.to(like.dtype))
+        return self._gather[like.dtype]
 
     def _fused(self, t: Tensor) -> bool:
         """Whether this call takes the fused pass (module docstring)."""
-        return (self.rows in (1, 3) and t.is_floating_point() and not (torch.is_grad_enabled() and t.requires_grad)
-                and compiled.wanted(self.dim, FUSED_MIN_DIM))
+        return (self.rows in (1, 3) and not (torch.is_grad_enabled() and t.requires_grad)
+                and compiled.wanted(t, self.dim, FUSED_MIN_DIM))
 
     def compress(self, x: Tensor) -> Tensor:
         """x[..., D] → S[..., Y, Z] (Eq. 12)."""
         if x.shape[-1] != self.dim:
             raise ValueError(f"CountSketch.compress: last dimension {x.shape[-1]} != dim {self.dim}")
         lead = x.shape[:-1]
+        eager = lambda: (x.reshape(-1, self.dim) @ self._tables(x)[0]).reshape(*lead, self.rows, self.cols)
         if self._fused(x):
             idx, sgn, _, _ = self._gather_tables(x)
-            st = _compiled("compress")(x.reshape(-1, self.dim).t().contiguous(), idx, sgn, idx.shape[-1])
-            return st.permute(2, 0, 1).reshape(*lead, self.rows, self.cols)
-        proj, _ = self._tables(x)
-        return (x.reshape(-1, self.dim) @ proj).reshape(*lead, self.rows, self.cols)
+            fused = lambda: (_compiled("compress")(x.reshape(-1, self.dim).t().contiguous(), idx, sgn, idx.shape[-1])
+                             .permute(2, 0, 1).contiguous().reshape(*lead, self.rows, self.cols))
+            return compiled.run_or_fall_back("count sketch compress", fused, eager)
+        return eager()
 
     def decompress(self, s: Tensor) -> Tensor:
         """S[..., Y, Z] → x̂[..., D] (Eq. 13: the median over rows of the signed bucket values)."""
@@ -138,9 +144,14 @@ class CountSketch:
         flat = s.reshape(-1, self.rows, self.cols)
         if self._fused(s):
             _, _, h, sg = self._gather_tables(s)
-            xt = _compiled("decompress")(flat.permute(1, 2, 0).contiguous(), h, sg, self.rows)
-            return xt.t().reshape(*lead, self.dim)
-        _, blocks = self._tables(s)
+            fused = lambda: (_compiled("decompress")(flat.permute(1, 2, 0).contiguous(), h, sg, self.rows)
+                             .t().contiguous().reshape(*lead, self.dim))
+            return compiled.run_or_fall_back("count sketch decompress", fused, lambda: self._decompress_products(flat, lead))
+        return self._decompress_products(flat, lead)
+
+    def _decompress_products(self, flat: Tensor, lead) -> Tensor:
+        """Eq. 13 with the transposed row blocks (one batched product) and the median over rows."""
+        _, blocks = self._tables(flat)
         picked = torch.einsum("nyz,yzd->nyd", flat, blocks)                                  # [N, Y, D]
         if self.rows == 1:
             est = picked[:, 0]
