@@ -44,7 +44,7 @@ def preflight(cfg: ExperimentConfig) -> None:
     from fedlab import registry
 
     if cfg.backend.server_devices > 1:
-        from fedlab.objectives.server_fit import check_server_devices, check_server_method
+        from fedlab.objectives.server_devices import check_server_devices, check_server_method
 
         check_server_method(cfg)
         check_server_devices(cfg)

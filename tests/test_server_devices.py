@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from fedlab.config import ConfigError, load_config
-from fedlab.objectives.server_fit import RankSlice, check_server_devices, fit_shuffled
+from fedlab.objectives.server_devices import check_server_devices
+from fedlab.objectives.server_fit import RankSlice, fit_shuffled
 
 
 def _cfg(devices: int, batch: int = 8):

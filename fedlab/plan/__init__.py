@@ -11,7 +11,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import asdict, dataclass
 
-from fedlab.objectives.server_fit import check_server_devices, check_server_method, server_fits
+from fedlab.objectives.server_devices import check_server_devices, check_server_method, server_fits
 from fedlab.plan.memory import DTYPES, blocks_of, build_meta, devices_needed, gib, set_blocks, training_memory
 from fedlab.plan.roles import Role, architecture, roles
 

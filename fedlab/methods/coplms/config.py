@@ -10,7 +10,7 @@ class CoPLMsConfig(MethodConfig):
     """Co-PLMs (paper 004, SPEC.md §5): model.name is the server's LLM, model.clients the devices' SLMs; the
     distilled proxy model (DPM) shares the LLM's tokenizer and lives on every device beside its SLM."""
     name: str = "coplms"
-    server_fits: ClassVar[bool] = True    # its server trains a model: backend.server_devices applies (objectives/server_fit.py)
+    server_fits: ClassVar[bool] = True    # its server trains a model: backend.server_devices applies (objectives/server_devices.py)
     heterogeneous_clients: ClassVar[bool] = True   # SLMs of any architecture: only the DPM's LoRA is averaged
 
     # the DPM (§5.1)

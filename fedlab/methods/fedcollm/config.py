@@ -10,7 +10,7 @@ class FedCoLLMConfig(MethodConfig):
     """model.name is the server's LLM, model.clients the devices' SLMs (any architectures)."""
     name: str = "fedcollm"
     heterogeneous_clients: ClassVar[bool] = True
-    server_fits: ClassVar[bool] = True    # its server trains a model: backend.server_devices applies (objectives/server_fit.py)
+    server_fits: ClassVar[bool] = True    # its server trains a model: backend.server_devices applies (objectives/server_devices.py)
 
     topk: int = 16                   # K of the pooled KL between the LLM and an SLM
     alpha: float = 0.5               # the SLM's loss: α·KL(LLM → SLM) + (1 − α)·CE on the server's data

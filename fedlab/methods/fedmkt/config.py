@@ -10,7 +10,7 @@ class FedMKTConfig(MethodConfig):
     """FedMKT (paper 001, SPEC.md §2): model.name is the server's LLM, model.clients the clients' SLMs."""
     name: str = "fedmkt"
     heterogeneous_clients: ClassVar[bool] = True   # logits cross the wire, not weights
-    server_fits: ClassVar[bool] = True    # its server trains a model: backend.server_devices applies (objectives/server_fit.py)
+    server_fits: ClassVar[bool] = True    # its server trains a model: backend.server_devices applies (objectives/server_devices.py)
 
     topk: int = 16                   # K: top-K logits per position in a knowledge message
     lam: float = 0.9                 # λ of L2 / L3: λ·CE(labels) + (1 − λ)·CE(student, teacher)
