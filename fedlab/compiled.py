@@ -3,8 +3,9 @@
 
 `FEDLAB_FUSED_KERNELS`: `auto` (the default: each kernel fuses from its own size on, where the one-off compile
 pays for itself, if compiling works on this machine), `on` (every size: tests), `off` (the eager kernels
-only). Fused kernels run on the CPU, in float32 and float64, only. Compiling is checked once per process by compiling and running a small function; when it fails (no C++
-compiler, an unsupported platform) the eager kernels run and the log line says why."""
+only). Fused kernels run on the CPU, in float32 and float64, only. Compiling is checked once per process by
+compiling and running a small function; when it fails (no C++ compiler, an unsupported platform) the eager
+kernels run and the log line says why."""
 from __future__ import annotations
 
 import os

@@ -167,6 +167,14 @@ def _thresholds(tau: Tensor, counts: list[int], block: int, sample: int | None =
     return thr, n_ge, n_gt
 
 
+def row_thresholds(tau: Tensor, counts: list[int], block: int | None = None):
+    """Per row the counts[i]-th largest |value| and how many entries are ≥ and > it: `vectorised.thresholds`
+    where that path is wanted (accelerators), `_thresholds` over column blocks of `block` otherwise."""
+    if vectorised.wanted(tau):
+        return vectorised.thresholds(tau, counts)
+    return _thresholds(tau, counts, block or _trim_block(tau))
+
+
 def trimmed_blocks(tau: Tensor, counts: list[int], block: int | None = None):
     """Yield (a, b, trimmed τ[:, a:b]) over column blocks: per row the counts[i] entries of largest |value|
     kept (ties at the threshold: lower index first), the rest zero — `magnitude_trim` a block at a time,
@@ -174,7 +182,7 @@ def trimmed_blocks(tau: Tensor, counts: list[int], block: int | None = None):
     yielded block is a reused buffer: read or modify it before asking for the next."""
     k_rows, p = tau.shape
     block = block or _trim_block(tau)
-    thr, n_ge, n_gt = vectorised.thresholds(tau, counts) if vectorised.wanted(tau) else _thresholds(tau, counts, block)
+    thr, n_ge, n_gt = row_thresholds(tau, counts, block)
     floating = tau.is_floating_point()
     if floating:       # |x| ≥ t  ⇔  |x| > the largest float below t
         below = torch.nextafter(thr, torch.zeros_like(thr))[:, None]

@@ -1,10 +1,10 @@
 """Fused merge passes of `h_ties` and `ties` (issue 33): the trimming mask, the client weights, the reductions
 over clients and the per-coordinate decision of SPEC §1.4 / §1.6 written as one function of the whole [K, P]
-update matrix and handed to `torch.compile`, which generates one loop over the coordinates with the K clients
-reduced inside it (C++/OpenMP on the CPU, Triton on a GPU). τ is read once after the thresholds are known,
+update matrix and handed to `torch.compile`, which generates one C++/OpenMP loop over the coordinates with the K
+clients reduced inside it (CPU float32/float64 only: `fedlab.compiled`). τ is read once after the thresholds are known,
 where the eager block loop (`merging.h_ties`) runs about a dozen torch operations per block, each one more pass.
 
-What is fused: given the per-row trimming threshold (`basic._thresholds`, unchanged), the rest of the kernel.
+What is fused: given the per-row trimming threshold (`basic.row_thresholds`, unchanged), the rest of the kernel.
 The threshold's selection pass stays eager. A row with more entries at its threshold than it may keep keeps
 the lowest-indexed of them (`basic.trimmed_blocks`); that is element-wise once the column of its last kept
 tied entry is known (`keep_rule`: one extra pass over such rows only, which at P = 10M float32 entries happen
@@ -19,8 +19,8 @@ rounding of ρ.
 
 When it is used (`fedlab.compiled`, chosen once per process and logged on stderr): `FEDLAB_FUSED_KERNELS=auto`
 (the default) — floating τ with at least `MIN_P` (2^23) coordinates, when compiling works on this machine (the
-first call compiles: 4–10 s on the CPU, once per process, dtype and device; the number of coordinates is a
-symbolic size, so another model's P does not recompile); `off` — never; `on` — every floating τ (tests)."""
+first call compiles: 4–10 s, once per process and dtype; the number of coordinates is a
+symbolic size, so another model's P does not recompile); `off` — never; `on` — every size (tests)."""
 from __future__ import annotations
 
 import torch
@@ -93,12 +93,10 @@ def keep_rule(tau: Tensor, counts: list[int]) -> tuple[Tensor, Tensor]:
     counts[k] entries of largest |value|, ties at the threshold to the lower indices (as `basic.trimmed_blocks`):
     |τ_k[d]| > thr_k, or = thr_k at d < cutoff_k. cutoff_k = P where every tied entry fits, the column after
     the last one kept where more tie than fit, 0 for a row that keeps nothing."""
-    from fedlab.aggregators import vectorised
-    from fedlab.aggregators.basic import _thresholds, _trim_block
+    from fedlab.aggregators.basic import row_thresholds
 
     k_rows, p = tau.shape
-    thr, n_ge, n_gt = (vectorised.thresholds(tau, counts) if vectorised.wanted(tau)
-                       else _thresholds(tau, counts, _trim_block(tau)))
+    thr, n_ge, n_gt = row_thresholds(tau, counts)
     cutoff = torch.full((k_rows,), p, dtype=torch.long)
     for i, c in enumerate(counts):
         if c <= 0:

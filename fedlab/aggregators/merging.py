@@ -91,14 +91,13 @@ def h_ties(tau: Tensor, *, r0: float = 1.0, delta: float = 0.2, rho: float = 1.1
         return (tau.new_zeros(p), server_analysis(tau, r0=r0, delta=delta)) if diagnostics else tau.new_zeros(p)
     info = server_analysis(tau, r0=r0, delta=delta)
     w = info["w"].to(tau.dtype)
-    w_total = float(w.sum())
+    eager = lambda: _h_ties_blocks(tau, info, w, rho, eps, denominator)
     if fused.wanted(tau):   # the trimming and merge passes as one compiled loop (fused.py)
         out = compiled.run_or_fall_back(
             "h_ties", lambda: fused.h_ties_merge(tau, _keeps(tau, info["retention"]), w, rho, eps,
-                                                 w_total if denominator == "all" else None),
-            lambda: _h_ties_blocks(tau, info, w, rho, eps, denominator))
-        return (out, info) if diagnostics else out
-    out = _h_ties_blocks(tau, info, w, rho, eps, denominator)
+                                                 float(w.sum()) if denominator == "all" else None), eager)
+    else:
+        out = eager()
     return (out, info) if diagnostics else out
 
 
@@ -154,10 +153,10 @@ def ties(tau: Tensor, *, density: float = 0.2, weights: Tensor | None = None) ->
          else torch.as_tensor(weights, dtype=tau.dtype, device=tau.device).reshape(-1))
     if w.numel() != k:
         raise ValueError(f"weights has {w.numel()} entries for {k} clients")
+    eager = lambda: _ties_blocks(tau, density, w)
     if fused.wanted(tau):   # the trimming and merge passes as one compiled loop (fused.py)
-        return compiled.run_or_fall_back("ties", lambda: fused.ties_merge(tau, _keeps(tau, density), w),
-                                         lambda: _ties_blocks(tau, density, w))
-    return _ties_blocks(tau, density, w)
+        return compiled.run_or_fall_back("ties", lambda: fused.ties_merge(tau, _keeps(tau, density), w), eager)
+    return eager()
 
 
 def _ties_blocks(tau: Tensor, density: float, w: Tensor) -> Tensor:

@@ -82,7 +82,7 @@ class CountSketch:
             proj[torch.arange(self.dim), flat[y]] = self.signs[y].float()
         self._proj = proj
         self._on: dict[tuple[torch.device, torch.dtype], tuple[Tensor, Tensor]] = {}
-        self._gather: dict[tuple[torch.device, torch.dtype], tuple[Tensor, ...]] = {}
+        self._gather: dict[torch.dtype, tuple[Tensor, ...]] = {}     # the fused passes' tables (CPU only)
 
     @property
     def ratio(self) -> float:
