@@ -13,15 +13,18 @@ import sys
 
 import torch
 
+from fedlab.validation import ConfigError
+
 _STATE: dict = {}
 
 
 def mode() -> str:
-    """'auto' | 'on' | 'off' from FEDLAB_FUSED_KERNELS (read once per process), a bad value named in one line."""
+    """'auto' | 'on' | 'off' from FEDLAB_FUSED_KERNELS (read once per process), a bad value named in one line
+    (a ConfigError: the run's preflight asks first, so a bad value stops a run before it starts)."""
     if "mode" not in _STATE:
         value = os.environ.get("FEDLAB_FUSED_KERNELS", "auto").strip().lower()
         if value not in ("auto", "on", "off"):
-            raise ValueError(f"FEDLAB_FUSED_KERNELS: {value!r} is not allowed; allowed: auto, on, off")
+            raise ConfigError(f"FEDLAB_FUSED_KERNELS: {value!r} is not allowed; allowed: auto, on, off")
         _STATE["mode"] = value
     return _STATE["mode"]
 

@@ -25,6 +25,9 @@ def preflight(cfg: ExperimentConfig) -> None:
         raise ConfigError(f"numerics: {cfg.numerics!r} is not this process's mode ({numerics.mode()!r}: it is fixed "
                           f"before torch loads); start Python with {numerics.ENV}={cfg.numerics} (`fedlab run` "
                           "does this itself)")
+    from fedlab import compiled
+
+    compiled.mode()          # FEDLAB_FUSED_KERNELS: a bad value is one line here, not a traceback mid-run
     if cfg.backend.name == "ray":
         from fedlab.runtime.cluster import check_address
 

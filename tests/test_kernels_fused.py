@@ -87,6 +87,20 @@ def test_the_mode_is_one_clear_error_for_a_bad_value(monkeypatch):
     compiled.set_mode(None)
 
 
+def test_a_bad_value_stops_a_run_in_its_preflight(monkeypatch):
+    """Not a traceback at the first aggregation: the run's preflight reads the mode and refuses in one line."""
+    from fedlab.config import ConfigError, load_config
+    from fedlab.experiment import preflight
+
+    compiled.set_mode(None)
+    monkeypatch.setenv("FEDLAB_FUSED_KERNELS", "fast")
+    try:
+        with pytest.raises(ConfigError, match=r"^FEDLAB_FUSED_KERNELS: 'fast' is not allowed; allowed: auto, on, off$"):
+            preflight(load_config("experiments/coplms/hetero.yaml", []))
+    finally:
+        compiled.set_mode(None)
+
+
 def test_auto_fuses_only_large_floating_updates(monkeypatch, mode):
     mode("auto")
     monkeypatch.setattr(compiled, "compiles", lambda: True)
