@@ -307,6 +307,10 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
         if p.key.endswith(("/fedavg", "/fedprox", "/fedams")):
             assert m.grouping == "nearest" and m.aggregation == "sizes"
         assert (m.prox_mu > 0) == p.key.endswith("/fedprox") and (m.server_opt == "amsgrad") == p.key.endswith("/fedams")
+        # every row carries Adam's moments (the budget); only FedCAda adds its correction γ
+        assert m.client_opt == "fedcada" and (m.fedcada_gamma > 0) == p.key.endswith("/fedcada")
+        if p.key.startswith("cal/"):        # the centralized client takes the federation's steps of a round
+            assert m.rho_steps == (40 if p.key.endswith("/central/reference") else 2)
         if p.key.startswith("trust/"):      # the trust step alone: warm-up, fingerprints, no training round
             assert cfg.federation.rounds == 0 and m.warmup_steps == int(p.key.split("/w")[1])
         if p.key.startswith("t3/"):
@@ -364,3 +368,20 @@ def test_fedcada_same_numbers_on_both_backends(bert_home, tmp_path):
         ray.shutdown()
     keys = [k for k in a.final if k.startswith(("acc/", "loss/task"))]
     assert keys and {k: a.final[k] for k in keys} == {k: b.final[k] for k in keys}
+
+
+def test_fedavgm_server_step_by_hand():
+    from fedlab.methods.elsa.method import Elsa
+
+    m = types.SimpleNamespace(server_opt="momentum", server_betas=(0.5, 0.99), server_eps=1e-3, server_lr=1.0)
+    e = Elsa.__new__(Elsa)
+    e.cfg = types.SimpleNamespace(method=m)
+    e.server = {"m": None, "v": None, "vhat": None}
+    e.global_state = {"w": torch.tensor([0.0, 1.0])}
+    out = e.server_step({"w": torch.tensor([1.0, 1.0])})
+    # Δ = (1, 0): m = Δ, θ + m = the average itself on the first round
+    torch.testing.assert_close(out["w"], torch.tensor([1.0, 1.0]))
+    e.global_state = out
+    out2 = e.server_step({"w": torch.tensor([2.0, 0.0])})
+    # Δ = (1, −1): m = 0.5 (1, 0) + (1, −1) = (1.5, −1), θ₁ + m = (2.5, 0)
+    torch.testing.assert_close(out2["w"], torch.tensor([2.5, 0.0]))

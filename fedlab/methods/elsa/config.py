@@ -8,7 +8,7 @@ from fedlab.validation import MethodConfig, check, choose
 
 GROUPINGS = ("trust", "nearest", "random", "single")
 AGGREGATIONS = ("trust", "sizes")
-SERVER_OPTS = ("none", "amsgrad")
+SERVER_OPTS = ("none", "amsgrad", "momentum")
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,9 @@ class ElsaConfig(MethodConfig):
     #                                  a random half of the clients each round, random feasible edges) |
     #                                  single (Simple SL: one edge for everyone, the cloud)
     aggregation: str = "trust"       # trust: α_k = w̄_k/(1+R̄_k) | sizes: Σ|D| over the edges
-    server_opt: str = "none"         # none | amsgrad (FedAMS: AMSGrad on the aggregated update)
+    # none | amsgrad (FedAMS: AMSGrad on the aggregated update) | momentum (FedAvgM: heavy-ball momentum β₁ =
+    # server_betas[0] on the aggregated update, step server_lr)
+    server_opt: str = "none"
     server_lr: float = 1.0
     server_betas: tuple[float, float] = (0.9, 0.99)
     server_eps: float = 1e-3

@@ -215,14 +215,22 @@ class Elsa(FedMethod):
                 "k": self.moments["k"]}
 
     def server_step(self, averaged: dict) -> dict:
-        """θ_g = the average (server_opt none) or θ_{g−1} + η m̂/√v̂ with AMSGrad on Δ = average − θ_{g−1}
-        (FedAMS: v̂ = max(v̂, v, ε))."""
+        """θ_g = the average (server_opt none); θ_{g−1} + η m̂/√v̂ with AMSGrad on Δ = average − θ_{g−1}
+        (amsgrad, FedAMS: v̂ = max(v̂, v, ε)); θ_{g−1} + η m with m = β₁ m + Δ (momentum, FedAvgM,
+        Hsu et al. 2019: η = 1, β₁ = 0 is plain FedAvg)."""
         m = self.cfg.method
         if m.server_opt == "none":
             return averaged
         b1, b2 = m.server_betas
         out = {}
         s = self.server
+        if m.server_opt == "momentum":
+            if s["m"] is None:
+                s["m"] = {k: torch.zeros_like(v, dtype=torch.float32) for k, v in averaged.items()}
+            for k, v in averaged.items():
+                s["m"][k] = b1 * s["m"][k] + (v.float() - self.global_state[k].float())
+                out[k] = (self.global_state[k].float() + m.server_lr * s["m"][k]).to(v.dtype)
+            return out
         for key in ("m", "v", "vhat"):
             if s[key] is None:
                 s[key] = {k: torch.zeros_like(v, dtype=torch.float32) for k, v in averaged.items()}
