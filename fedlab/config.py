@@ -89,6 +89,10 @@ class DataConfig:
     # (drawn anew from the held-out people for each run seed, so an interval over seeds covers the test sample
     # too; SPEC §4.3 for Floe's tables)
     test_draw: Literal["fixed", "per_seed"] = "fixed"
+    # true: the multiple-choice training (and held-out public) samples are trained as generated answers — the
+    # choice's text followed by EOS, as a generative answer is — so a model scored on its generated answer
+    # (eval.mc_generate) has learnt where the answer ends; false: the choice's text alone (scored by likelihood)
+    choices_as_text: bool = False
     hf_dir: Optional[str] = field(default=None, metadata={"input_path": True})  # local folder of JSON rows for hf:<name> (offline); None: the Hub
     # 0: every client is scored on the shared per-task test sets; > 0: each client's test set is this
     # fraction of its own partition, held out before training (Co-PLMs: 80 % train / 20 % test per device)

@@ -613,3 +613,21 @@ def test_saml_weights_alpha_on_the_dpm_and_beta_on_the_other_model(hetero_zoo, t
     # model a is the DPM in every call: the same LoRA key count on the devices and the server (the SLM families
     # differ from it and among themselves, so a swap on any device would show as a second count)
     assert len({n_a for _, n_a, *_ in seen}) == 1 and len({n_b for *_, n_b, _, _ in seen}) > 1
+
+
+def test_control_columns_are_the_tables_tasks_and_learnable_from_the_prompt():
+    """Issue 31: the positive control scores the tasks Table 1 runs, and those are tasks whose test answers follow
+    from the prompt (no fact about a held-out person), trained as generated answers."""
+    import importlib.util
+    from pathlib import Path
+
+    from fedlab.data.tasks import TASKS
+
+    root = Path(__file__).resolve().parents[1] / "experiments/coplms"
+    spec = importlib.util.spec_from_file_location("coplms_tables", root / "make_tables.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    cfg = load_config(root / "hetero.yaml", [])
+    assert tuple(cfg.data.tasks) == mod.CONTROL_TASKS
+    assert all(TASKS[t].kind == "classification" for t in cfg.data.tasks)
+    assert cfg.data.choices_as_text and cfg.eval.mc_generate

@@ -171,3 +171,24 @@ def test_test_items_drawn_per_seed_differ_between_seeds_and_repeat_within_one():
         assert prompts(fixed, 0, task) == prompts(fixed, 1, task) == [e.prompt for e in task_examples(task, "test", 40)]
     train = {e.prompt for e in build_federated_data(per_seed, 1).train[0]}
     assert not train & set(prompts(per_seed, 1, "recall"))          # still the held-out people
+
+
+def test_choices_as_text_trains_multiple_choice_answers_as_generated_text(pico_zoo):
+    from fedlab.data.collate import encode_example
+    from fedlab.models import zoo
+
+    over = ["data.tasks=[topic,food]", "data.num_clients=2", "data.train_per_task=20", "data.test_per_task=5",
+            "data.public_source=holdout", "data.public_fraction=0.25"]
+    plain = build_federated_data(load_config(None, over).data, 0)
+    text = build_federated_data(load_config(None, [*over, "data.choices_as_text=true"]).data, 0)
+    flat = [e for part in text.train for e in part] + list(text.public)
+    assert any(e.task == "topic" for e in flat) and not any(e.is_choice for e in flat)
+    # the same samples, only their choices dropped; the test sets keep theirs (accuracy stays computable)
+    assert [e.target for part in text.train for e in part] == [e.target for part in plain.train for e in part]
+    assert all(e.is_choice for e in text.test["topic"]) and text.test == plain.test
+    tok = zoo.load_tokenizer("pico-llama")
+    mc = next(e for part in plain.train for e in part if e.is_choice)
+    as_text = next(e for part in text.train for e in part if e.prompt == mc.prompt)
+    # trained as a generated answer: the choice's text and then EOS, where the choice alone has no end
+    assert encode_example(tok, as_text, 64)["labels"][-1] == tok.eos_token_id
+    assert encode_example(tok, mc, 64)["labels"][-1] != tok.eos_token_id

@@ -107,6 +107,8 @@ def _build(cfg_json: str, seed: int) -> FederatedData:
         chance = {n: HF_TASKS[n].chance for n in names}
     if c.get("evaluate_on", "test") == "validation":
         pooled, test = _validation(pooled, c["validation_per_task"], derive_seed(seed, "validation"))
+    if c.get("choices_as_text"):      # trained as generated answers (test and validation sets keep their choices)
+        pooled = [dataclasses.replace(e, choices=None, label=0) if e.is_choice else e for e in pooled]
     if c.get("public_source", "instructions") == "holdout":
         pooled, public = _hold_out(pooled, c["public_fraction"], derive_seed(seed, "public-holdout"))
     elif c.get("public_path"):
