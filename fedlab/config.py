@@ -254,6 +254,9 @@ class EvalConfig:
     # multiple-choice tasks also answered by generation and scored with Rouge-L and exact match against the right
     # choice's text, beside their accuracy (Co-PLMs' Table 1 scores every task so, SPEC §5.5)
     mc_generate: bool = False
+    # true: round t's evaluation runs in a second process while round t + 1 trains (fedlab/runtime/overlap.py:
+    # the same scores, the last round in line; for methods that score what their instructions carry, in-process)
+    overlap: bool = False
 
     def validate(self, p: str) -> None:
         check(self.every >= 1, f"{p}.every", self.every, "an integer >= 1")

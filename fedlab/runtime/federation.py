@@ -14,6 +14,7 @@ import torch
 
 from fedlab import interrupt
 from fedlab.config import to_yaml
+from fedlab.runtime import overlap
 from fedlab.runtime.context import FederationError, RoundContext, log_line
 from fedlab.runtime.resident import clear_residents
 
@@ -45,6 +46,7 @@ def run_key(cfg) -> str:
     d.pop("resume", None)
     d.get("tracking", {}).pop("run_name", None)
     d.get("eval", {}).pop("cache", None)     # where scores come from, not what they are
+    d.get("eval", {}).pop("overlap", None)   # when scores are computed, not what they are
     if d.get("eval") == {}:
         d.pop("eval")
     if not d.get("plugins"):
@@ -131,6 +133,17 @@ def _logged_round(marker: Path) -> int:
         return -1
 
 
+def _beside_evaluator(cfg, method, num_clients: int):
+    """The second process of `eval.overlap` (None when it is off, or cannot apply: said once)."""
+    if not cfg.eval.overlap or not method.trains:
+        return None
+    why = overlap.why_not(cfg, method)
+    if why:
+        log_line(f"[fedlab] eval.overlap: evaluating in line: {why}")
+        return None
+    return overlap.BesideEvaluator(cfg, list(range(num_clients)))
+
+
 def run_federation(method, backend, cfg, tracker=None, progress: bool = True) -> History:
     from fedlab.tracking import NullTracker
 
@@ -170,6 +183,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
 
     start = 1
     method.setup()
+    beside = _beside_evaluator(cfg, method, num_clients)
     if cfg.resume and (ckpt_path.exists() or previous_checkpoint(ckpt_path).exists()):
         ck = load_checkpoint(ckpt_path)
         method.load_state_dict(ck["method"])
@@ -182,49 +196,113 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
         for past in history.rounds:      # rounds checkpointed but killed before they were logged
             log_round(past)
         log_line(f"[fedlab] resuming {out} after round {ck['round']}")
+        last = history.rounds[-1]
+        if last.pop("eval/pending", False):   # killed while its evaluation ran beside the next round: redo it
+            t0 = time.perf_counter()
+            got = method.evaluate(last["round"], context(last["round"]))
+            last.update(got)
+            last["time/eval"] = time.perf_counter() - t0
+            tracker.log_metrics(got, step=last["round"])
     t_run = time.perf_counter()
 
-    if start == 1:
+    def merge(block: bool) -> float:
+        """Scores the second process has sent (all of them with `block`) into their rounds' records and the
+        tracker; returns the seconds waited."""
         t0 = time.perf_counter()
-        ctx = context(0)
-        m = {"round": 0, **method.evaluate(0, ctx)}
-        m["time/eval"] = time.perf_counter() - t0
-        if method.trains:
-            method.begin(ctx)
-        m.update(ctx.round_metrics())
-        history.rounds.append(m)
-        log_round(m)
-        if progress:
-            log_line(_progress(method, m, rounds, time.perf_counter() - t0) + "  (zero-shot)")
-        interrupt.check("before round 1 completed")
-    for rnd in range(start, rounds + 1):
-        t0 = time.perf_counter()
-        ctx = context(rnd)
-        ctx.log({"bytes/down": 0, "bytes/up": 0})
-        method.run_round(rnd, ctx)
-        stop = method.should_stop(rnd)
-        m = {"round": rnd, **ctx.round_metrics()}
-        m["time/fit_round"] = time.perf_counter() - t0
-        m["time/clients"] = ctx.client_s
-        m["time/server"] = m["time/fit_round"] - ctx.client_s
-        if rnd % cfg.eval.every == 0 or rnd == rounds or stop:
-            m.update(method.evaluate(rnd, ctx))
-            m["time/eval"] = time.perf_counter() - t0 - m["time/fit_round"]
-        t_book = time.perf_counter()
-        m["time/round"] = t_book - t0        # training and evaluation; bookkeeping is added below
-        history.rounds.append(m)
-        _save_checkpoint(ckpt_path, {"round": rnd, "method": method.state_dict(),
-                                     "client_states": backend.get_client_states(), "history": history.rounds,
-                                     "py_rng": random.getstate(), "torch_rng": torch.get_rng_state(),
-                                     "run_id": tracker.run_id})
-        m["time/bookkeeping"] = time.perf_counter() - t_book     # checkpoint (its own record lacks this key)
-        log_round(m)
-        if progress:
-            log_line(_progress(method, m, rounds, m["time/round"]))
-        interrupt.stop_point(rnd)       # a stop asked for by SIGINT / SIGTERM: here, the round checkpointed
-        if stop:
-            log_line(f"[fedlab] stopped after round {rnd} of {rounds}: the method's stopping rule was met")
-            break
+        try:
+            answers = beside.results(block)
+        except (EOFError, OSError):       # the second process is gone: what it had not scored is scored here
+            log_line("[fedlab] the evaluation process stopped: evaluating in line from here")
+            answers = [(r, ctx_evaluate(r, ins), 0.0) for r, ins in sorted(beside.pending.items())]
+            beside.pending.clear()
+            beside_off()
+        waited = time.perf_counter() - t0
+        for rnd_done, got, seconds in answers:
+            rec = next(r for r in history.rounds if r["round"] == rnd_done)
+            metrics = overlap.summarize(rnd_done, got)
+            rec.update(metrics)
+            rec.pop("eval/pending", None)
+            rec["time/eval_beside"] = seconds
+            tracker.log_metrics({**metrics, "time/eval_beside": seconds}, step=rnd_done)
+            if progress:
+                shown = [f"{label} {metrics[key]:.4f}" for label, key in method.progress_metrics.items()
+                         if key in metrics]
+                log_line(f"[fedlab] round {rnd_done}/{rounds} scored beside training: " + "  ".join(shown)
+                         + f"  {seconds:.1f}s")
+        return waited
+
+    def ctx_evaluate(rnd_done: int, instructions: dict) -> dict:
+        return context(rnd_done).evaluate(instructions)
+
+    def beside_off() -> None:
+        nonlocal beside
+        if beside is not None:
+            beside.close()
+        beside = None
+
+    def evaluate_round(rnd_now: int, ctx, last: bool) -> dict:
+        """Round `rnd_now`'s evaluation: sent to the second process (its metrics come later, `eval/pending`
+        until then), or in line (the last round, and every round without `eval.overlap`)."""
+        if beside is not None and not last:
+            instructions = method.configure_evaluate(rnd_now, ctx.clients)
+            if all(ins.state is not None for ins in instructions.values()):
+                beside.submit(rnd_now, instructions)
+                return {"eval/pending": True}
+        return method.evaluate(rnd_now, ctx)
+
+    try:
+        if start == 1:
+            t0 = time.perf_counter()
+            ctx = context(0)
+            m = {"round": 0, **evaluate_round(0, ctx, last=rounds == 0)}
+            m["time/eval"] = time.perf_counter() - t0
+            if method.trains:
+                method.begin(ctx)
+            m.update(ctx.round_metrics())
+            history.rounds.append(m)
+            log_round(m)
+            if progress:
+                log_line(_progress(method, m, rounds, time.perf_counter() - t0) + "  (zero-shot)")
+            interrupt.check("before round 1 completed")
+        for rnd in range(start, rounds + 1):
+            t0 = time.perf_counter()
+            ctx = context(rnd)
+            ctx.log({"bytes/down": 0, "bytes/up": 0})
+            method.run_round(rnd, ctx)
+            stop = method.should_stop(rnd)
+            m = {"round": rnd, **ctx.round_metrics()}
+            m["time/fit_round"] = time.perf_counter() - t0
+            m["time/clients"] = ctx.client_s
+            m["time/server"] = m["time/fit_round"] - ctx.client_s
+            last = rnd == rounds or stop
+            waited = merge(block=True) if beside is not None else 0.0   # the previous round's scores, before this checkpoint
+            if rnd % cfg.eval.every == 0 or last:
+                t_eval = time.perf_counter()
+                m.update(evaluate_round(rnd, ctx, last))
+                m["time/eval"] = time.perf_counter() - t_eval + waited
+            elif waited:
+                m["time/eval"] = waited
+            t_book = time.perf_counter()
+            m["time/round"] = t_book - t0        # training and evaluation; bookkeeping is added below
+            history.rounds.append(m)
+            _save_checkpoint(ckpt_path, {"round": rnd, "method": method.state_dict(),
+                                         "client_states": backend.get_client_states(), "history": history.rounds,
+                                         "py_rng": random.getstate(), "torch_rng": torch.get_rng_state(),
+                                         "run_id": tracker.run_id})
+            m["time/bookkeeping"] = time.perf_counter() - t_book     # checkpoint (its own record lacks this key)
+            log_round(m)
+            if progress:
+                log_line(_progress(method, m, rounds, m["time/round"]))
+            interrupt.stop_point(rnd)       # a stop asked for by SIGINT / SIGTERM: here, the round checkpointed
+            if stop:
+                log_line(f"[fedlab] stopped after round {rnd} of {rounds}: the method's stopping rule was met")
+                break
+        if beside is not None:
+            merge(block=True)       # nothing is pending after the last round (evaluated in line); a stop leaves none
+            beside_off()
+    except BaseException:
+        beside_off()      # a run that fails or is stopped leaves no second process behind
+        raise
     end = method.finalize(context(rounds))
     numbers = {k: v for k, v in end.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     if numbers:      # the end-of-run metrics (fused or routed models) reach the tracker at the last round

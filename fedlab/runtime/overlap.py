@@ -1,0 +1,116 @@
+"""Evaluation beside training (`eval.overlap: true`, issue 33): round t's global model is scored in a second
+process while round t + 1 trains, instead of between the two rounds.
+
+Only an evaluation that depends on nothing but its instructions can move: the method keeps `FedMethod.evaluate`
+(every client scores the model `configure_evaluate` names), every instruction carries the state to score, the
+clients evaluate with `LoraClient.evaluate`, and the clients run in the driver (`backend.name: inprocess`).
+Otherwise the run evaluates in line and says why once.
+
+The second process builds its own `ClientHost` from the config (the same data and resident models, the same
+`backend.threads`), so a score is the one the driver would compute: the same code on the same inputs. The
+driver waits for round t's scores before it writes round t + 1's checkpoint, so at most one evaluation is in
+flight and a checkpoint never lacks an evaluation older than its own round; the last round is evaluated in line.
+What the driver waited for is `time/eval` (the critical path); the second process's own time is
+`time/eval_beside`. The second process costs a second copy of the scored models' memory."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+
+from fedlab.runtime.context import log_line
+
+
+def why_not(cfg, method) -> str | None:
+    """Why this run cannot evaluate beside training (None: it can)."""
+    from fedlab import registry
+    from fedlab.methods.base import FedMethod
+    from fedlab.methods.client import LoraClient
+
+    if cfg.backend.name != "inprocess":
+        return f"backend.name is {cfg.backend.name!r} (overlap runs beside the in-process backend only)"
+    if type(method).evaluate is not FedMethod.evaluate:
+        return f"method {cfg.method.name!r} evaluates in its own way (its evaluate reads the server's state)"
+    client_cls = registry.get(cfg.method.name).client_cls
+    if not issubclass(client_cls, LoraClient) or client_cls.evaluate is not LoraClient.evaluate:
+        return f"method {cfg.method.name!r}'s clients evaluate in their own way"
+    return None
+
+
+def _serve(cfg, cids, conn) -> None:
+    """The second process: score each (round, instructions) it is sent, answer (round, results, seconds)."""
+    from fedlab.comm.messages import EvalRes
+    from fedlab.runtime.host import ClientHost
+
+    host = ClientHost(cfg, list(cids))
+    conn.send("ready")
+    while True:
+        msg = conn.recv()
+        if msg is None:
+            break
+        rnd, instructions = msg
+        t0 = time.perf_counter()
+        out = {}
+        for cid, ins in instructions.items():
+            try:
+                out[cid] = host.evaluate(cid, ins)
+            except Exception as e:   # reported per client, as the in-line evaluation reports it
+                out[cid] = f"{type(e).__name__}: {e}"
+        conn.send((rnd, {c: r if isinstance(r, EvalRes) else str(r) for c, r in out.items()},
+                   time.perf_counter() - t0))
+    conn.close()
+
+
+class BesideEvaluator:
+    """The second process and the evaluations sent to it (round → instructions, kept until answered so that
+    a lost process's work can be redone in line)."""
+
+    def __init__(self, cfg, cids: list[int]):
+        ctx = mp.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(cfg, cids, child), name="fedlab-evaluator", daemon=True)
+        self.proc.start()
+        child.close()
+        self.pending: dict[int, dict] = {}
+
+    def submit(self, rnd: int, instructions: dict) -> None:
+        self.pending[rnd] = instructions
+        self.conn.send((rnd, instructions))
+
+    def results(self, block: bool) -> list[tuple[int, dict, float]]:
+        """Answers received so far ((round, {cid: EvalRes or error text}, seconds) in round order); with
+        `block`, waits until every submitted round is answered. A lost process raises `EOFError` (the rounds
+        still pending are in `pending`)."""
+        out = []
+        while self.pending and (block or self.conn.poll()):
+            msg = self.conn.recv()
+            if msg == "ready":
+                continue
+            rnd, got, seconds = msg
+            self.pending.pop(rnd, None)
+            out.append((rnd, got, seconds))
+        return out
+
+    def close(self) -> None:
+        try:
+            self.conn.send(None)
+        except (OSError, BrokenPipeError):
+            pass
+        self.proc.join(timeout=30)
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.conn.close()
+
+
+def summarize(rnd: int, got: dict) -> dict:
+    """The metrics `FedMethod.evaluate` returns for the answers `got` (failed clients said on stderr, as
+    `RoundContext.evaluate` does)."""
+    from fedlab.comm.messages import EvalRes
+    from fedlab.eval.summary import summarize_eval
+
+    ok = {}
+    for cid, r in sorted(got.items()):
+        if isinstance(r, EvalRes):
+            ok[cid] = r
+        else:
+            log_line(f"[fedlab] round {rnd}: client {cid} failed to evaluate: {r}")
+    return summarize_eval(ok)
