@@ -95,3 +95,24 @@ def _cfg_of_dir(out: Path):
     from fedlab.config import load_config
 
     return load_config(next(out.glob("*/config.yaml")), [])
+
+
+def test_the_last_round_is_split_by_task_and_each_half_scores_only_its_tasks(pico_zoo):
+    from fedlab.comm.messages import EvalIns
+    from fedlab.config import load_config
+    from fedlab.runtime import overlap
+    from fedlab.runtime.host import ClientHost
+
+    cfg = load_config(ROOT / "experiments/defaults.yaml", RUN)
+    host = ClientHost(cfg, [0, 1])
+    state = host.resident_for(0).init_state
+    asked = {cid: EvalIns(4, state, {"tag": "global/4"}) for cid in (0, 1)}
+    there, here = overlap.halves(asked, {0: ["recall", "sentiment"], 1: ["recall", "sentiment"]})
+    assert [i.config["tasks"] for i in there.values()] == [["recall"]] * 2
+    assert [i.config["tasks"] for i in here.values()] == [["sentiment"]] * 2
+    a, b = host.evaluate(0, there[0]), host.evaluate(0, here[0])
+    assert any("recall" in k for k in a.metrics) and all("sentiment" not in k for k in a.metrics)
+    assert any("sentiment" in k for k in b.metrics) and all("recall" not in k for k in b.metrics)
+    whole = host.evaluate(0, EvalIns(4, state, {"tag": None}))
+    assert overlap.joined({0: a}, {0: b})[0].metrics == whole.metrics
+    assert overlap.halves(asked, {0: ["recall"], 1: ["recall"]}) == ({}, asked)

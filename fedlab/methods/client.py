@@ -102,7 +102,10 @@ class LoraClient:
         metrics = {}
         loaded = False
         model_hash = None      # the loaded model's digest for the cross-run score cache, computed once
+        asked = ins.config.get("tasks")     # a subset of the client's tasks (eval.overlap splits the last round)
         for task in self.host.data.client_tasks(self.cid):
+            if asked is not None and task not in asked:
+                continue
             own = self.host.data.client_test is not None   # per-client test splits: scores are per client
             key = (res.name, self.chain, tag, task, self.cid if own else None)
             if tag is not None and key in self.host.eval_cache:

@@ -174,6 +174,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
     # (a server-side re-alignment sent to the clients): every run starts from freshly built ones, as a new
     # worker process would
     clear_residents()
+    beside = _beside_evaluator(cfg, method, num_clients)   # started first: it imports and builds while we do
     backend.start(cfg, num_clients)
     history.backend = backend.describe()
     tracker.set_tags({f"fedlab.backend.{k}": v for k, v in history.backend.items()})
@@ -183,7 +184,6 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
 
     start = 1
     method.setup()
-    beside = _beside_evaluator(cfg, method, num_clients)
     if cfg.resume and (ckpt_path.exists() or previous_checkpoint(ckpt_path).exists()):
         ck = load_checkpoint(ckpt_path)
         method.load_state_dict(ck["method"])
@@ -196,28 +196,35 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
         for past in history.rounds:      # rounds checkpointed but killed before they were logged
             log_round(past)
         log_line(f"[fedlab] resuming {out} after round {ck['round']}")
-        last = history.rounds[-1]
-        if last.pop("eval/pending", False):   # killed while its evaluation ran beside the next round: redo it
+        for rnd_done, instructions in sorted(ck.get("pending_eval", {}).items()):
+            # scored beside training when the run was killed: scored here from the instructions saved with it
+            rec = next(r for r in history.rounds if r["round"] == rnd_done)
             t0 = time.perf_counter()
-            got = method.evaluate(last["round"], context(last["round"]))
-            last.update(got)
-            last["time/eval"] = time.perf_counter() - t0
-            tracker.log_metrics(got, step=last["round"])
+            got = overlap.summarize(rnd_done, context(rnd_done).evaluate(instructions))
+            rec.update(got)
+            rec.pop("eval/pending", None)
+            rec["time/eval"] = rec.get("time/eval", 0.0) + time.perf_counter() - t0
+            tracker.log_metrics(got, step=rnd_done)
     t_run = time.perf_counter()
 
-    def merge(block: bool) -> float:
+    def merge(block: bool, current: int | None = None) -> tuple[float, dict]:
         """Scores the second process has sent (all of them with `block`) into their rounds' records and the
-        tracker; returns the seconds waited."""
+        tracker; the answers for round `current` (not in the history yet) are returned instead. Returns the
+        seconds waited and those answers."""
         t0 = time.perf_counter()
         try:
             answers = beside.results(block)
         except (EOFError, OSError):       # the second process is gone: what it had not scored is scored here
             log_line("[fedlab] the evaluation process stopped: evaluating in line from here")
-            answers = [(r, ctx_evaluate(r, ins), 0.0) for r, ins in sorted(beside.pending.items())]
+            answers = [(r, context(r).evaluate(ins), 0.0) for r, ins in sorted(beside.pending.items())]
             beside.pending.clear()
             beside_off()
         waited = time.perf_counter() - t0
+        mine = {}
         for rnd_done, got, seconds in answers:
+            if rnd_done == current:
+                mine = got
+                continue
             rec = next(r for r in history.rounds if r["round"] == rnd_done)
             metrics = overlap.summarize(rnd_done, got)
             rec.update(metrics)
@@ -229,10 +236,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
                          if key in metrics]
                 log_line(f"[fedlab] round {rnd_done}/{rounds} scored beside training: " + "  ".join(shown)
                          + f"  {seconds:.1f}s")
-        return waited
-
-    def ctx_evaluate(rnd_done: int, instructions: dict) -> dict:
-        return context(rnd_done).evaluate(instructions)
+        return waited, mine
 
     def beside_off() -> None:
         nonlocal beside
@@ -241,14 +245,22 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
         beside = None
 
     def evaluate_round(rnd_now: int, ctx, last: bool) -> dict:
-        """Round `rnd_now`'s evaluation: sent to the second process (its metrics come later, `eval/pending`
-        until then), or in line (the last round, and every round without `eval.overlap`)."""
-        if beside is not None and not last:
-            instructions = method.configure_evaluate(rnd_now, ctx.clients)
-            if all(ins.state is not None for ins in instructions.values()):
-                beside.submit(rnd_now, instructions)
-                return {"eval/pending": True}
-        return method.evaluate(rnd_now, ctx)
+        """Round `rnd_now`'s evaluation. Without `eval.overlap`: in line. With it: sent to the second process
+        (its metrics come later, `eval/pending` until then), or — the last round, which nothing follows —
+        half of the tasks scored there and half here at the same time."""
+        instructions = method.configure_evaluate(rnd_now, ctx.clients) if beside is not None else {}
+        if beside is None or any(ins.state is None for ins in instructions.values()):
+            return method.evaluate(rnd_now, ctx)
+        if not last:
+            beside.submit(rnd_now, instructions)
+            return {"eval/pending": True}
+        there, here = overlap.halves(instructions, {c: method.data.client_tasks(c) for c in instructions})
+        if not there:
+            return method.evaluate(rnd_now, ctx)
+        beside.submit(rnd_now, there)
+        mine = ctx.evaluate(here)
+        _, theirs = merge(block=True, current=rnd_now)
+        return overlap.summarize(rnd_now, overlap.joined(mine, theirs))
 
     try:
         if start == 1:
@@ -275,20 +287,21 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
             m["time/clients"] = ctx.client_s
             m["time/server"] = m["time/fit_round"] - ctx.client_s
             last = rnd == rounds or stop
-            waited = merge(block=True) if beside is not None else 0.0   # the previous round's scores, before this checkpoint
+            if beside is not None:
+                merge(block=False)      # scores of earlier rounds that have arrived
             if rnd % cfg.eval.every == 0 or last:
                 t_eval = time.perf_counter()
                 m.update(evaluate_round(rnd, ctx, last))
-                m["time/eval"] = time.perf_counter() - t_eval + waited
-            elif waited:
-                m["time/eval"] = waited
+                m["time/eval"] = time.perf_counter() - t_eval
             t_book = time.perf_counter()
             m["time/round"] = t_book - t0        # training and evaluation; bookkeeping is added below
             history.rounds.append(m)
             _save_checkpoint(ckpt_path, {"round": rnd, "method": method.state_dict(),
                                          "client_states": backend.get_client_states(), "history": history.rounds,
                                          "py_rng": random.getstate(), "torch_rng": torch.get_rng_state(),
-                                         "run_id": tracker.run_id})
+                                         "run_id": tracker.run_id,
+                                         # evaluations still beside training: scored on resume if the run dies
+                                         "pending_eval": dict(beside.pending) if beside is not None else {}})
             m["time/bookkeeping"] = time.perf_counter() - t_book     # checkpoint (its own record lacks this key)
             log_round(m)
             if progress:
@@ -298,7 +311,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
                 log_line(f"[fedlab] stopped after round {rnd} of {rounds}: the method's stopping rule was met")
                 break
         if beside is not None:
-            merge(block=True)       # nothing is pending after the last round (evaluated in line); a stop leaves none
+            merge(block=True)       # the last round was scored here and there; only a stop's rounds may be left
             beside_off()
     except BaseException:
         beside_off()      # a run that fails or is stopped leaves no second process behind

@@ -7,11 +7,12 @@ clients evaluate with `LoraClient.evaluate`, and the clients run in the driver (
 Otherwise the run evaluates in line and says why once.
 
 The second process builds its own `ClientHost` from the config (the same data and resident models, the same
-`backend.threads`), so a score is the one the driver would compute: the same code on the same inputs. The
-driver waits for round t's scores before it writes round t + 1's checkpoint, so at most one evaluation is in
-flight and a checkpoint never lacks an evaluation older than its own round; the last round is evaluated in line.
-What the driver waited for is `time/eval` (the critical path); the second process's own time is
-`time/eval_beside`. The second process costs a second copy of the scored models' memory."""
+`backend.threads`), so a score is the one the driver would compute: the same code on the same inputs. It starts
+before the driver builds its models, so its start-up runs beside the driver's. Nothing waits for it until the
+last round: then half of the run's tasks are scored there and half in the driver at the same time, and the
+driver waits for both (`time/eval`, the critical path; the second process's own time is `time/eval_beside`).
+A checkpoint carries the instructions of the evaluations still beside training, and a resumed run scores them
+in line. The second process costs a second copy of the scored models' memory and a second core."""
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -44,10 +45,10 @@ def _serve(cfg, cids, conn) -> None:
     host = ClientHost(cfg, list(cids))
     conn.send("ready")
     while True:
-        msg = conn.recv()
-        if msg is None:
+        try:
+            rnd, instructions = conn.recv()
+        except EOFError:              # the driver is gone
             break
-        rnd, instructions = msg
         t0 = time.perf_counter()
         out = {}
         for cid, ins in instructions.items():
@@ -91,13 +92,10 @@ class BesideEvaluator:
         return out
 
     def close(self) -> None:
-        try:
-            self.conn.send(None)
-        except (OSError, BrokenPipeError):
-            pass
+        """Ends the second process. Every answer it sent is in, and it writes nothing after answering: it is
+        killed rather than left to tear its libraries down (a second of the run's wall time)."""
+        self.proc.kill()
         self.proc.join(timeout=30)
-        if self.proc.is_alive():
-            self.proc.kill()
         self.conn.close()
 
 
@@ -114,3 +112,38 @@ def summarize(rnd: int, got: dict) -> dict:
         else:
             log_line(f"[fedlab] round {rnd}: client {cid} failed to evaluate: {r}")
     return summarize_eval(ok)
+
+
+def halves(instructions: dict, tasks: dict) -> tuple[dict, dict]:
+    """The last round's evaluation split between the two processes by task: every other task of the run (in
+    the order the clients hold them) goes to the second process, the rest stays; each client is asked for its
+    tasks in each half (`config["tasks"]`, read by `LoraClient.evaluate`). ({}, instructions) for one task."""
+    import dataclasses
+
+    order = []
+    for cid in instructions:
+        order += [t for t in tasks[cid] if t not in order]
+    there, here = order[0::2], order[1::2]
+    if not here:
+        return {}, instructions
+
+    def asking(names):
+        return {cid: dataclasses.replace(ins, config={**ins.config, "tasks": list(names)})
+                for cid, ins in instructions.items()}
+
+    return asking(there), asking(here)
+
+
+def joined(mine: dict, theirs: dict) -> dict:
+    """Each client's two halves as one answer (its metrics of both); a client that failed either half is
+    reported as failed."""
+    from fedlab.comm.messages import EvalRes
+
+    out = {}
+    for cid in sorted(set(mine) | set(theirs)):
+        a, b = mine.get(cid), theirs.get(cid)
+        if isinstance(a, EvalRes) and isinstance(b, EvalRes):
+            out[cid] = EvalRes(cid, a.round, {**a.metrics, **b.metrics})
+        else:
+            out[cid] = b if isinstance(b, str) else "no answer for half of its tasks"
+    return out
