@@ -631,3 +631,27 @@ def test_control_columns_are_the_tables_tasks_and_learnable_from_the_prompt():
     assert tuple(cfg.data.tasks) == mod.CONTROL_TASKS
     assert all(TASKS[t].kind == "classification" for t in cfg.data.tasks)
     assert cfg.data.choices_as_text and cfg.eval.mc_generate
+
+
+def test_control_table_marks_learnt_against_chance_and_flags_one_answer(tmp_path):
+    """A task counts as learnt when the centralized runs' interval lies above chance, not above zero-shot (a
+    model that never stopped after its answer scored EM 0 zero-shot, and one constant answer scores chance)."""
+    import importlib.util
+    from pathlib import Path
+
+    from fedlab.runner import Results
+
+    spec = importlib.util.spec_from_file_location(
+        "coplms_tables", Path(__file__).resolve().parents[1] / "experiments/coplms/make_tables.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    r = Results(tmp_path / "results.json")
+    for seed, (learnt, constant) in enumerate([(0.90, 0.50), (0.92, 0.52), (0.88, 0.48)]):
+        final = {"em/task_sentiment": learnt, "top/task_sentiment": 0.6,
+                 "em/task_entailment": constant, "top/task_entailment": 1.0}
+        r.records[f"c@{seed}"] = {"key": "control/tiny-llama/centralized", "seed": seed, "final": final}
+        r.records[f"z@{seed}"] = {"key": "control/tiny-llama/zeroshot", "seed": seed,
+                                  "final": {"em/task_sentiment": 0.0, "em/task_entailment": 0.0}}
+    row = next(ln for ln in mod.control_table(r) if ln.startswith("| tiny-llama |")).split("|")
+    assert row[2].strip() == "0.0 → 90.0 ± 5.0 ✓"
+    assert row[3].strip().endswith("✗ ⚠")
