@@ -30,6 +30,9 @@ class FedMethod:
     # extra columns of the end-of-run table for server-side models: (round "first" | "final", prefix, header)
     table_columns: tuple[tuple[str, str, str], ...] = ()
     headline = "acc/mean"      # the metric a sweep ranks runs by
+    # True: the method's evaluation is `FedMethod.evaluate` of the states its instructions carry and nothing a fit
+    # does changes what a score reads, so `eval.overlap` may score it in a second process (fedlab/runtime/overlap.py)
+    evaluation_beside = False
 
     def __init__(self, cfg, data):
         self.cfg, self.data = cfg, data

@@ -161,7 +161,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
     def log_round(metrics: dict) -> None:
         nonlocal logged
         if metrics["round"] > logged:
-            tracker.log_metrics(metrics, step=metrics["round"])
+            tracker.log_metrics({k: v for k, v in metrics.items() if k != "eval/pending"}, step=metrics["round"])
             logged = metrics["round"]
             marker.write_text(str(logged))
 
@@ -174,69 +174,90 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
     # (a server-side re-alignment sent to the clients): every run starts from freshly built ones, as a new
     # worker process would
     clear_residents()
-    beside = _beside_evaluator(cfg, method, num_clients)   # started first: it imports and builds while we do
-    backend.start(cfg, num_clients)
-    history.backend = backend.describe()
-    tracker.set_tags({f"fedlab.backend.{k}": v for k, v in history.backend.items()})
+    beside = None
+    try:
+        beside = _beside_evaluator(cfg, method, num_clients)   # started first: it imports and builds while we do
+        backend.start(cfg, num_clients)
+        history.backend = backend.describe()
+        tracker.set_tags({f"fedlab.backend.{k}": v for k, v in history.backend.items()})
 
-    def context(rnd: int) -> RoundContext:
-        return RoundContext(rnd, backend, cfg, num_clients, method, tracker, out)
+        def context(rnd: int) -> RoundContext:
+            return RoundContext(rnd, backend, cfg, num_clients, method, tracker, out)
 
-    start = 1
-    method.setup()
-    if cfg.resume and (ckpt_path.exists() or previous_checkpoint(ckpt_path).exists()):
-        ck = load_checkpoint(ckpt_path)
-        method.load_state_dict(ck["method"])
-        backend.set_client_states(ck["client_states"])
-        history.rounds = ck["history"]
-        start = ck["round"] + 1
-        random.setstate(ck["py_rng"])
-        if "torch_rng" in ck:
-            torch.set_rng_state(ck["torch_rng"])
-        for past in history.rounds:      # rounds checkpointed but killed before they were logged
-            log_round(past)
-        log_line(f"[fedlab] resuming {out} after round {ck['round']}")
-        for rnd_done, instructions in sorted(ck.get("pending_eval", {}).items()):
-            # scored beside training when the run was killed: scored here from the instructions saved with it
-            rec = next(r for r in history.rounds if r["round"] == rnd_done)
-            t0 = time.perf_counter()
-            got = overlap.summarize(rnd_done, context(rnd_done).evaluate(instructions))
-            rec.update(got)
-            rec.pop("eval/pending", None)
-            rec["time/eval"] = rec.get("time/eval", 0.0) + time.perf_counter() - t0
-            tracker.log_metrics(got, step=rnd_done)
+        start = 1
+        method.setup()
+        if cfg.resume and (ckpt_path.exists() or previous_checkpoint(ckpt_path).exists()):
+            ck = load_checkpoint(ckpt_path)
+            method.load_state_dict(ck["method"])
+            backend.set_client_states(ck["client_states"])
+            history.rounds = ck["history"]
+            start = ck["round"] + 1
+            random.setstate(ck["py_rng"])
+            if "torch_rng" in ck:
+                torch.set_rng_state(ck["torch_rng"])
+            for past in history.rounds:      # rounds checkpointed but killed before they were logged
+                log_round(past)
+            log_line(f"[fedlab] resuming {out} after round {ck['round']}")
+            for rnd_done, (instructions, _) in sorted(ck.get("pending_eval", {}).items()):
+                # being scored beside training when the run was killed: scored here from the saved instructions
+                rec = next(r for r in history.rounds if r["round"] == rnd_done)
+                t0 = time.perf_counter()
+                got = overlap.summarize(rnd_done, context(rnd_done).evaluate(instructions))
+                rec.update(got)
+                rec.pop("eval/pending", None)
+                rec["time/eval"] = rec.get("time/eval", 0.0) + time.perf_counter() - t0
+                tracker.log_metrics(got, step=rnd_done)
+    except BaseException:
+        if beside is not None:      # setup failed: no second process is left behind
+            beside.close()
+        raise
     t_run = time.perf_counter()
 
-    def merge(block: bool, current: int | None = None) -> tuple[float, dict]:
-        """Scores the second process has sent (all of them with `block`) into their rounds' records and the
-        tracker; the answers for round `current` (not in the history yet) are returned instead. Returns the
-        seconds waited and those answers."""
-        t0 = time.perf_counter()
-        try:
-            answers = beside.results(block)
-        except (EOFError, OSError):       # the second process is gone: what it had not scored is scored here
-            log_line("[fedlab] the evaluation process stopped: evaluating in line from here")
-            answers = [(r, context(r).evaluate(ins), 0.0) for r, ins in sorted(beside.pending.items())]
-            beside.pending.clear()
-            beside_off()
-        waited = time.perf_counter() - t0
-        mine = {}
-        for rnd_done, got, seconds in answers:
+    def score_in_line(rnd_done: int, instructions: dict, tasks) -> dict:
+        """An evaluation meant for the second process, scored here (its answers in the second process's form)."""
+        if tasks is None:
+            return context(rnd_done).evaluate(instructions)
+        return {t: context(rnd_done).evaluate(overlap.asking(instructions, [t])) for t in tasks}
+
+    def merge(wait_until: int | None, current: int | None = None):
+        """Merges the evaluations answered so far (with `wait_until` = n, after waiting until at most n are
+        unanswered) into their rounds' records and the tracker, and scores in line what a lost second process
+        left; the answers for round `current` (not in the history yet) are returned as (answers, seconds)."""
+        beside.receive(wait_until)
+        answers = {r: (got, seconds) for r, got, seconds in beside.inbox}
+        beside.inbox.clear()
+        lost = beside.lost
+        mine = None
+        for rnd_done in sorted(beside.pending):
+            if rnd_done not in answers and not lost:
+                continue
+            instructions, tasks = beside.pending.pop(rnd_done)
+            got, seconds = answers.get(rnd_done, (None, None))
+            if got is not None and overlap.all_failed(got):
+                log_line(f"[fedlab] round {rnd_done}: every client failed to evaluate in the second process; "
+                         "scoring in line")
+                got = None
+            where = "beside training"
+            if got is None:
+                got, seconds, where = score_in_line(rnd_done, instructions, tasks), None, "in line"
             if rnd_done == current:
-                mine = got
+                mine = (got, seconds)
                 continue
             rec = next(r for r in history.rounds if r["round"] == rnd_done)
             metrics = overlap.summarize(rnd_done, got)
+            if seconds is not None:
+                metrics["time/eval_beside"] = seconds
             rec.update(metrics)
             rec.pop("eval/pending", None)
-            rec["time/eval_beside"] = seconds
-            tracker.log_metrics({**metrics, "time/eval_beside": seconds}, step=rnd_done)
+            tracker.log_metrics(metrics, step=rnd_done)
             if progress:
                 shown = [f"{label} {metrics[key]:.4f}" for label, key in method.progress_metrics.items()
                          if key in metrics]
-                log_line(f"[fedlab] round {rnd_done}/{rounds} scored beside training: " + "  ".join(shown)
-                         + f"  {seconds:.1f}s")
-        return waited, mine
+                log_line(f"[fedlab] round {rnd_done}/{rounds} scored {where}: " + "  ".join(shown))
+        if lost:
+            log_line("[fedlab] eval.overlap: the evaluation process is gone; evaluating in line from here")
+            beside_off()
+        return mine
 
     def beside_off() -> None:
         nonlocal beside
@@ -246,21 +267,28 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
 
     def evaluate_round(rnd_now: int, ctx, last: bool) -> dict:
         """Round `rnd_now`'s evaluation. Without `eval.overlap`: in line. With it: sent to the second process
-        (its metrics come later, `eval/pending` until then), or — the last round, which nothing follows —
-        half of the tasks scored there and half here at the same time."""
+        (its metrics come later, `eval/pending` until then; at most two in flight), or — the last round, which
+        nothing follows — every other task scored there and the rest here at the same time."""
         instructions = method.configure_evaluate(rnd_now, ctx.clients) if beside is not None else {}
         if beside is None or any(ins.state is None for ins in instructions.values()):
             return method.evaluate(rnd_now, ctx)
         if not last:
-            beside.submit(rnd_now, instructions)
-            return {"eval/pending": True}
-        there, here = overlap.halves(instructions, {c: method.data.client_tasks(c) for c in instructions})
+            merge(wait_until=overlap.MAX_IN_FLIGHT - 1)       # back-pressure: the oldest answered first
+            if beside is not None and beside.submit(rnd_now, instructions):
+                return {"eval/pending": True}
+            if beside is not None:
+                beside.pending.pop(rnd_now, None)
+                merge(wait_until=0)               # lost: what it had not answered is scored here
+            return method.evaluate(rnd_now, ctx)
+        tasks = {c: method.data.client_tasks(c) for c in instructions}
+        there, here = overlap.split_tasks(tasks)
         if not there:
             return method.evaluate(rnd_now, ctx)
-        beside.submit(rnd_now, there)
-        mine = ctx.evaluate(here)
-        _, theirs = merge(block=True, current=rnd_now)
-        return overlap.summarize(rnd_now, overlap.joined(mine, theirs))
+        beside.submit(rnd_now, instructions, there)           # if lost, `merge` scores its half here
+        mine = {t: ctx.evaluate(overlap.asking(instructions, [t])) for t in here}
+        theirs, seconds = merge(wait_until=0, current=rnd_now)
+        out = overlap.summarize(rnd_now, overlap.joined({**theirs, **mine}, tasks, rnd_now))
+        return out if seconds is None else {**out, "time/eval_beside": seconds}
 
     try:
         if start == 1:
@@ -287,11 +315,12 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
             m["time/clients"] = ctx.client_s
             m["time/server"] = m["time/fit_round"] - ctx.client_s
             last = rnd == rounds or stop
+            t_eval = time.perf_counter()
             if beside is not None:
-                merge(block=False)      # scores of earlier rounds that have arrived
+                merge(wait_until=None)      # scores of earlier rounds that have arrived
             if rnd % cfg.eval.every == 0 or last:
-                t_eval = time.perf_counter()
                 m.update(evaluate_round(rnd, ctx, last))
+            if rnd % cfg.eval.every == 0 or last or beside is not None:
                 m["time/eval"] = time.perf_counter() - t_eval
             t_book = time.perf_counter()
             m["time/round"] = t_book - t0        # training and evaluation; bookkeeping is added below
@@ -311,7 +340,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
                 log_line(f"[fedlab] stopped after round {rnd} of {rounds}: the method's stopping rule was met")
                 break
         if beside is not None:
-            merge(block=True)       # the last round was scored here and there; only a stop's rounds may be left
+            merge(wait_until=0)     # the last round was scored here and there; nothing should be left
             beside_off()
     except BaseException:
         beside_off()      # a run that fails or is stopped leaves no second process behind

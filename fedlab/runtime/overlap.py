@@ -1,107 +1,166 @@
 """Evaluation beside training (`eval.overlap: true`, issue 33): round t's global model is scored in a second
 process while round t + 1 trains, instead of between the two rounds.
 
-Only an evaluation that depends on nothing but its instructions can move: the method keeps `FedMethod.evaluate`
-(every client scores the model `configure_evaluate` names), every instruction carries the state to score, the
-clients evaluate with `LoraClient.evaluate`, and the clients run in the driver (`backend.name: inprocess`).
-Otherwise the run evaluates in line and says why once.
+Only an evaluation that depends on nothing but its instructions can move. A method says so by
+`evaluation_beside = True` (FedAvg and the methods built on it: FedProx, FedAP, LLM-FedAvg): every client scores
+the state its instruction carries with `LoraClient.evaluate`, and nothing a fit does changes what a score reads
+(FedProxy's clients write the server's re-aligned blocks into their resident model; ELSA, Floe, FedProxy and the
+distillation methods evaluate in their own way: they evaluate in line). The clients must run in the driver
+(`backend.name: inprocess`) and the machine must have a second core; otherwise the run evaluates in line and says
+why, once.
 
 The second process builds its own `ClientHost` from the config (the same data and resident models, the same
-`backend.threads`), so a score is the one the driver would compute: the same code on the same inputs. It starts
-before the driver builds its models, so its start-up runs beside the driver's. Nothing waits for it until the
-last round: then half of the run's tasks are scored there and half in the driver at the same time, and the
-driver waits for both (`time/eval`, the critical path; the second process's own time is `time/eval_beside`).
-A checkpoint carries the instructions of the evaluations still beside training, and a resumed run scores them
-in line. The second process costs a second copy of the scored models' memory and a second core."""
+`backend.threads`), so a score is the one the driver computes in line: the same code on the same inputs. Messages
+cross the pipe as pickled bytes (tensors copied, no shared memory). Nothing waits for the second process until the
+last round, except that at most two evaluations are in flight (a third waits for the oldest); the last round is
+split by task between the two processes, each task scored on its own and the answers put together in the client's
+task order, as `LoraClient.evaluate` orders them in line. A checkpoint carries the instructions of the evaluations
+not yet merged, and a resumed run scores them in line. If the second process is lost, or fails every client of an
+evaluation, what it had not answered is scored in line from the kept instructions.
+
+Cost: a second copy of the scored models' memory and a second core's time (`time/eval_beside`, the second
+process's own seconds; `time/eval` is what the driver waited for)."""
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import pickle
 import time
 
 from fedlab.runtime.context import log_line
+
+MAX_IN_FLIGHT = 2
 
 
 def why_not(cfg, method) -> str | None:
     """Why this run cannot evaluate beside training (None: it can)."""
     from fedlab import registry
-    from fedlab.methods.base import FedMethod
     from fedlab.methods.client import LoraClient
 
     if cfg.backend.name != "inprocess":
         return f"backend.name is {cfg.backend.name!r} (overlap runs beside the in-process backend only)"
-    if type(method).evaluate is not FedMethod.evaluate:
-        return f"method {cfg.method.name!r} evaluates in its own way (its evaluate reads the server's state)"
+    if not getattr(method, "evaluation_beside", False):
+        return (f"method {cfg.method.name!r} evaluates what its instructions do not carry (its own evaluation, or "
+                "client state), so its scores could differ in a second process")
     client_cls = registry.get(cfg.method.name).client_cls
     if not issubclass(client_cls, LoraClient) or client_cls.evaluate is not LoraClient.evaluate:
         return f"method {cfg.method.name!r}'s clients evaluate in their own way"
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if cores < 2:
+        return "this process may use one core only (a second process would take its time from training)"
     return None
 
 
-def _serve(cfg, cids, conn) -> None:
-    """The second process: score each (round, instructions) it is sent, answer (round, results, seconds)."""
-    from fedlab.comm.messages import EvalRes
+def _send(conn, obj) -> None:
+    conn.send_bytes(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _recv(conn):
+    return pickle.loads(conn.recv_bytes())
+
+
+def _serve(cfg_tree, cids, conn) -> None:
+    """The second process: score each (round, instructions, tasks) it is sent and answer (round, answers,
+    seconds). `tasks` None: each client's whole evaluation, {cid: EvalRes or error text}; a list: each task on
+    its own, {task: {cid: EvalRes or error text}}. Signals are the driver's business: it kills this process."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    from fedlab import registry
+    from fedlab.config import build_config
     from fedlab.runtime.host import ClientHost
 
-    host = ClientHost(cfg, list(cids))
-    conn.send("ready")
-    while True:
-        try:
-            rnd, instructions = conn.recv()
-        except EOFError:              # the driver is gone
-            break
-        t0 = time.perf_counter()
+    registry.load_plugins(cfg_tree.get("plugins") or [])
+    host = ClientHost(build_config(cfg_tree), list(cids))
+
+    def score(instructions):
         out = {}
         for cid, ins in instructions.items():
             try:
                 out[cid] = host.evaluate(cid, ins)
             except Exception as e:   # reported per client, as the in-line evaluation reports it
                 out[cid] = f"{type(e).__name__}: {e}"
-        conn.send((rnd, {c: r if isinstance(r, EvalRes) else str(r) for c, r in out.items()},
-                   time.perf_counter() - t0))
-    conn.close()
+        return out
+
+    while True:
+        try:
+            rnd, instructions, tasks = _recv(conn)
+        except EOFError:              # the driver is gone
+            break
+        t0 = time.perf_counter()
+        got = score(instructions) if tasks is None else {t: score(asking(instructions, [t])) for t in tasks}
+        _send(conn, (rnd, got, time.perf_counter() - t0))
+
+
+def asking(instructions: dict, tasks: list[str]) -> dict:
+    """The instructions restricted to `tasks` (`config["tasks"]`, read by `LoraClient.evaluate`)."""
+    import dataclasses
+
+    return {cid: dataclasses.replace(ins, config={**ins.config, "tasks": list(tasks)})
+            for cid, ins in instructions.items()}
 
 
 class BesideEvaluator:
-    """The second process and the evaluations sent to it (round → instructions, kept until answered so that
-    a lost process's work can be redone in line)."""
+    """The second process and the evaluations sent to it: round → (instructions, tasks), kept until merged so
+    that a lost process's work can be scored in line; answers received wait in `inbox` until merged."""
 
     def __init__(self, cfg, cids: list[int]):
         ctx = mp.get_context("spawn")
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(cfg, cids, child), name="fedlab-evaluator", daemon=True)
+        self.proc = ctx.Process(target=_serve, args=(cfg.to_dict(), cids, child), name="fedlab-evaluator",
+                                daemon=True)
         self.proc.start()
         child.close()
-        self.pending: dict[int, dict] = {}
+        self.pending: dict[int, tuple[dict, list | None]] = {}
+        self.inbox: list[tuple[int, dict, float]] = []
+        self.lost = False
 
-    def submit(self, rnd: int, instructions: dict) -> None:
-        self.pending[rnd] = instructions
-        self.conn.send((rnd, instructions))
+    def submit(self, rnd: int, instructions: dict, tasks: list[str] | None = None) -> bool:
+        """Sends round `rnd`'s evaluation (False, nothing sent, when the process is lost)."""
+        self.pending[rnd] = (instructions, tasks)
+        if self.lost or not self.proc.is_alive():
+            self.lost = True
+            return False
+        try:
+            _send(self.conn, (rnd, instructions, tasks))
+        except OSError:
+            self.lost = True
+            return False
+        return True
 
-    def results(self, block: bool) -> list[tuple[int, dict, float]]:
-        """Answers received so far ((round, {cid: EvalRes or error text}, seconds) in round order); with
-        `block`, waits until every submitted round is answered. A lost process raises `EOFError` (the rounds
-        still pending are in `pending`)."""
-        out = []
-        while self.pending and (block or self.conn.poll()):
-            msg = self.conn.recv()
-            if msg == "ready":
-                continue
-            rnd, got, seconds = msg
-            self.pending.pop(rnd, None)
-            out.append((rnd, got, seconds))
-        return out
+    def receive(self, wait_until: int | None) -> None:
+        """Moves answers into `inbox`: those already sent and, with `wait_until` = n, waits until at most n of
+        the pending evaluations are unanswered (0: all). Marks the process lost when it ends or the pipe closes."""
+        from multiprocessing.connection import wait
+
+        while not self.lost:
+            unanswered = len(self.pending) - len(self.inbox)
+            must_wait = wait_until is not None and unanswered > wait_until
+            try:
+                if not self.conn.poll():
+                    if not must_wait:
+                        return
+                    wait([self.conn, self.proc.sentinel])      # an answer, or the process's end
+                    if not self.conn.poll():
+                        self.lost = True
+                        return
+                self.inbox.append(_recv(self.conn))
+            except (EOFError, OSError):
+                self.lost = True
+                return
 
     def close(self) -> None:
-        """Ends the second process. Every answer it sent is in, and it writes nothing after answering: it is
-        killed rather than left to tear its libraries down (a second of the run's wall time)."""
+        """Ends the second process: killed rather than left to tear its libraries down (it writes nothing
+        after answering; an unanswered evaluation is scored in line or from the checkpoint)."""
         self.proc.kill()
         self.proc.join(timeout=30)
         self.conn.close()
 
 
 def summarize(rnd: int, got: dict) -> dict:
-    """The metrics `FedMethod.evaluate` returns for the answers `got` (failed clients said on stderr, as
-    `RoundContext.evaluate` does)."""
+    """The metrics `FedMethod.evaluate` returns for the answers `got` ({cid: EvalRes or error text}; failed
+    clients said on stderr, as `RoundContext.evaluate` does)."""
     from fedlab.comm.messages import EvalRes
     from fedlab.eval.summary import summarize_eval
 
@@ -114,36 +173,38 @@ def summarize(rnd: int, got: dict) -> dict:
     return summarize_eval(ok)
 
 
-def halves(instructions: dict, tasks: dict) -> tuple[dict, dict]:
-    """The last round's evaluation split between the two processes by task: every other task of the run (in
-    the order the clients hold them) goes to the second process, the rest stays; each client is asked for its
-    tasks in each half (`config["tasks"]`, read by `LoraClient.evaluate`). ({}, instructions) for one task."""
-    import dataclasses
+def all_failed(got: dict) -> bool:
+    """Whether every client's answer in `got` (whole, or {task: {cid: …}}) is an error."""
+    from fedlab.comm.messages import EvalRes
 
+    flat = [r for v in got.values() for r in (v.values() if isinstance(v, dict) else [v])]
+    return bool(flat) and not any(isinstance(r, EvalRes) for r in flat)
+
+
+def split_tasks(tasks: dict) -> tuple[list[str], list[str]]:
+    """The last round's tasks for the second process and for the driver: every other task of the run, in the
+    order the clients hold them (([], all) for one task)."""
     order = []
-    for cid in instructions:
-        order += [t for t in tasks[cid] if t not in order]
+    for names in tasks.values():
+        order += [t for t in names if t not in order]
     there, here = order[0::2], order[1::2]
-    if not here:
-        return {}, instructions
-
-    def asking(names):
-        return {cid: dataclasses.replace(ins, config={**ins.config, "tasks": list(names)})
-                for cid, ins in instructions.items()}
-
-    return asking(there), asking(here)
+    return (there, here) if here else ([], order)
 
 
-def joined(mine: dict, theirs: dict) -> dict:
-    """Each client's two halves as one answer (its metrics of both); a client that failed either half is
-    reported as failed."""
+def joined(per_task: dict, tasks: dict, rnd: int) -> dict:
+    """Each client's per-task answers ({task: {cid: EvalRes or error}}) as one answer, its metrics inserted in
+    its own task order (`tasks[cid]`), as `LoraClient.evaluate` inserts them in line; a client whose answer for
+    one of its tasks failed is reported as failed (with that task's error)."""
     from fedlab.comm.messages import EvalRes
 
     out = {}
-    for cid in sorted(set(mine) | set(theirs)):
-        a, b = mine.get(cid), theirs.get(cid)
-        if isinstance(a, EvalRes) and isinstance(b, EvalRes):
-            out[cid] = EvalRes(cid, a.round, {**a.metrics, **b.metrics})
-        else:
-            out[cid] = b if isinstance(b, str) else "no answer for half of its tasks"
+    for cid, names in tasks.items():
+        metrics, error = {}, None
+        for t in names:
+            r = per_task.get(t, {}).get(cid)
+            if isinstance(r, EvalRes):
+                metrics.update(r.metrics)
+            else:
+                error = error or (r if isinstance(r, str) else f"no answer for task {t}")
+        out[cid] = EvalRes(cid, rnd, metrics) if error is None else error
     return out

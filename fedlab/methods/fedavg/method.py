@@ -6,6 +6,8 @@ from fedlab.methods.base import FedMethod, apply_delta, stack_deltas
 
 
 class FedAvg(FedMethod):
+    evaluation_beside = True       # the global state, scored by every client as sent (eval.overlap)
+
     def aggregate_fit(self, rnd, results):
         if not results:
             return {}
