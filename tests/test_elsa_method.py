@@ -310,7 +310,8 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
         # every row carries Adam's moments (the budget); only FedCAda adds its correction γ
         assert m.client_opt == "fedcada" and (m.fedcada_gamma > 0) == p.key.endswith("/fedcada")
         if p.key.startswith("cal/"):        # the centralized client takes the federation's steps of a round
-            assert m.rho_steps == (40 if p.key.endswith("/central/reference") else 2)
+            central = p.key.endswith("/central/reference")
+            assert m.rho_steps == (40 if central else 2) and cfg.federation.betas[1] == (0.95 if central else 0.999)
         if p.key.startswith("trust/"):      # the trust step alone: warm-up, fingerprints, no training round
             assert cfg.federation.rounds == 0 and m.warmup_steps == int(p.key.split("/w")[1])
         if p.key.startswith("t3/"):
