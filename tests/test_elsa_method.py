@@ -188,14 +188,20 @@ def test_link_bytes_are_what_the_communication_model_counts(bert_home, tmp_path)
     assert link.bytes_up + link.bytes_down == pytest.approx(2 * activations + 2 * b * t)
 
 
-def test_fedams_server_step_by_hand():
+def _server(opt: str, beta1: float):
+    """An Elsa with only what server_step reads: the server optimiser and θ_0 = (0, 1)."""
     from fedlab.methods.elsa.method import Elsa
 
-    m = types.SimpleNamespace(server_opt="amsgrad", server_betas=(0.9, 0.99), server_eps=1e-3, server_lr=1.0)
+    m = types.SimpleNamespace(server_opt=opt, server_betas=(beta1, 0.99), server_eps=1e-3, server_lr=1.0)
     e = Elsa.__new__(Elsa)
     e.cfg = types.SimpleNamespace(method=m)
     e.server = {"m": None, "v": None, "vhat": None}
     e.global_state = {"w": torch.tensor([0.0, 1.0])}
+    return e
+
+
+def test_fedams_server_step_by_hand():
+    e = _server("amsgrad", 0.9)
     out = e.server_step({"w": torch.tensor([1.0, 1.0])})
     # Δ = (1, 0): m = (0.1, 0), v = (0.01, 0), v̂ = max(v, ε) = (0.01, 1e-3); θ + m/√v̂ = (0 + 0.1/0.1, 1 + 0)
     torch.testing.assert_close(out["w"], torch.tensor([1.0, 1.0]))
@@ -372,13 +378,7 @@ def test_fedcada_same_numbers_on_both_backends(bert_home, tmp_path):
 
 
 def test_fedavgm_server_step_by_hand():
-    from fedlab.methods.elsa.method import Elsa
-
-    m = types.SimpleNamespace(server_opt="momentum", server_betas=(0.5, 0.99), server_eps=1e-3, server_lr=1.0)
-    e = Elsa.__new__(Elsa)
-    e.cfg = types.SimpleNamespace(method=m)
-    e.server = {"m": None, "v": None, "vhat": None}
-    e.global_state = {"w": torch.tensor([0.0, 1.0])}
+    e = _server("momentum", 0.5)
     out = e.server_step({"w": torch.tensor([1.0, 1.0])})
     # Δ = (1, 0): m = Δ, θ + m = the average itself on the first round
     torch.testing.assert_close(out["w"], torch.tensor([1.0, 1.0]))
