@@ -1,13 +1,12 @@
 """Evaluation beside training (`eval.overlap: true`, issue 33): round t's global model is scored in a second
 process while round t + 1 trains, instead of between the two rounds.
 
-Only an evaluation that depends on nothing but its instructions can move. A method says so by
-`evaluation_beside = True` (FedAvg and the methods built on it: FedProx, FedAP, LLM-FedAvg): every client scores
-the state its instruction carries with `LoraClient.evaluate`, and nothing a fit does changes what a score reads
-(FedProxy's clients write the server's re-aligned blocks into their resident model; ELSA, Floe, FedProxy and the
-distillation methods evaluate in their own way: they evaluate in line). The clients must run in the driver
-(`backend.name: inprocess`) and the machine must have a second core; otherwise the run evaluates in line and says
-why, once.
+Only an evaluation that depends on nothing but its instructions can move. A method says so with
+`evaluation_beside = True` (set on the methods that average a global state and have every client score it as
+sent): every client scores the state its instruction carries with `LoraClient.evaluate`, and nothing a fit does
+changes what a score reads. Methods that evaluate in their own way, send no state, or whose clients write into
+their resident models evaluate in line. The clients must run in the driver (`backend.name: inprocess`) and the
+machine must have a second core; otherwise the run evaluates in line and says why, once.
 
 The second process builds its own `ClientHost` from the config (the same data and resident models, the same
 `backend.threads`), so a score is the one the driver computes in line: the same code on the same inputs. Messages
