@@ -174,44 +174,25 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
     # (a server-side re-alignment sent to the clients): every run starts from freshly built ones, as a new
     # worker process would
     clear_residents()
-    beside = None
-    try:
-        beside = _beside_evaluator(cfg, method, num_clients)   # started first: it imports and builds while we do
-        backend.start(cfg, num_clients)
-        history.backend = backend.describe()
-        tracker.set_tags({f"fedlab.backend.{k}": v for k, v in history.backend.items()})
+    beside = None      # the second process of eval.overlap (fedlab/runtime/overlap.py), when it applies
 
-        def context(rnd: int) -> RoundContext:
-            return RoundContext(rnd, backend, cfg, num_clients, method, tracker, out)
+    def context(rnd: int) -> RoundContext:
+        return RoundContext(rnd, backend, cfg, num_clients, method, tracker, out)
 
-        start = 1
-        method.setup()
-        if cfg.resume and (ckpt_path.exists() or previous_checkpoint(ckpt_path).exists()):
-            ck = load_checkpoint(ckpt_path)
-            method.load_state_dict(ck["method"])
-            backend.set_client_states(ck["client_states"])
-            history.rounds = ck["history"]
-            start = ck["round"] + 1
-            random.setstate(ck["py_rng"])
-            if "torch_rng" in ck:
-                torch.set_rng_state(ck["torch_rng"])
-            for past in history.rounds:      # rounds checkpointed but killed before they were logged
-                log_round(past)
-            log_line(f"[fedlab] resuming {out} after round {ck['round']}")
-            for rnd_done, (instructions, _) in sorted(ck.get("pending_eval", {}).items()):
-                # being scored beside training when the run was killed: scored here from the saved instructions
-                rec = next(r for r in history.rounds if r["round"] == rnd_done)
-                t0 = time.perf_counter()
-                got = overlap.summarize(rnd_done, context(rnd_done).evaluate(instructions))
-                rec.update(got)
-                rec.pop("eval/pending", None)
-                rec["time/eval"] = rec.get("time/eval", 0.0) + time.perf_counter() - t0
-                tracker.log_metrics(got, step=rnd_done)
-    except BaseException:
-        if beside is not None:      # setup failed: no second process is left behind
+    def beside_off() -> None:
+        nonlocal beside
+        if beside is not None:
             beside.close()
-        raise
-    t_run = time.perf_counter()
+        beside = None
+
+    def put_scores(rnd_done: int, metrics: dict) -> dict:
+        """Scores of an evaluated round that came after its record (beside training, or on resume): into the
+        record and the tracker; returns the record."""
+        rec = next(r for r in history.rounds if r["round"] == rnd_done)
+        rec.update(metrics)
+        rec.pop("eval/pending", None)
+        tracker.log_metrics(metrics, step=rnd_done)
+        return rec
 
     def score_in_line(rnd_done: int, instructions: dict, tasks) -> dict:
         """An evaluation meant for the second process, scored here (its answers in the second process's form)."""
@@ -243,13 +224,10 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
             if rnd_done == current:
                 mine = (got, seconds)
                 continue
-            rec = next(r for r in history.rounds if r["round"] == rnd_done)
             metrics = overlap.summarize(rnd_done, got)
             if seconds is not None:
                 metrics["time/eval_beside"] = seconds
-            rec.update(metrics)
-            rec.pop("eval/pending", None)
-            tracker.log_metrics(metrics, step=rnd_done)
+            put_scores(rnd_done, metrics)
             if progress:
                 shown = [f"{label} {metrics[key]:.4f}" for label, key in method.progress_metrics.items()
                          if key in metrics]
@@ -258,12 +236,6 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
             log_line("[fedlab] eval.overlap: the evaluation process is gone; evaluating in line from here")
             beside_off()
         return mine
-
-    def beside_off() -> None:
-        nonlocal beside
-        if beside is not None:
-            beside.close()
-        beside = None
 
     def evaluate_round(rnd_now: int, ctx, last: bool) -> dict:
         """Round `rnd_now`'s evaluation. Without `eval.overlap`: in line. With it: sent to the second process
@@ -290,7 +262,32 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
         out = overlap.summarize(rnd_now, overlap.joined({**theirs, **mine}, tasks, rnd_now))
         return out if seconds is None else {**out, "time/eval_beside": seconds}
 
-    try:
+    try:        # whatever fails or stops the run, no second process is left behind (except below)
+        beside = _beside_evaluator(cfg, method, num_clients)   # started first: it imports and builds while we do
+        backend.start(cfg, num_clients)
+        history.backend = backend.describe()
+        tracker.set_tags({f"fedlab.backend.{k}": v for k, v in history.backend.items()})
+        start = 1
+        method.setup()
+        if cfg.resume and (ckpt_path.exists() or previous_checkpoint(ckpt_path).exists()):
+            ck = load_checkpoint(ckpt_path)
+            method.load_state_dict(ck["method"])
+            backend.set_client_states(ck["client_states"])
+            history.rounds = ck["history"]
+            start = ck["round"] + 1
+            random.setstate(ck["py_rng"])
+            if "torch_rng" in ck:
+                torch.set_rng_state(ck["torch_rng"])
+            for past in history.rounds:      # rounds checkpointed but killed before they were logged
+                log_round(past)
+            log_line(f"[fedlab] resuming {out} after round {ck['round']}")
+            for rnd_done, (instructions, _) in sorted(ck.get("pending_eval", {}).items()):
+                # being scored beside training when the run was killed: scored here from the saved instructions
+                t0 = time.perf_counter()
+                rec = put_scores(rnd_done, overlap.summarize(rnd_done, context(rnd_done).evaluate(instructions)))
+                rec["time/eval"] = rec.get("time/eval", 0.0) + time.perf_counter() - t0
+        t_run = time.perf_counter()
+
         if start == 1:
             t0 = time.perf_counter()
             ctx = context(0)
@@ -315,12 +312,13 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
             m["time/clients"] = ctx.client_s
             m["time/server"] = m["time/fit_round"] - ctx.client_s
             last = rnd == rounds or stop
+            due = rnd % cfg.eval.every == 0 or last
             t_eval = time.perf_counter()
             if beside is not None:
                 merge(wait_until=None)      # scores of earlier rounds that have arrived
-            if rnd % cfg.eval.every == 0 or last:
+            if due:
                 m.update(evaluate_round(rnd, ctx, last))
-            if rnd % cfg.eval.every == 0 or last or beside is not None:
+            if due or beside is not None:
                 m["time/eval"] = time.perf_counter() - t_eval
             t_book = time.perf_counter()
             m["time/round"] = t_book - t0        # training and evaluation; bookkeeping is added below
@@ -343,7 +341,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
             merge(wait_until=0)     # the last round was scored here and there; nothing should be left
             beside_off()
     except BaseException:
-        beside_off()      # a run that fails or is stopped leaves no second process behind
+        beside_off()
         raise
     end = method.finalize(context(rounds))
     numbers = {k: v for k, v in end.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
