@@ -34,7 +34,10 @@ from pathlib import Path
 from fedlab.stats import fmt_ci
 
 ROOT = Path(__file__).resolve().parents[1]
-ROUND_KEYS = ("acc/mean", "llm/acc/mean", "loss/task", "bytes/up", "bytes/down")
+# the per-round numbers a record keeps (for learning curves): accuracy and generated-answer Rouge-L of the
+# clients, of a server LLM and of a server proxy (`dpm/`), the task loss and the bytes each way
+ROUND_KEYS = ("acc/mean", "llm/acc/mean", "loss/task", "bytes/up", "bytes/down", "rougeL/mean", "llm/rougeL/mean",
+              "dpm/rougeL/mean", "dpm/acc/mean")
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,10 @@ HERE = Path(__file__).resolve().parent
 LAMBDAS = (("1", "1.0"), ("0.1", "0.1"))
 HETERO = [("standalone", "Standalone"), ("fedcollm", "FedCoLLM"), ("fedmkt", "FedMKT"), ("coplms", "Co-PLMs")]
 HOMO = [("standalone", "Standalone"), ("fedlora", "FedLoRA"), ("fedap", "FedAP"), ("coplms", "Co-PLMs")]
-ABLATION = [("coplms", "Co-PLMs"), ("coplms_no_dst", "w/o DST"), ("coplms_no_saml", "w/o SAML")]
+ABLATION = [("coplms", "Co-PLMs"), ("coplms_no_dst", "w/o DST"), ("coplms_no_saml", "w/o SAML"),
+            ("coplms_kt_sum", "L_kt summed per answer (kt_reduction: sum)")]
+# per-round curves (issue 31): the server DPM's and LLM's scores after every round, with server SAML and without
+CURVES = [("coplms", "Co-PLMs"), ("coplms_no_saml", "w/o SAML")]
 FAMILIES = ["tiny-gpt2", "tiny-opt", "tiny-bloom"]
 
 
@@ -44,6 +47,8 @@ def _method(name: str, slm: str | None = None) -> tuple[str, ...]:
         return ("method.name=fedavg", f"model.name={slm}", "model.clients=null")
     if name == "fedap":
         return ("method.name=fedap", f"model.name={slm}", "model.clients=null")
+    if name == "coplms_kt_sum":      # SPEC §5.5's ablation: L_kt summed over an answer's paired positions
+        return (*_method("coplms"), "method.kt_reduction=sum")
     tuned = tuned_alpha_beta() if name.startswith("coplms") else None
     return (f"method.name={name}",) + ((f"method.alpha={tuned[0]}", f"method.beta={tuned[1]}") if tuned else ())
 
@@ -69,6 +74,9 @@ def plan() -> list[Planned]:
             rows.append(Planned(f"control/{model}/{m}", HERE / "hetero.yaml",
                                 (f"method.name={m}", f"model.name={model}", "model.clients=null", *extra),
                                 label=f"{model} {label}", setting="positive control"))
+    for m, label in CURVES:
+        rows.append(Planned(f"curves/lambda1/{m}", HERE / "hetero.yaml", (*_method(m), "eval.every=1"),
+                            label=f"{label}, scored every round", setting="hetero λ=1 curves"))
     for m, label in REAL:
         rows.append(Planned(f"real/hetero/{m}", HERE / "hetero_smollm2.yaml", _method(m), label=label,
                             setting="real hetero λ=1"))
@@ -186,8 +194,80 @@ def render(r: Results) -> str:
             key = f"hetero/lambda{lam}/{m}" if m == "coplms" else f"ablation/lambda{lam}/{m}"
             if r.runs(key):
                 lines.append(f"| {lam} | {label} | " + " | ".join(_device_cells(r, key)) + " |")
-    lines += control_table(r) + communication(r) + differences(r)
+    lines += multiple_choice(r) + control_table(r) + communication(r) + curves(r, r.path.parent) + differences(r)
     return "\n".join(lines) + "\n"
+
+
+def multiple_choice(r: Results) -> list[str]:
+    """Table 1's multiple-choice half (the paper's MMLU columns): topic, the four-way question, scored by the
+    generated answer against the right choice's text (Rouge-L / EM) with the choice-scoring accuracy beside, per
+    device (accuracy), the device mean and the server LLM."""
+    rows = [(f"hetero/lambda{lam}/{m}", lam, label) for lam, _ in LAMBDAS for m, label in HETERO]
+    rows = [(k, lam, label) for k, lam, label in rows if r.runs(k)]
+    if not rows:
+        return []
+    out = ["", "## Table 1, multiple-choice half (topic, the MMLU analogue; heterogeneous devices)", "",
+           "Rouge-L / EM of the generated answer and, after ‖, the accuracy of scoring the four choices, ×100. The "
+           "table above averages all four tasks, topic included.", "",
+           "| λ | method | Device-1 acc | Device-2 acc | Device-3 acc | device mean | Server LLM |",
+           "|---" * 7 + "|"]
+    for key, lam, label in rows:
+        devs = [_pct(r, key, f"acc_client_{c}/topic") for c in range(3)]
+        mean = (f"{_pct(r, key, 'rougeL/task_topic')} / {_pct(r, key, 'em/task_topic')} ‖ "
+                f"{_pct(r, key, 'acc/task_topic')}")
+        llm = "n/a" if label == "Standalone" else (
+            f"{_pct(r, key, 'llm/rougeL/task_topic')} / {_pct(r, key, 'llm/em/task_topic')} ‖ "
+            f"{_pct(r, key, 'llm/acc/task_topic')}")
+        out.append(f"| {lam} | {label} | " + " | ".join([*devs, mean, llm]) + " |")
+    return out
+
+
+CURVE_METRICS = (("llm/rougeL/mean", "server LLM"), ("dpm/rougeL/mean", "server DPM (broadcast LoRA)"),
+                 ("rougeL/mean", "device mean"))
+
+
+def _curve(runs: list[dict], metric: str) -> tuple[list[int], list[float]]:
+    """The mean over seeds of `metric` at each round every run scored."""
+    per = [{x["round"]: x[metric] for x in rec["rounds"] if metric in x} for rec in runs]
+    common = sorted(set.intersection(*(set(p) for p in per))) if per else []
+    return common, [sum(p[x] for p in per) / len(per) for x in common]
+
+
+def curves(r: Results, folder: Path = HERE) -> list[str]:
+    """Per-round Rouge-L (×100) of the server LLM, the server's DPM and the devices, Co-PLMs against w/o SAML
+    (λ = 1, every round scored): whether server SAML lowers the LLM, and when. Writes curves.png."""
+    have = [(m, label, r.runs(f"curves/lambda1/{m}")) for m, label in CURVES]
+    have = [(m, label, runs) for m, label, runs in have if runs]
+    if not have:
+        return []
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(CURVE_METRICS), figsize=(4.2 * len(CURVE_METRICS), 3.4), sharey=True)
+    out = ["", "## Per-round scores (λ = 1, every round scored; curves.png)", "",
+           "Rouge-L ×100, mean over seeds, after rounds 0 (before any training), 1, 5, 10 and 15. In the w/o SAML "
+           "run the server's DPM is the averaged LoRA without domain adapters (server DST runs only before server "
+           "SAML).", "", "| method (seeds) | " + " | ".join(label for _, label in CURVE_METRICS) + " |",
+           "|---" * (len(CURVE_METRICS) + 1) + "|"]
+    for m, label, runs in have:
+        cells = []
+        for ax, (metric, what) in zip(axes, CURVE_METRICS):
+            xs, ys = _curve(runs, metric)
+            ax.plot(xs, [100 * y for y in ys], marker=".", label=f"{label} ({len(runs)} seeds)")
+            ax.set_title(what, fontsize=9)
+            ax.set_xlabel("round")
+            ax.grid(alpha=0.3)
+            at = dict(zip(xs, ys))
+            cells.append(" → ".join(f"{100 * at[x]:.1f}" if x in at else "-" for x in (0, 1, 5, 10, 15)))
+        out.append(f"| {label} ({len(runs)}) | " + " | ".join(cells) + " |")
+    axes[0].set_ylabel("Rouge-L ×100")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(folder / "curves.png", dpi=100)
+    plt.close(fig)
+    return out
 
 
 def communication(r: Results) -> list[str]:
@@ -216,6 +296,9 @@ def differences(r: Results) -> list[str]:
                        "llm/rougeL/mean"))
         for m, label in ABLATION[1:]:
             claims.append((f"λ={lam}: Co-PLMs − {label}", co, f"ablation/lambda{lam}/{m}", "rougeL/mean"))
+        # does server SAML (distilling the DPM into the LLM) lower the LLM against tuning it on D^s alone?
+        claims.append((f"λ={lam}: Co-PLMs − w/o SAML, server LLM", co, f"ablation/lambda{lam}/coplms_no_saml",
+                       "llm/rougeL/mean"))
         for slm in FAMILIES:
             for m, label in HOMO[:-1]:
                 claims.append((f"λ={lam}, {slm}: Co-PLMs − {label} (homo)", f"homo/{slm}/lambda{lam}/coplms",

@@ -60,7 +60,11 @@ def check_upload(cfg) -> None:
         return
     try:
         dpm, slms = dpm_and_slm_floats(cfg)
-    except ValueError:      # an architecture the planner cannot size: nothing to compare
+    except ValueError as e:      # an architecture the planner cannot size: said once, the run goes on
+        from fedlab.runtime.context import log_line
+
+        log_line(f"[fedlab] coplms: the DPM-upload check cannot size these models ({e}); Co-PLMs' upload is not "
+                 "compared with the SLM baselines'")
         return
     name, smallest = min(slms, key=lambda x: x[1])
     if dpm >= smallest:
