@@ -727,3 +727,19 @@ def test_table_1_multiple_choice_half_and_the_per_round_curves(tmp_path):
     row = next(ln for ln in lines if ln.startswith("| Co-PLMs (2) |")).split("|")
     assert row[2].strip() == "5.0 → 15.0 → 55.0 → 105.0 → 155.0"
     assert (tmp_path / "curves.png").stat().st_size > 0
+
+
+def test_sweep_table_reads_table_1s_row_as_the_default_point(tmp_path):
+    """The README's sweep is backed by records: each axis lists its values in order, the default (K = 16, κ = 0.5)
+    being Table 1's Co-PLMs row at λ = 1."""
+    from fedlab.runner import Results
+
+    mod = _tables_module()
+    r = Results(tmp_path / "results.json")
+    for seed in range(2):
+        for key, v in (("hetero/lambda1/coplms", 0.5), ("sweep/topk4", 0.4), ("sweep/kappa0.84", 0.6)):
+            r.records[f"{key}@{seed}"] = {"key": key, "seed": seed,
+                                          "final": {"rougeL/mean": v, "llm/rougeL/mean": v, "bytes/up": 1000.0}}
+    lines = [ln for ln in mod.sweep(r) if ln.startswith("| K") or ln.startswith("| κ")]
+    assert [ln.split("|")[2:4] for ln in lines] == [[" 4 ", " 40.0 ± 0.0 "], [" 16 ", " 50.0 ± 0.0 "],
+                                                    [" 0.5 ", " 50.0 ± 0.0 "], [" 0.84 ", " 60.0 ± 0.0 "]]

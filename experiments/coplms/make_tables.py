@@ -24,6 +24,12 @@ HETERO = [("standalone", "Standalone"), ("fedcollm", "FedCoLLM"), ("fedmkt", "Fe
 HOMO = [("standalone", "Standalone"), ("fedlora", "FedLoRA"), ("fedap", "FedAP"), ("coplms", "Co-PLMs")]
 ABLATION = [("coplms", "Co-PLMs"), ("coplms_no_dst", "w/o DST"), ("coplms_no_saml", "w/o SAML"),
             ("coplms_kt_sum", "L_kt summed per answer (kt_reduction: sum)")]
+# one axis at a time around the table's Co-PLMs row (K = 16, κ = 0.5; α, β as tune.py chose), λ = 1 (issue 31:
+# the README's sweep backed by committed records); α and β themselves are tune.py's grid
+SWEEP = [("topk", "4", "K (top-K pooling)"), ("topk", "64", "K (top-K pooling)"),
+         ("kappa", "0.67", "κ (fraction of the LLM's blocks the DPM drops)"),
+         ("kappa", "0.84", "κ (fraction of the LLM's blocks the DPM drops)")]
+SWEEP_DEFAULT = {"topk": "16", "kappa": "0.5"}
 # per-round curves (issue 31): the server DPM's and LLM's scores after every round, with server SAML and without
 CURVES = [("coplms", "Co-PLMs"), ("coplms_no_saml", "w/o SAML")]
 FAMILIES = ["tiny-gpt2", "tiny-opt", "tiny-bloom"]
@@ -74,6 +80,9 @@ def plan() -> list[Planned]:
             rows.append(Planned(f"control/{model}/{m}", HERE / "hetero.yaml",
                                 (f"method.name={m}", f"model.name={model}", "model.clients=null", *extra),
                                 label=f"{model} {label}", setting="positive control"))
+    for axis, value, label in SWEEP:
+        rows.append(Planned(f"sweep/{axis}{value}", HERE / "hetero.yaml", (*_method("coplms"), f"method.{axis}={value}"),
+                            label=f"Co-PLMs, {axis} = {value}", setting="hetero λ=1 sweep"))
     for m, label in CURVES:
         rows.append(Planned(f"curves/lambda1/{m}", HERE / "hetero.yaml", (*_method(m), "eval.every=1"),
                             label=f"{label}, scored every round", setting="hetero λ=1 curves"))
@@ -194,7 +203,8 @@ def render(r: Results) -> str:
             key = f"hetero/lambda{lam}/{m}" if m == "coplms" else f"ablation/lambda{lam}/{m}"
             if r.runs(key):
                 lines.append(f"| {lam} | {label} | " + " | ".join(_device_cells(r, key)) + " |")
-    lines += multiple_choice(r) + control_table(r) + communication(r) + curves(r, r.path.parent) + differences(r)
+    lines += (multiple_choice(r) + control_table(r) + communication(r) + sweep(r) + curves(r, r.path.parent)
+              + differences(r))
     return "\n".join(lines) + "\n"
 
 
@@ -219,6 +229,24 @@ def multiple_choice(r: Results) -> list[str]:
             f"{_pct(r, key, 'llm/rougeL/task_topic')} / {_pct(r, key, 'llm/em/task_topic')} ‖ "
             f"{_pct(r, key, 'llm/acc/task_topic')}")
         out.append(f"| {lam} | {label} | " + " | ".join([*devs, mean, llm]) + " |")
+    return out
+
+
+def sweep(r: Results) -> list[str]:
+    """Co-PLMs one axis at a time (λ = 1): device-mean and server-LLM Rouge-L ×100 and the bytes a device uploads
+    per round at each value, the table's Co-PLMs row as the default point."""
+    axes: dict[str, list[tuple[str, str]]] = {}
+    for axis, value, label in SWEEP:
+        axes.setdefault(label, [(SWEEP_DEFAULT[axis], "hetero/lambda1/coplms")]).append((value, f"sweep/{axis}{value}"))
+    if not any(r.runs(k) for points in axes.values() for _, k in points[1:]):
+        return []
+    out = ["", "## Sweep (Co-PLMs, heterogeneous, λ = 1; one axis at a time, the default point is Table 1's row)", "",
+           "| axis | value | device mean | server LLM | bytes up per round |", "|---|---|---|---|---|"]
+    for label, points in axes.items():
+        for value, key in sorted(points, key=lambda p: float(p[0])):
+            if r.runs(key):
+                out.append(f"| {label} | {value} | {_pct(r, key, 'rougeL/mean')} | {_pct(r, key, 'llm/rougeL/mean')} "
+                           f"| {r.final(key, 'bytes/up', 0)} |")
     return out
 
 
