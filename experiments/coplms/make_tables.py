@@ -241,7 +241,7 @@ def sweep(r: Results) -> list[str]:
     if not any(r.runs(k) for points in axes.values() for _, k in points[1:]):
         return []
     out = ["", "## Sweep (Co-PLMs, heterogeneous, λ = 1; one axis at a time, the default point is Table 1's row)", "",
-           "| axis | value | device mean | server LLM | bytes up per round | seeds |", "|---|---|---|---|---|---|"]
+           "| axis | value | device mean | server LLM | bytes up per round (three devices) | seeds |", "|---|---|---|---|---|---|"]
     for label, points in axes.items():
         for value, key in sorted(points, key=lambda p: float(p[0])):
             if r.runs(key):
