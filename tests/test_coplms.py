@@ -547,18 +547,23 @@ def test_dst_trains_only_adapters_and_saml_only_the_two_loras(hetero_zoo, monkey
     assert any(i == 0 for i, _ in got) and any(i == 1 for i, _ in got) and got <= allowed   # SAML: the two LoRAs
 
 
-def test_table_1_has_a_standalone_server_llm(tmp_path):
-    """Issue 31: Table 1's Standalone row shows a server LLM too — the LLM tuned on the server's data alone, which
-    is the w/o SAML run's LLM (it never sees the devices)."""
+def _tables_module():
     import importlib.util
     from pathlib import Path
-
-    from fedlab.runner import Results
 
     spec = importlib.util.spec_from_file_location(
         "coplms_tables", Path(__file__).resolve().parents[1] / "experiments/coplms/make_tables.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def test_table_1_has_a_standalone_server_llm(tmp_path):
+    """Issue 31: Table 1's Standalone row shows a server LLM too — the LLM tuned on the server's data alone, which
+    is the w/o SAML run's LLM (it never sees the devices)."""
+    from fedlab.runner import Results
+
+    mod = _tables_module()
     r = Results(tmp_path / "results.json")
     devices = {f"{m}/client_{c}": 0.3 for m in ("rougeL", "em") for c in range(3)} | {"rougeL/mean": 0.3, "em/mean": 0.3}
     for seed in range(2):
@@ -669,15 +674,9 @@ def test_control_columns_are_the_tables_tasks_and_learnable_from_the_prompt():
 def test_control_table_marks_learnt_against_chance_and_flags_one_answer(tmp_path):
     """A task counts as learnt when the centralized runs' interval lies above chance, not above zero-shot (a
     model that never stopped after its answer scored EM 0 zero-shot, and one constant answer scores chance)."""
-    import importlib.util
-    from pathlib import Path
-
     from fedlab.runner import Results
 
-    spec = importlib.util.spec_from_file_location(
-        "coplms_tables", Path(__file__).resolve().parents[1] / "experiments/coplms/make_tables.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _tables_module()
     r = Results(tmp_path / "results.json")
     for seed, (learnt, constant) in enumerate([(0.90, 0.50), (0.92, 0.52), (0.88, 0.48)]):
         final = {"em/task_sentiment": learnt, "top/task_sentiment": 0.6,
@@ -688,17 +687,6 @@ def test_control_table_marks_learnt_against_chance_and_flags_one_answer(tmp_path
     row = next(ln for ln in mod.control_table(r) if ln.startswith("| tiny-llama |")).split("|")
     assert row[2].strip() == "0.0 → 90.0 ± 5.0 ✓"
     assert row[3].strip().endswith("✗ ⚠")
-
-
-def _tables_module():
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.spec_from_file_location(
-        "coplms_tables", Path(__file__).resolve().parents[1] / "experiments/coplms/make_tables.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_table_1_multiple_choice_half_and_the_per_round_curves(tmp_path):

@@ -80,7 +80,7 @@ def plan() -> list[Planned]:
             rows.append(Planned(f"control/{model}/{m}", HERE / "hetero.yaml",
                                 (f"method.name={m}", f"model.name={model}", "model.clients=null", *extra),
                                 label=f"{model} {label}", setting="positive control"))
-    for axis, value, label in SWEEP:
+    for axis, value, _label in SWEEP:
         rows.append(Planned(f"sweep/{axis}{value}", HERE / "hetero.yaml", (*_method("coplms"), f"method.{axis}={value}"),
                             label=f"Co-PLMs, {axis} = {value}", setting="hetero λ=1 sweep"))
     for m, label in CURVES:
@@ -279,7 +279,7 @@ def curves(r: Results, folder: Path = HERE) -> list[str]:
            "run the server's DPM is the averaged LoRA without domain adapters (server DST runs only before server "
            "SAML).", "", "| method (seeds) | " + " | ".join(label for _, label in CURVE_METRICS) + " |",
            "|---" * (len(CURVE_METRICS) + 1) + "|"]
-    for m, label, runs in have:
+    for _m, label, runs in have:
         cells = []
         for ax, (metric, what) in zip(axes, CURVE_METRICS):
             xs, ys = _curve(runs, metric)
