@@ -190,8 +190,6 @@ def test_coplms_end_to_end_uploads_only_the_dpm_lora(hetero_zoo, tmp_path, monke
     # up: per device the LoRA, its example count (8 bytes) and its metrics, no adapter tensor
     assert FitRes(0, 1, lora, 1, {}).nbytes() == lora_bytes + 8
     assert 3 * (lora_bytes + 8) < r1["bytes/up"] < 3 * (lora_bytes + 8) + 3 * 1500
-    # every device's SLM learnt: its CE on its own data (the SAML step's, a second pass over the same samples)
-    # fell from round 1 to round 2
     # every device's SLM learnt: after each of its fits its own LoRA differs from the SLM's initial LoRA
     assert sorted(moved) == [(c, rnd) for c in range(3) for rnd in (1, 2)] and all(moved.values())
     # server SAML moved the LLM: the resident LLM holds the trained LoRA, not its initial one
@@ -656,16 +654,10 @@ def test_saml_weights_alpha_on_the_dpm_and_beta_on_the_other_model(hetero_zoo, t
 def test_control_columns_are_the_tables_tasks_and_learnable_from_the_prompt():
     """Issue 31: the positive control scores the tasks Table 1 runs, and those are tasks whose test answers follow
     from the prompt (no fact about a held-out person), trained as generated answers."""
-    import importlib.util
-    from pathlib import Path
-
     from fedlab.data.tasks import TASKS
 
-    root = Path(__file__).resolve().parents[1] / "experiments/coplms"
-    spec = importlib.util.spec_from_file_location("coplms_tables", root / "make_tables.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    cfg = load_config(root / "hetero.yaml", [])
+    mod = _tables_module()
+    cfg = load_config(mod.HERE / "hetero.yaml", [])
     assert tuple(cfg.data.tasks) == mod.CONTROL_TASKS
     assert all(TASKS[t].kind == "classification" for t in cfg.data.tasks)
     assert cfg.data.choices_as_text and cfg.eval.mc_generate

@@ -212,8 +212,8 @@ def multiple_choice(r: Results) -> list[str]:
     """Table 1's multiple-choice half (the paper's MMLU columns): topic, the four-way question, scored by the
     generated answer against the right choice's text (Rouge-L / EM) with the choice-scoring accuracy beside, per
     device (accuracy), the device mean and the server LLM."""
-    rows = [(f"hetero/lambda{lam}/{m}", lam, label) for lam, _ in LAMBDAS for m, label in HETERO]
-    rows = [(k, lam, label) for k, lam, label in rows if r.runs(k)]
+    rows = [(f"hetero/lambda{lam}/{m}", lam, m, label) for lam, _ in LAMBDAS for m, label in HETERO]
+    rows = [row for row in rows if r.runs(row[0])]
     if not rows:
         return []
     out = ["", "## Table 1, multiple-choice half (topic, the MMLU analogue; heterogeneous devices)", "",
@@ -221,11 +221,11 @@ def multiple_choice(r: Results) -> list[str]:
            "table above averages all four tasks, topic included.", "",
            "| λ | method | Device-1 acc | Device-2 acc | Device-3 acc | device mean | Server LLM |",
            "|---" * 7 + "|"]
-    for key, lam, label in rows:
+    for key, lam, m, label in rows:
         devs = [_pct(r, key, f"acc_client_{c}/topic") for c in range(3)]
         mean = (f"{_pct(r, key, 'rougeL/task_topic')} / {_pct(r, key, 'em/task_topic')} ‖ "
                 f"{_pct(r, key, 'acc/task_topic')}")
-        llm = "n/a" if label == "Standalone" else (
+        llm = "n/a" if m == "standalone" else (
             f"{_pct(r, key, 'llm/rougeL/task_topic')} / {_pct(r, key, 'llm/em/task_topic')} ‖ "
             f"{_pct(r, key, 'llm/acc/task_topic')}")
         out.append(f"| {lam} | {label} | " + " | ".join([*devs, mean, llm]) + " |")
@@ -233,8 +233,8 @@ def multiple_choice(r: Results) -> list[str]:
 
 
 def sweep(r: Results) -> list[str]:
-    """Co-PLMs one axis at a time (λ = 1): device-mean and server-LLM Rouge-L ×100 and the bytes a device uploads
-    per round at each value, the table's Co-PLMs row as the default point."""
+    """Co-PLMs one axis at a time (λ = 1): device-mean and server-LLM Rouge-L ×100 and the bytes the three devices
+    upload per round at each value, the table's Co-PLMs row as the default point."""
     axes: dict[str, list[tuple[str, str]]] = {}
     for axis, value, label in SWEEP:
         axes.setdefault(label, [(SWEEP_DEFAULT[axis], "hetero/lambda1/coplms")]).append((value, f"sweep/{axis}{value}"))

@@ -60,7 +60,7 @@ def check_upload(cfg) -> None:
         return
     try:
         dpm, slms = dpm_and_slm_floats(cfg)
-    except ValueError as e:      # an architecture the planner cannot size: said once, the run goes on
+    except ValueError as e:      # an architecture the planner cannot size: said in one line, the run goes on
         from fedlab.runtime.context import log_line
 
         log_line(f"[fedlab] coplms: the DPM-upload check cannot size these models ({e}); Co-PLMs' upload is not "
