@@ -386,3 +386,36 @@ def test_fedavgm_server_step_by_hand():
     out2 = e.server_step({"w": torch.tensor([2.0, 0.0])})
     # Δ = (1, −1): m = 0.5 (1, 0) + (1, −1) = (1.5, −1), θ₁ + m = (2.5, 0)
     torch.testing.assert_close(out2["w"], torch.tensor([2.5, 0.0]))
+
+
+def test_cosine_lr_schedule_reaches_the_clients_and_the_edges_optimisers(bert_home, tmp_path, monkeypatch):
+    """method.lr_schedule=cosine: round g of G trains at lr·½(1 + cos(π (g − 1)/G)) on both ends of the link."""
+    import math
+
+    import sys
+
+    import fedlab.objectives.fedcada as fedcada_mod
+    from fedlab.experiment import run_experiment
+    from fedlab.methods.elsa.schedule import round_lr
+
+    assert round_lr(0.01, "cosine", 1, 4) == 0.01 and round_lr(0.01, "cosine", 0, 4) == 0.01
+    assert round_lr(0.01, "cosine", 3, 4) == pytest.approx(0.005)
+    assert round_lr(0.01, "cosine", 9, 4) == round_lr(0.01, "cosine", 4, 4) > 0
+    assert round_lr(0.01, "constant", 3, 4) == 0.01
+
+    seen = {"fedlab.methods.elsa.client": [], "fedlab.methods.elsa.edge": []}
+    real = fedcada_mod.fedcada_factory
+
+    def spy(cfg, rnd, moments):            # both ends import the factory when they build an optimiser
+        seen[sys._getframe(1).f_globals["__name__"]].append((rnd, cfg.federation.lr))
+        return real(cfg, rnd, moments)
+
+    monkeypatch.setattr(fedcada_mod, "fedcada_factory", spy)
+    lr = 0.004
+    run_experiment(_cfg(tmp_path, "federation.rounds=3", f"federation.lr={lr}", "method.client_opt=fedcada",
+                        "method.fedcada_gamma=0", "method.lr_schedule=cosine"), progress=False)
+    want = {g: lr * 0.5 * (1 + math.cos(math.pi * (g - 1) / 3)) for g in (1, 2, 3)}
+    for side in seen:
+        got = {rnd: x for rnd, x in seen[side] if rnd >= 1}
+        assert got.keys() == want.keys(), (side, seen[side])
+        assert all(got[g] == pytest.approx(want[g]) for g in want), (side, got, want)

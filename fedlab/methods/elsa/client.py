@@ -26,6 +26,7 @@ from fedlab.methods.elsa.chains import client_chain, cuts, full_chain, label_spa
 from fedlab.methods.elsa.deployed import capture_front, split_path
 from fedlab.methods.elsa.edge import ClientLink, EdgeHandle, link_codec
 from fedlab.methods.elsa.model import root_of
+from fedlab.methods.elsa.schedule import at_round
 from fedlab.objectives.modules import ClientModule, Weighted
 from fedlab.objectives.terms import ProximalTerm
 from fedlab.objectives.training import make_trainer, optimizer_args, sgd_factory
@@ -161,13 +162,14 @@ class ElsaClient(LoraClient):
         if m.prox_mu > 0 and mode == "split":
             keys = tuple(res.spec.communicated)
             terms.append(Weighted(1.0, ProximalTerm(keys, flatten_state(start, keys), m.prox_mu)))
-        module = ClassifierModule(res.model, res.spec.trainable, terms, **optimizer_args(self.cfg, self.cfg.federation.lr))
+        cfg = at_round(self.cfg, ins.round)            # method.lr_schedule
+        module = ClassifierModule(res.model, res.spec.trainable, terms, **optimizer_args(cfg, cfg.federation.lr))
         if m.client_opt == "sgd":
-            module.optimizer_factory = sgd_factory(self.cfg)
+            module.optimizer_factory = sgd_factory(cfg)
         if m.client_opt == "fedcada" and mode == "split":
             from fedlab.objectives.fedcada import fedcada_factory, from_wire
 
-            module.optimizer_factory = fedcada_factory(self.cfg, ins.round, from_wire(ins.aux))
+            module.optimizer_factory = fedcada_factory(cfg, ins.round, from_wire(ins.aux))
         steps = m.warmup_steps if mode == "warmup" else split_steps(m, len(ds), self.cfg.federation.batch_size)
         res.model.train()
         try:

@@ -68,6 +68,9 @@ class ElsaConfig(MethodConfig):
     # steps move every parameter by about lr whatever its gradient — under label skew that drives each client
     # to its own classes)
     client_opt: str = "adamw"
+    # the learning rate over the global rounds, for the clients' and the edges' optimisers: constant | cosine
+    # (lr_g = lr · ½(1 + cos(π (g − 1) / G)) in round g of G; the warm-up takes lr)
+    lr_schedule: str = "constant"
     fedcada_gamma: float = 1.0
     xi: float = 0.0                  # stop when ‖θ_g − θ_{g−1}‖ ≤ ξ (0: run every round)
     # communication model (Eq. 14–15)
@@ -81,6 +84,7 @@ class ElsaConfig(MethodConfig):
         check(self.local_epochs is None or self.local_epochs > 0, f"{p}.local_epochs", self.local_epochs,
               "null (rho_steps steps for every client) or a number of local epochs > 0")
         choose(self.pooling, ["mean", "cls"], f"{p}.pooling")
+        choose(self.lr_schedule, ["constant", "cosine"], f"{p}.lr_schedule")
         choose(self.sketch_hashes, ["fixed", "per_step"], f"{p}.sketch_hashes")
         choose(self.link_codec, ["sketch", "noise"], f"{p}.link_codec")
         check(self.link_codec == "sketch" or self.ratio > 1, f"{p}.link_codec", self.link_codec,

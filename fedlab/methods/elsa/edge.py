@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from fedlab.methods.elsa.codec import LinkCodec, cosine
+from fedlab.methods.elsa.schedule import at_round
 from fedlab.seeding import derive_seed
 from fedlab.splitfed.aggregate import edge_average
 
@@ -104,7 +105,8 @@ class EdgeServer:
               shared: bool = False) -> None:
         """`moments` (FedCAda): the federation's Adam moments of the middle blocks' parameters. `shared` (Simple
         SL): one θ₂ and one optimiser that every member's steps update in turn, instead of one θ₂ⁿ each."""
-        f = self.cfg.federation
+        cfg = at_round(self.cfg, rnd)                  # method.lr_schedule
+        f = cfg.federation
         self.round = rnd
         self.params, self.opts, self.pending, self.steps = {}, {}, {}, {}
         for cid in members:
@@ -121,12 +123,12 @@ class EdgeServer:
             if self.cfg.method.client_opt == "fedcada":
                 from fedlab.objectives.fedcada import fedcada_factory
 
-                self.opts[cid] = fedcada_factory(self.cfg, rnd, _tensor(moments) if moments else None)(
+                self.opts[cid] = fedcada_factory(cfg, rnd, _tensor(moments) if moments else None)(
                     list(p.values()), list(p))
             elif self.cfg.method.client_opt == "sgd":
                 from fedlab.objectives.training import sgd_factory
 
-                self.opts[cid] = sgd_factory(self.cfg)(list(p.values()), list(p))
+                self.opts[cid] = sgd_factory(cfg)(list(p.values()), list(p))
             else:
                 self.opts[cid] = torch.optim.AdamW(list(p.values()), lr=f.lr, weight_decay=f.weight_decay,
                                                    betas=tuple(f.betas))
