@@ -292,3 +292,35 @@ def test_floe_tables_report_routing_alignment_per_task(tmp_path):
     assert "## Routing alignment per task" in text
     row = next(ln for ln in text.splitlines() if ln.startswith("| Floe |"))
     assert row.count("|") == len(mod.TASKS) + 2 and "1.000" in row.split("|")[2] and "0.000" in row.split("|")[3]
+
+
+def test_floe_table_flags_a_task_every_row_answers_with_one_constant(tmp_path):
+    """Issue 30: the per-task table says when every compared row answers a multiple-choice task with one
+    answer in every seed — reading each row's scored model (Floe's fused, the LLM baselines' LLM)."""
+    from fedlab.runner import Results
+
+    mod = _floe_tables()
+
+    def results(floe_share, fedavg_share):
+        r = Results(tmp_path / "results.json")
+        for seed in range(2):
+            for key, share in (("floe", floe_share), ("llm_fedavg", fedavg_share), ("slm_base", 1.0)):
+                final = {}
+                for t in mod.TASKS:
+                    final[mod.per_task_metric(key, t)] = 0.5
+                    if mod.task_kind(t) == "acc":
+                        final[mod.per_task_metric(key, t).replace("acc/", "top/", 1)] = \
+                            share if t == "sentiment" else 0.6
+                if key == "llm_fedavg":
+                    final["top/task_sentiment"] = 0.5    # the devices' share: not the scored LLM's
+                r.records[f"floe/{key}@seed{seed}"] = {"key": f"floe/{key}", "seed": seed, "final": final}
+        return r
+
+    r = results(1.0, 1.0)
+    assert mod.constant_tasks(r, ["floe", "llm_fedavg", "slm_base"]) == {"sentiment": "constant"}
+    assert "**Constant answers**: on sentiment" in "\n".join(mod.per_task_table(r))
+    r = results(1.0, 0.98)
+    assert mod.constant_tasks(r, ["floe", "llm_fedavg", "slm_base"]) == {}
+    assert "Constant-answer check (recall, sentiment)" in "\n".join(mod.per_task_table(r))
+    r = results(None, 1.0)
+    assert mod.constant_tasks(r, ["floe", "llm_fedavg", "slm_base"]) == {"sentiment": "unknown"}

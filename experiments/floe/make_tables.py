@@ -3,7 +3,7 @@ with and without rank selection (Fig. 11), the mean fusion weight (Fig. 13), the
 latency (Fig. 16), model heterogeneity (Table V) and the synchronous/asynchronous comparison — each cell the
 mean over seeds ± its 95 % interval; Fig. 12 and Fig. 14 as plots next to RESULTS.md.
 
-    python experiments/floe/make_tables.py                  # every row, seeds 0,1,2 (resumable)
+    python experiments/floe/make_tables.py                  # every row, seeds 0-4 (resumable)
     python experiments/floe/make_tables.py --render-only    # RESULTS.md from results.json
 
 Scores are on the same test items for every row of a seed (300 per task, drawn anew for each seed:
@@ -212,6 +212,27 @@ def per_task_metric(key: str, task: str) -> str:
     return f"{kind}/task_{task}"
 
 
+def constant_tasks(r: Results, keys: list[str]) -> dict[str, str]:
+    """The multiple-choice tasks on which every run of every row in `keys` (row keys without `floe/`) gave one
+    answer to every item, so that no row can be told from another there: "constant"; "unknown" where a run did
+    not log the share of its most frequent answer. The share is that of the model the per-task table scores
+    (`per_task_metric` with acc → top: the fused model for Floe rows, the proxy-tuned LLM for the LLM
+    baselines, each device's own model otherwise). Rouge-L tasks have no answer set and are not checked."""
+    out = {}
+    for t in TASKS:
+        if task_kind(t) != "acc":
+            continue
+        shares = [rec["final"].get(per_task_metric(k, t).replace("acc/", "top/", 1))
+                  for k in keys for rec in r.runs(f"floe/{k}")]
+        if not shares:
+            continue
+        if any(s is None for s in shares):
+            out[t] = "unknown"
+        elif all(s >= 1.0 for s in shares):
+            out[t] = "constant"
+    return out
+
+
 def per_task_table(r: Results) -> list[str]:
     rows = [(key, label) for key, label, _ in BASELINES + FLOE if r.runs(f"floe/{key}")]
     if not rows:
@@ -220,6 +241,21 @@ def per_task_table(r: Results) -> list[str]:
            "| method | " + " | ".join(TASKS) + " |", "|---" * (len(TASKS) + 1) + "|"]
     for key, label in rows:
         out.append(f"| {label} | " + " | ".join(r.final(f"floe/{key}", per_task_metric(key, t)) for t in TASKS) + " |")
+    flags = constant_tasks(r, [key for key, _ in rows])
+    const = [t for t, v in flags.items() if v == "constant"]
+    unknown = [t for t, v in flags.items() if v == "unknown"]
+    mc = [t for t in TASKS if task_kind(t) == "acc"]
+    out.append("")
+    if const:
+        out.append(f"**Constant answers**: on {', '.join(const)} every row above gives one answer to every item in "
+                   "every seed: that column cannot separate the methods.")
+    if unknown:
+        out.append(f"Constant-answer check not possible on {', '.join(unknown)}: some records do not log the share "
+                   "of their most frequent answer.")
+    if not const and not unknown:
+        out.append(f"Constant-answer check ({', '.join(mc)}): on each multiple-choice task at least one run of one "
+                   "row gives more than one answer (the share of each run's most frequent answer is logged as "
+                   "`top/…`).")
     return out
 
 
@@ -331,4 +367,5 @@ def differences(r: Results) -> list[str]:
 
 if __name__ == "__main__":
     sys.exit(run_table(HERE, plan, render, title="Floe tables", argv=sys.argv[1:], summarize=summarize,
+                       default_seeds=(0, 1, 2, 3, 4),     # 5 seeds: the headline claims (Table III, Fig. 12)
                        after=lambda r: log_to_parent(r, [HERE / "fig12_tasks.png", HERE / "fig14_experts.png"])))
