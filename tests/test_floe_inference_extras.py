@@ -324,3 +324,22 @@ def test_floe_table_flags_a_task_every_row_answers_with_one_constant(tmp_path):
     assert "Constant-answer check (recall, sentiment)" in "\n".join(mod.per_task_table(r))
     r = results(None, 1.0)
     assert mod.constant_tasks(r, ["floe", "llm_fedavg", "slm_base"]) == {"sentiment": "unknown"}
+
+
+def test_floe_gate_table_shows_the_held_out_check_and_w_per_task(tmp_path):
+    """Issue 30 item 3: RESULTS.md shows what the gate trained on, its held-out NLL against each model alone,
+    whether the check passed, and its mean w per task."""
+    from fedlab.runner import Results
+
+    mod = _floe_tables()
+    r = Results(tmp_path / "results.json")
+    for seed in range(2):
+        final = {"fused/gate_positions": 1640 + seed, "fused/heldout_positions": 410, "fused/heldout_nll": 2.25,
+                 "fused/heldout_nll_slm": 3.0, "fused/heldout_nll_llm": 5.0, "fused/gate_check": 1.0}
+        final.update({f"fused/gate_w/{t}": 0.1 * (i + 1) for i, t in enumerate(mod.TASKS)})
+        r.records[f"floe/floe@seed{seed}"] = {"key": "floe/floe", "seed": seed, "final": final}
+    text = "\n".join(mod.gate_table(r))
+    row = next(line for line in text.splitlines() if line.startswith(("| Floe |", "| Floe † |")))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1].startswith("1640") and cells[2].startswith("410") and cells[3].startswith("2.25")
+    assert cells[6].startswith("1.00") and [c.split()[0] for c in cells[7:]] == ["0.10", "0.20", "0.30", "0.40", "0.50"]

@@ -130,11 +130,11 @@ def render(r: Results) -> str:
               "Latency per token = max(edge, network + cloud capped at τ_wait): the edge time is **measured** (the routed "
               "SLM's forward on this CPU); the network round trip and the cloud's compute are **simulated** from the "
               "config (`fusion_rtt` ± `fusion_rtt_jitter`, `fusion_cloud_ms`), so the latency column is mostly the "
-              "simulation's, not a measurement of this machine. Rows made before the split was logged show '-' in "
-              "the two parts.", "",
+              "simulation's, not a measurement of this machine.", "",
               "| method | devices trained per round (of 15) | mean rank | clusters (last round) | mean w | "
               "LLM fallback share | edge ms/token (measured) | network + cloud ms/token (simulated) | "
-              "latency ms/token | flagged test prompts | detector F1 (held-out templates) | simulated s |",
+              "latency ms/token | flagged test prompts | detector precision / recall / F1 (held-out templates) | "
+              "simulated s |",
               "|---" * 12 + "|"]
     for key, label, _ in FLOE:
         k = f"floe/{key}"
@@ -146,11 +146,32 @@ def render(r: Results) -> str:
             r.final(k, "server/clusters/num", 1), r.final(k, "fused/w_mean"), r.final(k, "fused/fallback_share"),
             r.final(k, "fused/latency_edge_ms_per_token", 2), r.final(k, "fused/latency_network_ms_per_token", 1),
             r.final(k, "fused/latency_ms_per_token", 1), r.final(k, "fused/flagged_prompts", 0),
-            r.final(k, "fused/detector_f1"),
+            " / ".join(r.final(k, f"fused/detector_{m}") for m in ("precision", "recall", "f1")),
             r.cell(k, lambda rec: _mean_over_rounds(rec, "simulated_s"), 2)]) + " |")
-    lines += per_task_table(r) + alignment_table(r) + experts_table(r) + hetero_table(r) + real_table(r) + differences(r)
+    lines += gate_table(r) + per_task_table(r) + alignment_table(r) + experts_table(r) + hetero_table(r) + real_table(r) + differences(r)
     figures(r)
     return "\n".join(lines) + "\n"
+
+
+def gate_table(r: Results) -> list[str]:
+    """The fusion gate of each fused row: the public answer tokens it trained on and those held out, the held-out
+    NLL of the fused distribution against the SLM's and the LLM's alone, the share of runs whose check
+    NLL(fused) ≤ min(NLL(SLM), NLL(LLM)) passed, and its mean w on the SLM per task (SPEC §4.3)."""
+    rows = [(f"floe/{key}", label) for key, label, _ in FLOE] + [("floe/real/floe", "Floe, SmolLM2 in the cloud")]
+    rows = [(k, label) for k, label in rows if r.runs(k)]
+    if not rows:
+        return []
+    stale = r.stale([p for p in plan() if p.key in {k for k, _ in rows}])
+    out = ["", "## The fusion gate (held-out public answer tokens)", "",
+           "| method | trained on (tokens) | held out (tokens) | NLL fused | NLL SLM | NLL LLM | check passed (share of "
+           "runs) | " + " | ".join(f"w {t}" for t in TASKS) + " |", "|---" * (7 + len(TASKS)) + "|"]
+    for k, label in rows:
+        out.append(f"| {label}{' †' if k in stale else ''} | " + " | ".join(
+            [r.final(k, "fused/gate_positions", 0), r.final(k, "fused/heldout_positions", 0),
+             r.final(k, "fused/heldout_nll", 2), r.final(k, "fused/heldout_nll_slm", 2),
+             r.final(k, "fused/heldout_nll_llm", 2), r.final(k, "fused/gate_check", 2)]
+            + [r.final(k, f"fused/gate_w/{t}", 2) for t in TASKS]) + " |")
+    return out
 
 
 def experts_table(r: Results) -> list[str]:
@@ -279,18 +300,23 @@ def hetero_table(r: Results) -> list[str]:
 
 
 def real_table(r: Results) -> list[str]:
-    """Floe with SmolLM2-135M-Instruct as the cloud LLM (issue 32), beside the LLM and the SLM alone."""
+    """Floe with SmolLM2-135M-Instruct as the cloud LLM (issue 32), beside the LLM and the SLM alone; † marks a
+    row whose records another config made than the one the script runs now."""
     k = "floe/real/floe"
     if not r.runs(k):
         return []
+    stale = r.stale([p for p in plan() if p.key.startswith("floe/real/")])
+
+    def m(key):
+        return " †" if key in stale else ""
     out = ["", "## A real cloud LLM: SmolLM2-135M-Instruct fused with tiny-llama-s experts (60 items per task)", "",
            "| model | accuracy (MC) | Rouge-L |", "|---|---|---|",
-           f"| LLM-only (SmolLM2 zero-shot) | {r.final('floe/real/llm_base', 'acc/mean')} | "
+           f"| LLM-only (SmolLM2 zero-shot){m('floe/real/llm_base')} | {r.final('floe/real/llm_base', 'acc/mean')} | "
            f"{r.final('floe/real/llm_base', 'rougeL/mean')} |",
-           f"| SLM-only (tiny-llama-s zero-shot) | {r.final('floe/real/slm_base', 'acc/mean')} | "
+           f"| SLM-only (tiny-llama-s zero-shot){m('floe/real/slm_base')} | {r.final('floe/real/slm_base', 'acc/mean')} | "
            f"{r.final('floe/real/slm_base', 'rougeL/mean')} |",
-           f"| Floe's routed SLM (no LLM) | {r.final(k, 'routed/acc/mean')} | {r.final(k, 'routed/rougeL/mean')} |",
-           f"| Floe (fused with SmolLM2) | {r.final(k, 'fused/acc/mean')} | {r.final(k, 'fused/rougeL/mean')} |",
+           f"| Floe's routed SLM (no LLM){m(k)} | {r.final(k, 'routed/acc/mean')} | {r.final(k, 'routed/rougeL/mean')} |",
+           f"| Floe (fused with SmolLM2){m(k)} | {r.final(k, 'fused/acc/mean')} | {r.final(k, 'fused/rougeL/mean')} |",
            "", f"Mean fusion weight w on the SLM: {r.final(k, 'fused/w_mean')}."]
     return out
 
