@@ -357,6 +357,9 @@ def figures(r: Results) -> None:
 
 
 CLAIMS = [("Floe − LLM-base (acc)", "floe/floe", "fused/acc/mean", "floe/llm_base", "acc/mean"),
+          ("Floe − LLM-base (Rouge-L)", "floe/floe", "fused/rougeL/mean", "floe/llm_base", "rougeL/mean"),
+          ("Floe − LLM-FedMoE (acc)", "floe/floe", "fused/acc/mean", "floe/llm_fedmoe", "proxy/acc/mean"),
+          ("LLM-FedMoE − LLM-FedAvg (acc)", "floe/llm_fedmoe", "proxy/acc/mean", "floe/llm_fedavg", "llm/acc/mean"),
           ("Floe − LLM-FedAvg (acc)", "floe/floe", "fused/acc/mean", "floe/llm_fedavg", "llm/acc/mean"),
           ("LLM-FedAvg − LLM-base (acc)", "floe/llm_fedavg", "llm/acc/mean", "floe/llm_base", "acc/mean"),
           ("Floe − SLM-FedAvg (acc)", "floe/floe", "fused/acc/mean", "floe/slm_fedavg", "acc/mean"),
@@ -364,6 +367,9 @@ CLAIMS = [("Floe − LLM-base (acc)", "floe/floe", "fused/acc/mean", "floe/llm_b
           ("Floe − SLM-FedAvg (Rouge-L)", "floe/floe", "fused/rougeL/mean", "floe/slm_fedavg", "rougeL/mean"),
           ("Floe fused − routed SLM (acc)", "floe/floe", "fused/acc/mean", "floe/floe", "routed/acc/mean"),
           ("Floe fused − routed SLM (Rouge-L)", "floe/floe", "fused/rougeL/mean", "floe/floe", "routed/rougeL/mean"),
+          ("Floe fused − routed SLM, food (Rouge-L)", "floe/floe", "fused/rougeL/food", "floe/floe", "routed/rougeL/food"),
+          ("Floe, RTT 200 ± 100 ms − Floe at 80 ± 40 ms (acc)", "floe/floe_rtt200", "fused/acc/mean", "floe/floe",
+           "fused/acc/mean"),
           ("Floe routed − own expert, Floe^-R (acc)", "floe/floe", "routed/acc/mean", "floe/floe", "acc/mean"),
           ("Floe − Floe^-M (acc)", "floe/floe", "fused/acc/mean", "floe/floe_no_rank", "fused/acc/mean"),
           ("Floe − Floe^-P (acc)", "floe/floe", "fused/acc/mean", "floe/floe_no_cluster", "fused/acc/mean"),
