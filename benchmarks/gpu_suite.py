@@ -36,8 +36,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-SECTIONS = {"env": 40, "kernels": 280, "lora7b": 150, "matrix": 170}   # seconds each: 640 in all
-# kernels: 200 s was too little once (2026-11-26, b2acf6a): torch.compile's cold start left the compiled half unmeasured
+SECTIONS = {"env": 40, "kernels": 280, "lora7b": 110, "matrix": 130}   # seconds each: 560 in all (< a 600 s call)
+# kernels: 200 s was too little once (2026-11-26, b2acf6a): torch.compile's cold start left the compiled half
+# unmeasured; lora7b (41 s there) and matrix (73 s) give up the difference
 
 
 # ----------------------------------------------------------------------------- sections (run in a child)

@@ -419,3 +419,36 @@ def test_cosine_lr_schedule_reaches_the_clients_and_the_edges_optimisers(bert_ho
         got = {rnd: x for rnd, x in seen[side] if rnd >= 1}
         assert got.keys() == want.keys(), (side, seen[side])
         assert all(got[g] == pytest.approx(want[g]) for g in want), (side, got, want)
+
+
+@pytest.mark.parametrize("client_opt", ["adamw", "sgd"])
+def test_cosine_lr_schedule_reaches_adamw_and_sgd_on_both_ends(bert_home, tmp_path, monkeypatch, client_opt):
+    """The same schedule on the other optimiser paths: the client's Lightning module and the edge build AdamW
+    (or SGD) at round g's rate."""
+    import math
+    import sys
+
+    from fedlab.experiment import run_experiment
+
+    cls = torch.optim.AdamW if client_opt == "adamw" else torch.optim.SGD
+    seen = []
+    real_init = cls.__init__
+
+    def spy(self, params, *args, **kwargs):
+        frame = sys._getframe(1)
+        while frame.f_globals["__name__"] == "fedlab.objectives.training":   # sgd_factory's closure: its caller
+            frame = frame.f_back
+        caller = frame.f_globals["__name__"]
+        if caller.startswith("fedlab"):
+            seen.append((caller, kwargs.get("lr")))
+        real_init(self, params, *args, **kwargs)
+
+    monkeypatch.setattr(cls, "__init__", spy)
+    lr = 0.004
+    run_experiment(_cfg(tmp_path, "federation.rounds=3", f"federation.lr={lr}", f"method.client_opt={client_opt}",
+                        "method.lr_schedule=cosine", "method.warmup_steps=1"), progress=False)
+    want = {round(lr * 0.5 * (1 + math.cos(math.pi * (g - 1) / 3)), 9) for g in (1, 2, 3)}
+    edge = {round(x, 9) for c, x in seen if c == "fedlab.methods.elsa.edge"}
+    client = {round(x, 9) for c, x in seen if c != "fedlab.methods.elsa.edge"}
+    assert edge == want, seen
+    assert want <= client <= want | {lr}, seen      # the warm-up (round 0) trains at lr

@@ -221,8 +221,9 @@ def task_kind(task: str) -> str:
 
 def per_task_metric(key: str, task: str) -> str:
     """The final-metric name of a row's headline score on one task (multiple-choice accuracy for recall and
-    sentiment, Rouge-L for the generative tasks): the fused model for Floe rows, the proxy-tuned LLM for
-    LLM-FedAvg / LLM-FedMoE, each device's own model for the baselines."""
+    sentiment, Rouge-L for the generative tasks), for the keys of BASELINES and FLOE (without `floe/`): the fused
+    model for the Floe rows (keys starting with `floe`), the proxy-tuned LLM for LLM-FedAvg / LLM-FedMoE, each
+    device's own model for the baselines."""
     kind = task_kind(task)
     if key.startswith("floe"):
         return f"fused/{kind}/{task}"
@@ -399,5 +400,5 @@ def differences(r: Results) -> list[str]:
 
 if __name__ == "__main__":
     sys.exit(run_table(HERE, plan, render, title="Floe tables", argv=sys.argv[1:], summarize=summarize,
-                       default_seeds=(0, 1, 2, 3, 4),     # 5 seeds: the headline claims (Table III, Fig. 12)
+                       default_seeds=(0, 1, 2, 3, 4),     # 5 seeds for every row (headline claims need 5)
                        after=lambda r: log_to_parent(r, [HERE / "fig12_tasks.png", HERE / "fig14_experts.png"])))
