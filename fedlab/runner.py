@@ -147,15 +147,24 @@ class Results:
     def final(self, key: str, metric: str, digits: int = 3) -> str:
         return self.cell(key, lambda r: r["final"].get(metric), digits)
 
-    def constant_answers(self, keys: list[str], prefix: str = "") -> dict[str, str]:
+    def constant_answers(self, keys: list[str], prefix: str = "", tasks: list[str] | None = None,
+                         share: Callable[[str, str], str] | None = None) -> dict[str, str]:
         """Per task: "constant" when every run of every row in `keys` answered it with one constant answer
-        (`{prefix}top/task_<t>` = 1.0: no row can be told from another on it), "unknown" when some run has no
-        answer share (a record made before fedlab logged it); tasks the rows answer variously are left out."""
-        runs = [rec for k in keys for rec in self.runs(k)]
-        tasks = {m[len(f"{prefix}acc/task_"):] for rec in runs for m in rec["final"] if m.startswith(f"{prefix}acc/task_")}
+        (its answer share = 1.0: no row can be told from another on it), "unknown" when some run has no
+        answer share (a record made before fedlab logged it); tasks the rows answer variously are left out.
+        By default the tasks are those with a `{prefix}acc/task_<t>` score and the share is
+        `{prefix}top/task_<t>` of the runs that scored the task; `tasks` and `share(row key, task)` (the metric
+        name of the share of the model a row is scored by) name them instead, every run counting."""
+        runs = [(k, rec) for k in keys for rec in self.runs(k)]
+        scored = tasks is None
+        if scored:
+            tasks = sorted({m[len(f"{prefix}acc/task_"):] for _, rec in runs for m in rec["final"]
+                            if m.startswith(f"{prefix}acc/task_")})
+        share = share or (lambda _key, t: f"{prefix}top/task_{t}")
         out = {}
-        for t in sorted(tasks):
-            shares = [rec["final"].get(f"{prefix}top/task_{t}") for rec in runs if f"{prefix}acc/task_{t}" in rec["final"]]
+        for t in tasks:
+            shares = [rec["final"].get(share(k, t)) for k, rec in runs
+                      if not scored or f"{prefix}acc/task_{t}" in rec["final"]]
             if any(s is None for s in shares):
                 out[t] = "unknown"
             elif shares and all(s >= 1.0 for s in shares):
@@ -205,10 +214,12 @@ def _git_label(env: dict) -> str | None:
     return None if commit is None else commit + ("" if env.get("clean") else "+dirty")
 
 
-def constant_answer_note(r: Results, keys: list[str], prefix: str = "") -> list[str]:
+def constant_answer_note(r: Results, keys: list[str], prefix: str = "", tasks: list[str] | None = None,
+                         share: Callable[[str, str], str] | None = None) -> list[str]:
     """Markdown lines under a per-task table: the tasks on which every row gives one constant answer in every
-    seed (they cannot separate the rows), and those the records cannot tell (made before the share was logged)."""
-    flags = r.constant_answers(keys, prefix)
+    seed (they cannot separate the rows), and those the records cannot tell (made before the share was logged);
+    `tasks` and `share` as in `Results.constant_answers`."""
+    flags = r.constant_answers(keys, prefix, tasks, share)
     const = [t for t, v in flags.items() if v == "constant"]
     unknown = [t for t, v in flags.items() if v == "unknown"]
     lines = []

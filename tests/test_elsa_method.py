@@ -391,7 +391,6 @@ def test_fedavgm_server_step_by_hand():
 def test_cosine_lr_schedule_reaches_the_clients_and_the_edges_optimisers(bert_home, tmp_path, monkeypatch):
     """method.lr_schedule=cosine: round g of G trains at lr·½(1 + cos(π (g − 1)/G)) on both ends of the link."""
     import math
-
     import sys
 
     import fedlab.objectives.fedcada as fedcada_mod

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from fedlab.claims import differences_table
-from fedlab.runner import Planned, Results, log_to_parent, run_table
+from fedlab.runner import Planned, Results, constant_answer_note, log_to_parent, run_table
 
 HERE = Path(__file__).resolve().parent
 CFG = HERE / "base.yaml"
@@ -148,20 +148,21 @@ def render(r: Results) -> str:
             r.final(k, "fused/latency_ms_per_token", 1), r.final(k, "fused/flagged_prompts", 0),
             " / ".join(r.final(k, f"fused/detector_{m}") for m in ("precision", "recall", "f1")),
             r.cell(k, lambda rec: _mean_over_rounds(rec, "simulated_s"), 2)]) + " |")
-    lines += gate_table(r) + per_task_table(r) + alignment_table(r) + experts_table(r) + hetero_table(r) + real_table(r) + differences(r)
+    lines += gate_table(r, stale) + per_task_table(r) + alignment_table(r) + experts_table(r) + hetero_table(r) + real_table(r, stale) + differences(r)
     figures(r)
     return "\n".join(lines) + "\n"
 
 
-def gate_table(r: Results) -> list[str]:
+def gate_table(r: Results, stale: set[str] | None = None) -> list[str]:
     """The fusion gate of each fused row: the public answer tokens it trained on and those held out, the held-out
     NLL of the fused distribution against the SLM's and the LLM's alone, the share of runs whose check
-    NLL(fused) ≤ min(NLL(SLM), NLL(LLM)) passed, and its mean w on the SLM per task (SPEC §4.3)."""
+    NLL(fused) ≤ min(NLL(SLM), NLL(LLM)) passed, and its mean w on the SLM per task (SPEC §4.3); † marks the
+    keys in `stale` (`Results.stale(plan())`, computed when not given)."""
     rows = [(f"floe/{key}", label) for key, label, _ in FLOE] + [("floe/real/floe", "Floe, SmolLM2 in the cloud")]
     rows = [(k, label) for k, label in rows if r.runs(k)]
     if not rows:
         return []
-    stale = r.stale([p for p in plan() if p.key in {k for k, _ in rows}])
+    stale = r.stale(plan()) if stale is None else stale
     out = ["", "## The fusion gate (held-out public answer tokens)", "",
            "| method | trained on (tokens) | held out (tokens) | NLL fused | NLL SLM | NLL LLM | check passed (share of "
            "runs) | " + " | ".join(f"w {t}" for t in TASKS) + " |", "|---" * (7 + len(TASKS)) + "|"]
@@ -219,6 +220,9 @@ def task_kind(task: str) -> str:
     return "acc" if task in ("recall", "sentiment") else "rougeL"
 
 
+MC_TASKS = [t for t in TASKS if task_kind(t) == "acc"]
+
+
 def per_task_metric(key: str, task: str) -> str:
     """The final-metric name of a row's headline score on one task (multiple-choice accuracy for recall and
     sentiment, Rouge-L for the generative tasks), for the keys of BASELINES and FLOE (without `floe/`): the fused
@@ -234,25 +238,18 @@ def per_task_metric(key: str, task: str) -> str:
     return f"{kind}/task_{task}"
 
 
+def share_metric(row: str, task: str) -> str:
+    """The final-metric name of the share of the most frequent answer of the model a row's per-task score reads
+    (`per_task_metric` with acc → top: the fused model for Floe rows, the proxy-tuned LLM for the LLM baselines,
+    each device's own model otherwise); `row` is the full key (`floe/…`)."""
+    return per_task_metric(row.removeprefix("floe/"), task).replace("acc/", "top/", 1)
+
+
 def constant_tasks(r: Results, keys: list[str]) -> dict[str, str]:
     """The multiple-choice tasks on which every run of every row in `keys` (row keys without `floe/`) gave one
-    answer to every item, so that no row can be told from another there: "constant"; "unknown" where a run did
-    not log the share of its most frequent answer. The share is that of the model the per-task table scores
-    (`per_task_metric` with acc → top: the fused model for Floe rows, the proxy-tuned LLM for the LLM
-    baselines, each device's own model otherwise). Rouge-L tasks have no answer set and are not checked."""
-    out = {}
-    for t in TASKS:
-        if task_kind(t) != "acc":
-            continue
-        shares = [rec["final"].get(per_task_metric(k, t).replace("acc/", "top/", 1))
-                  for k in keys for rec in r.runs(f"floe/{k}")]
-        if not shares:
-            continue
-        if any(s is None for s in shares):
-            out[t] = "unknown"
-        elif all(s >= 1.0 for s in shares):
-            out[t] = "constant"
-    return out
+    answer to every item ("constant"), or did not log its answer share ("unknown"), read from the model each
+    row is scored by (`share_metric`). Rouge-L tasks have no answer set and are not checked."""
+    return r.constant_answers([f"floe/{k}" for k in keys], tasks=MC_TASKS, share=share_metric)
 
 
 def per_task_table(r: Results) -> list[str]:
@@ -263,22 +260,10 @@ def per_task_table(r: Results) -> list[str]:
            "| method | " + " | ".join(TASKS) + " |", "|---" * (len(TASKS) + 1) + "|"]
     for key, label in rows:
         out.append(f"| {label} | " + " | ".join(r.final(f"floe/{key}", per_task_metric(key, t)) for t in TASKS) + " |")
-    flags = constant_tasks(r, [key for key, _ in rows])
-    const = [t for t, v in flags.items() if v == "constant"]
-    unknown = [t for t, v in flags.items() if v == "unknown"]
-    mc = [t for t in TASKS if task_kind(t) == "acc"]
-    out.append("")
-    if const:
-        out.append(f"**Constant answers**: on {', '.join(const)} every row above gives one answer to every item in "
-                   "every seed: that column cannot separate the methods.")
-    if unknown:
-        out.append(f"Constant-answer check not possible on {', '.join(unknown)}: some records do not log the share "
-                   "of their most frequent answer.")
-    if not const and not unknown:
-        out.append(f"Constant-answer check ({', '.join(mc)}): on each multiple-choice task at least one run of one "
-                   "row gives more than one answer (the share of each run's most frequent answer is logged as "
-                   "`top/…`).")
-    return out
+    note = constant_answer_note(r, [f"floe/{key}" for key, _ in rows], tasks=MC_TASKS, share=share_metric)
+    return out + (note or ["", f"Constant-answer check ({', '.join(MC_TASKS)}): on each multiple-choice task at least "
+                           "one run of one row gives more than one answer (the share of each run's most frequent "
+                           "answer is logged as `top/…`)."])
 
 
 def hetero_table(r: Results) -> list[str]:
@@ -300,13 +285,13 @@ def hetero_table(r: Results) -> list[str]:
     return out
 
 
-def real_table(r: Results) -> list[str]:
+def real_table(r: Results, stale: set[str] | None = None) -> list[str]:
     """Floe with SmolLM2-135M-Instruct as the cloud LLM (issue 32), beside the LLM and the SLM alone; † marks a
-    row whose records another config made than the one the script runs now."""
+    row in `stale` (records another config made than the one the script runs now; computed when not given)."""
     k = "floe/real/floe"
     if not r.runs(k):
         return []
-    stale = r.stale([p for p in plan() if p.key.startswith("floe/real/")])
+    stale = r.stale(plan()) if stale is None else stale
 
     def m(key):
         return " †" if key in stale else ""
