@@ -61,9 +61,10 @@ class _Tok:
         return self.vocab
 
 
-def test_gate_positions_are_balanced_over_tasks(monkeypatch):
-    """A task with long answers (generation) cannot crowd out one with one-token answers: each task gets at most
-    ⌈limit / tasks⌉ positions."""
+def test_gate_trains_on_limit_positions_balanced_over_tasks(monkeypatch):
+    """`limit` counts the positions the gate trains on (SPEC §4.3: >= 2,048): a task with long answers
+    (generation) cannot crowd out one with one-token answers — each gets an equal share — and every fifth
+    example of a task is read on top, held out whole."""
     from types import SimpleNamespace
 
     from fedlab.methods.floe import fusion
@@ -76,17 +77,49 @@ def test_gate_positions_are_balanced_over_tasks(monkeypatch):
     tok = _Tok()
     ps, pl, ys, tasks, owners = gate_examples(lambda p: (None, tok), (None, tok), torch.arange(10), long + short, 64,
                                               limit=100)
-    assert len(ys) == 100 and tasks.count("gen") == 50 and tasks.count("mc") == 50
-    # held out by example, per task: no answer on both sides; each task keeps about a fifth of its examples
     train, held = split_held_out(tasks, owners)
+    assert len(train) == 100                                   # exactly `limit` trained positions
+    train_tasks = [tasks[i] for i in train.tolist()]
+    assert train_tasks.count("gen") == 50 and train_tasks.count("mc") == 50
+    # held out by example, per task: no answer on both sides
     assert not {owners[i] for i in train.tolist()} & {owners[i] for i in held.tolist()}
     held_tasks = [tasks[i] for i in held.tolist()]
-    # mc: 10 of its 50 one-token answers; gen: its 50 positions come from 2 long answers, fewer than 5, none held
-    assert held_tasks.count("mc") == 10 and held_tasks.count("gen") == 0
-    # the old behaviour (no quota) would have given the generation task 30 positions per example in turn
-    _, _, ys2, tasks2, _ = gate_examples(lambda p: (None, tok), (None, tok), torch.arange(10), long + short[:10], 64,
-                                         limit=100)
-    assert tasks2.count("mc") == 10 and tasks2.count("gen") == 50   # mc runs out at 10; gen stays at its quota
+    # mc: its 50 trained answers are examples 0..61 less the 12 held (4, 9, …, 59); gen: 50 positions come from
+    # examples 0 and 1 (30 + 20), before its first held example (4), so none is read
+    assert held_tasks.count("mc") == 12 and held_tasks.count("gen") == 0
+    assert len(ys) == 112
+
+
+def test_a_task_that_runs_out_leaves_its_share_to_the_others(monkeypatch):
+    """Ten one-token answers give the mc task 8 trained positions (examples 4 and 9 held out); the generation task
+    takes the rest of `limit`, so the gate still trains on `limit` positions."""
+    from types import SimpleNamespace
+
+    from fedlab.methods.floe import fusion
+
+    monkeypatch.setattr("fedlab.data.collate.continuation_ids",
+                        lambda tok, prompt, target: ([1, 2], [3] * len(target.split())))
+    monkeypatch.setattr(fusion, "next_probs_ids", lambda model, ids, max_length: torch.full((10,), 0.1))
+    long = [SimpleNamespace(task="gen", prompt=f"g{i}", target=" ".join(["w"] * 30)) for i in range(20)]
+    short = [SimpleNamespace(task="mc", prompt=f"m{i}", target="x") for i in range(10)]
+    tok = _Tok()
+    _, _, ys, tasks, owners = gate_examples(lambda p: (None, tok), (None, tok), torch.arange(10), long + short, 64,
+                                            limit=100)
+    train, held = split_held_out(tasks, owners)
+    train_tasks = [tasks[i] for i in train.tolist()]
+    assert train_tasks.count("mc") == 8 and train_tasks.count("gen") == 92 and len(train) == 100
+    held_tasks = [tasks[i] for i in held.tolist()]
+    # mc: example 4 (example 9 comes after its last trained one, 8, and is not read); gen: 92 positions from
+    # examples 0–3, before its first held example
+    assert held_tasks.count("mc") == 1 and held_tasks.count("gen") == 0
+
+
+def test_water_fill_shares_equally_and_passes_on_what_a_task_cannot_use():
+    from fedlab.methods.floe.fusion import water_fill
+
+    assert water_fill({"a": 3, "b": 100, "c": 100}, 30) == {"a": 3, "b": 14, "c": 13}
+    assert water_fill({"a": 50, "b": 50}, 30) == {"a": 15, "b": 15}
+    assert water_fill({"a": 5, "b": 6}, 30) == {"a": 5, "b": 6}             # not enough: everything
 
 
 def test_the_held_out_split_keeps_every_tasks_share_when_tasks_come_in_turn():

@@ -62,7 +62,8 @@ class FloeConfig(MethodConfig):
     llm: Optional[str] = None        # the cloud LLM (zero-shot), e.g. tiny-llama
     combine: str = "fusion"          # fusion: the learned gate (Eq. 12–15) | proxy: proxy tuning, LLM + SLM' − SLM
     fusion_features: str = "full"    # full: [P_SLM; P_LLM] | compact: max, entropy and overlap (ablation)
-    fusion_positions: int = 2048     # public answer tokens, balanced over tasks (SPEC §4.3); 1 in 5 held out
+    fusion_positions: int = 2048     # public answer tokens the gate trains on, balanced over tasks (SPEC §4.3); every
+                                     # 5th example of a task is read on top of them and held out for the NLL check
     fusion_epochs: int = 3
     fusion_lr: float = 1e-3
     fusion_rtt: float = 0.08         # simulated round-trip time to the cloud (s), ± fusion_rtt_jitter

@@ -186,49 +186,69 @@ class Fusion:
         return total
 
 
-def round_robin_by_task(examples) -> list:
-    """The examples reordered one task at a time in turn (a, b, c, a, b, c, …), each task's own order kept."""
-    by: dict[str, list] = {}
-    for e in examples:
-        by.setdefault(e.task, []).append(e)
-    queues = list(by.values())
-    return [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
+def is_held_out(rank: int, every: int = 5) -> bool:
+    """Whether a task's `rank`-th public example (0-based, in reading order) is held out: every `every`-th one."""
+    return rank % every == every - 1
 
 
-def gate_examples(slm_for, llm, vmap: torch.Tensor, examples, max_length: int, limit: int = 2048):
+def water_fill(capacity: dict[str, int], total: int) -> dict[str, int]:
+    """Per-task quotas summing to min(total, Σ capacity): an equal share each, capped at the task's capacity, what
+    a capped task cannot use shared among the others (max–min fair), e.g. caps {a: 3, b: 100, c: 100}, total 30 →
+    {a: 3, b: 14, c: 13}."""
+    quota: dict[str, int] = {}
+    left = total
+    order = sorted(capacity, key=lambda t: (capacity[t], t))
+    for i, t in enumerate(order):
+        share = -(-left // (len(order) - i))
+        quota[t] = min(capacity[t], share)
+        left -= quota[t]
+    return quota
+
+
+def gate_examples(slm_for, llm, vmap: torch.Tensor, examples, max_length: int, limit: int = 2048, every: int = 5):
     """(P_SLM [N, V], P_LLM mapped [N, V], next token [N], task of each position [N], the example each position
     comes from [N]) at the answer tokens of public `examples`, teacher-forced (each answer prefix read by both
-    models, as token ids): at most `limit` positions, balanced over the tasks (SPEC §4.3) — each task at most
-    ⌈limit / tasks⌉ positions, its examples taken in order, the tasks in turn — so long generated answers do not
-    crowd out one-token choices."""
+    models, as token ids). `limit` counts the positions the gate *trains* on (SPEC §4.3: ≥ 2,048), balanced over
+    the tasks by `water_fill` — an equal share each, a task whose answers run out (one-token choices) leaving the
+    rest of its share to the others — so long generated answers do not crowd out one-token choices. Each task's
+    examples are read in order; every `every`-th one (`is_held_out`, the split `split_held_out` recovers) is
+    read whole on top, for the held-out check, up to the last example the gate trains on."""
     from fedlab.data.collate import continuation_ids
 
     llm_model, llm_tok = llm
-    ordered = round_robin_by_task(examples)
-    n_tasks = max(1, len({e.task for e in ordered}))
-    quota = -(-limit // n_tasks)
-    taken: dict[str, int] = {}
+    by_task: dict[str, list] = {}
+    for e in examples:
+        by_task.setdefault(e.task, []).append(e)
+    if not by_task:
+        raise ValueError("gate_examples: no public examples to train the fusion gate on")
+    _, tok = slm_for(next(iter(by_task.values()))[0].prompt)      # one tokenizer serves every mixture
+    answers = {t: [continuation_ids(tok, e.prompt, " " + e.target) for e in es] for t, es in by_task.items()}
+    capacity = {t: sum(len(cont) for r, (_, cont) in enumerate(a) if not is_held_out(r, every))
+                for t, a in answers.items()}
+    quota = water_fill(capacity, limit)
     ps, pl, ys, tasks, owners = [], [], [], [], []
-    for n, e in enumerate(ordered):
-        if taken.get(e.task, 0) >= quota:
-            continue
-        model, tok = slm_for(e.prompt)
-        same = tok.get_vocab() == llm_tok.get_vocab()
-        ctx, cont = continuation_ids(tok, e.prompt, " " + e.target)
-        for k, t in enumerate(cont):
-            if taken.get(e.task, 0) >= quota or len(ys) >= limit:
+    owner = 0
+    for t, es in by_task.items():
+        trained = 0
+        for r, (e, (ctx, cont)) in enumerate(zip(es, answers[t])):
+            if trained >= quota[t]:
                 break
-            ids = ctx + cont[:k]
-            p_s = next_probs_ids(model, ids, max_length)
-            p_l = next_probs_ids(llm_model, llm_ids(tok, llm_tok, ids, same), max_length)
-            ps.append(p_s)
-            pl.append(p_l if same else map_probs(p_l[None], vmap, p_s.shape[-1])[0])
-            ys.append(t)
-            tasks.append(e.task)
-            owners.append(n)
-            taken[e.task] = taken.get(e.task, 0) + 1
-        if len(ys) >= limit:
-            break
+            held = is_held_out(r, every)
+            model, tok = slm_for(e.prompt)
+            same = tok.get_vocab() == llm_tok.get_vocab()
+            for k, y in enumerate(cont):
+                if not held and trained >= quota[t]:
+                    break
+                ids = ctx + cont[:k]
+                p_s = next_probs_ids(model, ids, max_length)
+                p_l = next_probs_ids(llm_model, llm_ids(tok, llm_tok, ids, same), max_length)
+                ps.append(p_s)
+                pl.append(p_l if same else map_probs(p_l[None], vmap, p_s.shape[-1])[0])
+                ys.append(y)
+                tasks.append(t)
+                owners.append(owner)
+                trained += not held
+            owner += 1
     return torch.stack(ps), torch.stack(pl), torch.tensor(ys), tasks, owners
 
 
@@ -255,15 +275,15 @@ def held_out_check(gate, p_slm, p_llm, target, tasks) -> dict:
 
 def split_held_out(tasks: list[str], owners: list[int], every: int = 5) -> tuple[torch.Tensor, torch.Tensor]:
     """(train, held-out) position indices, split by example: within each task every `every`-th example (in the
-    order they were read) is held out with all its positions, so no answer has tokens on both sides and every
-    task keeps its share."""
+    order they were read, `is_held_out`) is held out with all its positions, so no answer has tokens on both
+    sides and every task keeps its share."""
     rank: dict[int, int] = {}
     seen: dict[str, int] = {}
     for t, o in zip(tasks, owners):
         if o not in rank:
             rank[o] = seen.get(t, 0)
             seen[t] = rank[o] + 1
-    held = torch.tensor([rank[o] % every == every - 1 for o in owners], dtype=torch.bool)
+    held = torch.tensor([is_held_out(rank[o], every) for o in owners], dtype=torch.bool)
     idx = torch.arange(len(owners))
     return idx[~held], idx[held]
 

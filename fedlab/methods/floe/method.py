@@ -477,12 +477,12 @@ class Floe(FedMethod):
                           for k in ("precision", "recall", "f1", "flagged_stage2", "n")}
         ps, pl, ys, tasks, owners = gate_examples(slm_for, (llm, llm_tok), vmap, self.data.public, cfg.model.max_length,
                                                   m.fusion_positions)
-        if len(ys) < m.fusion_positions:
-            per_task = {t: tasks.count(t) for t in sorted(set(tasks))}
-            print(f"[fedlab] Floe: the public set holds {len(ys)} answer tokens, below method.fusion_positions="
-                  f"{m.fusion_positions} (SPEC §4.3 asks >= 2,048); the gate trains on what there is, per task "
-                  f"{per_task} (fused/gate_positions is the count after the held-out fifth)", file=sys.stderr)
         train, held = split_held_out(tasks, owners)
+        if len(train) < m.fusion_positions:
+            per_task = {t: tasks.count(t) for t in sorted(set(tasks))}
+            print(f"[fedlab] Floe: the public set holds {len(train)} answer tokens to train the fusion gate on, below "
+                  f"method.fusion_positions={m.fusion_positions} (SPEC §4.3 asks >= 2,048); the gate trains on what "
+                  f"there is (positions read per task, held-out fifth included: {per_task})", file=sys.stderr)
         in_sample = len(held) == 0 or len(train) == 0
         if in_sample:                # too few examples to hold any out: the check runs on the training positions
             train = held = torch.arange(len(ys))
