@@ -158,12 +158,26 @@ def test_simple_sl_trains_one_shared_theta2_and_differs_from_fedavg(bert_home, t
                                           if k in self.middle_keys}
         return original(self, ctx)
 
+    from fedlab.methods.elsa import method as elsa_method
+
+    turns = {}                     # grouping → whether the round's link time added the clients' (they take turns)
+    timed = elsa_method.round_seconds
+
+    def record(per_client, sequential=False):
+        turns.setdefault("current", set()).add(sequential)
+        return timed(per_client, sequential)
+
     Elsa.finalize = keep
+    elsa_method.round_seconds = record
     try:
         sl = run_experiment(cfg, progress=False)
+        turns["single"] = turns.pop("current")
         run_experiment(_cfg(tmp_path / "f", "method.grouping=nearest", "method.aggregation=sizes"), progress=False)
+        turns["nearest"] = turns.pop("current")
     finally:
         Elsa.finalize = original
+        elsa_method.round_seconds = timed
+    assert turns == {"single": {True}, "nearest": {False}}      # Simple SL's clients queue for the cloud
     assert any(not torch.equal(kept["single"][k], kept["nearest"][k]) for k in kept["single"])
     # its link time counts two round trips a step to the cloud, which lies cloud_km away
     assert sl.rounds[1]["server/link_latency_seconds"] > 0

@@ -111,6 +111,14 @@ def test_communication_model_eq_14_15_by_hand():
     assert t == pytest.approx(1.0) and total_seconds(5, [0.5, t]) == pytest.approx(5.0)
 
 
+def test_a_rounds_link_time_is_the_slowest_client_or_their_sum_when_they_take_turns():
+    from fedlab.splitfed.comm_model import round_seconds
+
+    assert round_seconds([0.5, 2.0, 1.0]) == 2.0                     # clients side by side under their edges
+    assert round_seconds([0.5, 2.0, 1.0], sequential=True) == 3.5    # Simple SL: one at a time on the cloud
+    assert round_seconds([], sequential=True) == 0.0
+
+
 def test_privacy_metrics_by_hand_and_the_protections_order():
     from fedlab.comm import CountSketch, ssop_matrix
     from fedlab.splitfed.privacy_eval import protect, reconstruction, token_accuracy

@@ -451,3 +451,42 @@ def test_cosine_lr_schedule_reaches_adamw_and_sgd_on_both_ends(bert_home, tmp_pa
     client = {round(x, 9) for c, x in seen if c != "fedlab.methods.elsa.edge"}
     assert edge == want, seen
     assert want <= client <= want | {lr}, seen      # the warm-up (round 0) trains at lr
+
+
+def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_path):
+    """Table 1 from hand-made records: a task whose skewed reference ends below chance + 25 is marked ✗ (in the
+    row and in its claims), a task on which every method answers one constant is flagged, a claim with five
+    seeds gets its paired verdict, and Table 2 reads the four-element learning curves."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    from fedlab.runner import Results
+
+    path = Path(__file__).resolve().parents[1] / "experiments/elsa/make_tables.py"
+    spec = importlib.util.spec_from_file_location("elsa_tables_t1", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.head_chance("topic") == 0.1 and mod.head_chance("sentiment") == 0.5
+
+    def rec(key, seed, acc, top):
+        task = key.split("/")[1]
+        return {"key": key, "seed": seed, "label": key, "summary": {"curve": [[0, 0.1, 0.0, 0.1], [80, acc, 9.0, acc]]},
+                "final": {"acc/mean": acc, "full/acc/mean": acc, f"acc/task_{task}": acc, f"top/task_{task}": top}}
+
+    records = {}
+    for s in range(5):
+        records[f"cal/paraphrase/a0.1/reference@seed{s}"] = rec("cal/paraphrase/a0.1/reference", s, 0.70, 0.6)
+        records[f"cal/topic/a0.1/reference@seed{s}"] = rec("cal/topic/a0.1/reference", s, 0.99, 0.1)
+        for m in mod.METHODS:
+            records[f"t1/paraphrase/a0.1/{m}@seed{s}"] = rec(f"t1/paraphrase/a0.1/{m}", s, 0.5, 1.0)
+            acc = 0.9 + 0.01 * s if m == "elsa" else 0.8 + 0.005 * s
+            records[f"t1/topic/a0.1/{m}@seed{s}"] = rec(f"t1/topic/a0.1/{m}", s, acc, 0.2)
+    (tmp_path / "results.json").write_text(json.dumps(records))
+    text = mod.render(Results(tmp_path / "results.json"))
+    assert "| paraphrase | 0.1 ✗ |" in text and "| topic | 0.1 |" in text
+    assert "**Constant answers**: on paraphrase α̂ = 0.1 every method" in text
+    elsa_vs_fedavg = next(l for l in text.splitlines() if l.startswith("| ELSA > FedAvg, topic, α̂ = 0.1 |"))
+    assert "+11.0 ± 1.0 pts (5 seeds)" in elsa_vs_fedavg and elsa_vs_fedavg.endswith("| reproduced |")
+    assert any(l.startswith("| ELSA > FedAvg, paraphrase, α̂ = 0.1 (reference ✗) |") for l in text.splitlines())
+    assert "## Table 2" in text and "†" in text          # hand-made records name no config: marked stale

@@ -35,3 +35,11 @@ def link_step_bytes(batch: int, seq_len: int, width: int, float_bytes: int = 4) 
     [B, T] up. Eq. 14's activation term counts the two activation transfers only."""
     act = batch * seq_len * width * float_bytes
     return 2 * act + batch * seq_len, 2 * act
+
+
+def round_seconds(per_client: list[float], sequential: bool = False) -> float:
+    """A round's link time from each client's: max_c t_c when the clients run side by side (under their edges),
+    Σ_c t_c when they take one server's θ₂ in turn (Simple SL: the cloud serves one client at a time)."""
+    if not per_client:
+        return 0.0
+    return float(sum(per_client)) if sequential else float(max(per_client))

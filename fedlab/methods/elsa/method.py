@@ -37,7 +37,7 @@ from fedlab.runtime.context import log_line
 from fedlab.runtime.resident import get_resident
 from fedlab.seeding import derive_seed
 from fedlab.splitfed.aggregate import cloud_weights, state_distance, weighted_average
-from fedlab.splitfed.comm_model import client_seconds, round_bytes
+from fedlab.splitfed.comm_model import client_seconds, round_bytes, round_seconds
 from fedlab.splitfed.grouping import Grouping, group_clients
 from fedlab.splitfed.topology import cloud_round_trips_ms, place
 from fedlab.splitfed.trust import divergence_matrix, log_trust, relative_trust
@@ -279,19 +279,20 @@ class Elsa(FedMethod):
         steps = {c: r.metrics.get("link/steps", 0.0) for c, r in results.items()}
         rtt = {c: self.rtt_ms(c, k) for k, ms in grouping.groups.items() for c in ms}
         latency = {c: 2 * steps[c] * rtt.get(c, 0.0) / 1000 for c in results}
-        seconds = max((link[c] / self.bandwidth[c] + latency[c] for c in link), default=0.0)
+        sequential = m.grouping == "single"      # Simple SL: the clients take the cloud's θ₂ in turn
+        seconds = round_seconds([link[c] / self.bandwidth[c] + latency[c] for c in link], sequential)
         self.link_seconds += seconds
         batches = [r.metrics.get("link/batch", 0.0) for r in results.values()]
         lora = sum(v.numel() for v in self.global_state.values())
         sizes = self.data.sizes()
-        model_s = max((client_seconds(r.metrics.get("link/batch", 0.0),
-                                      split_steps(m, sizes[c], self.cfg.federation.batch_size),
-                                      self.cfg.model.max_length, dim, ratio, self.bandwidth[c])
-                       for c, r in results.items()), default=0.0)
+        model_s = round_seconds([client_seconds(r.metrics.get("link/batch", 0.0),
+                                                split_steps(m, sizes[c], self.cfg.federation.batch_size),
+                                                self.cfg.model.max_length, dim, ratio, self.bandwidth[c])
+                                 for c, r in results.items()], sequential)
         cos = [r.metrics["link/cosine"] for r in results.values() if "link/cosine" in r.metrics]
         return {"link_bytes": sum(link.values()), "link_mb": sum(link.values()) / 1e6, "adapter_bytes": adapters,
                 "link_seconds": seconds, "link_seconds_total": self.link_seconds,
-                "link_latency_seconds": max(latency.values(), default=0.0),
+                "link_latency_seconds": round_seconds(list(latency.values()), sequential),
                 **({"link_cosine": sum(cos) / len(cos)} if cos else {}),
                 "eq14_bytes": round_bytes(batches, max(steps.values(), default=0.0), self.cfg.model.max_length,
                                           dim, ratio, lora, num_edges),
