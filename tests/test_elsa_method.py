@@ -313,6 +313,8 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
         if p.key.endswith(("/fedavg", "/fedprox", "/fedams")):
             assert m.grouping == "nearest" and m.aggregation == "sizes"
         assert (m.prox_mu > 0) == p.key.endswith("/fedprox") and (m.server_opt == "amsgrad") == p.key.endswith("/fedams")
+        if p.key.endswith("/fedams"):     # η = √ε: FedAvg's step where v̂ sits at its floor (η = 1 diverged)
+            assert m.server_lr == pytest.approx(m.server_eps ** 0.5, rel=0.01)
         # every row carries Adam's moments (the budget); only FedCAda adds its correction γ
         assert m.client_opt == "fedcada" and (m.fedcada_gamma > 0) == p.key.endswith("/fedcada")
         if p.key.startswith("cal/"):        # the centralized client takes the federation's steps of a round
