@@ -61,10 +61,9 @@ class _Tok:
         return self.vocab
 
 
-def test_gate_trains_on_limit_positions_balanced_over_tasks(monkeypatch):
-    """`limit` counts the positions the gate trains on (SPEC §4.3: >= 2,048): a task with long answers
-    (generation) cannot crowd out one with one-token answers — each gets an equal share — and every fifth
-    example of a task is read on top, held out whole."""
+def _read_gate_examples(monkeypatch, mc_examples: int, limit: int = 100):
+    """gate_examples on 20 generation answers of 30 tokens and `mc_examples` one-token answers (stub models):
+    (next tokens, task per position, train indices, held-out indices, example per position)."""
     from types import SimpleNamespace
 
     from fedlab.methods.floe import fusion
@@ -73,11 +72,19 @@ def test_gate_trains_on_limit_positions_balanced_over_tasks(monkeypatch):
                         lambda tok, prompt, target: ([1, 2], [3] * len(target.split())))
     monkeypatch.setattr(fusion, "next_probs_ids", lambda model, ids, max_length: torch.full((10,), 0.1))
     long = [SimpleNamespace(task="gen", prompt=f"g{i}", target=" ".join(["w"] * 30)) for i in range(20)]
-    short = [SimpleNamespace(task="mc", prompt=f"m{i}", target="x") for i in range(200)]
+    short = [SimpleNamespace(task="mc", prompt=f"m{i}", target="x") for i in range(mc_examples)]
     tok = _Tok()
-    ps, pl, ys, tasks, owners = gate_examples(lambda p: (None, tok), (None, tok), torch.arange(10), long + short, 64,
-                                              limit=100)
+    _, _, ys, tasks, owners = gate_examples(lambda p: (None, tok), (None, tok), torch.arange(10), long + short, 64,
+                                            limit=limit)
     train, held = split_held_out(tasks, owners)
+    return ys, tasks, train, held, owners
+
+
+def test_gate_trains_on_limit_positions_balanced_over_tasks(monkeypatch):
+    """`limit` counts the positions the gate trains on (SPEC §4.3: >= 2,048): a task with long answers
+    (generation) cannot crowd out one with one-token answers — each gets an equal share — and every fifth
+    example of a task is read on top, held out whole."""
+    ys, tasks, train, held, owners = _read_gate_examples(monkeypatch, 200)
     assert len(train) == 100                                   # exactly `limit` trained positions
     train_tasks = [tasks[i] for i in train.tolist()]
     assert train_tasks.count("gen") == 50 and train_tasks.count("mc") == 50
@@ -93,19 +100,7 @@ def test_gate_trains_on_limit_positions_balanced_over_tasks(monkeypatch):
 def test_a_task_that_runs_out_leaves_its_share_to_the_others(monkeypatch):
     """Ten one-token answers give the mc task 8 trained positions (examples 4 and 9 held out); the generation task
     takes the rest of `limit`, so the gate still trains on `limit` positions."""
-    from types import SimpleNamespace
-
-    from fedlab.methods.floe import fusion
-
-    monkeypatch.setattr("fedlab.data.collate.continuation_ids",
-                        lambda tok, prompt, target: ([1, 2], [3] * len(target.split())))
-    monkeypatch.setattr(fusion, "next_probs_ids", lambda model, ids, max_length: torch.full((10,), 0.1))
-    long = [SimpleNamespace(task="gen", prompt=f"g{i}", target=" ".join(["w"] * 30)) for i in range(20)]
-    short = [SimpleNamespace(task="mc", prompt=f"m{i}", target="x") for i in range(10)]
-    tok = _Tok()
-    _, _, ys, tasks, owners = gate_examples(lambda p: (None, tok), (None, tok), torch.arange(10), long + short, 64,
-                                            limit=100)
-    train, held = split_held_out(tasks, owners)
+    _, tasks, train, held, _ = _read_gate_examples(monkeypatch, 10)
     train_tasks = [tasks[i] for i in train.tolist()]
     assert train_tasks.count("mc") == 8 and train_tasks.count("gen") == 92 and len(train) == 100
     held_tasks = [tasks[i] for i in held.tolist()]
