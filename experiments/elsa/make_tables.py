@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 from fedlab.claims import Claim, claims_table
-from fedlab.runner import Planned, Results, constant_answer_note, run_table
+from fedlab.runner import Planned, Results, run_table
 from fedlab.stats import fmt_ci
 
 HERE = Path(__file__).resolve().parent
@@ -262,7 +262,8 @@ def table1(r: Results, stale: set[str]) -> list[str]:
             if any(c != "-" for c in cells):
                 mark = " ✗" if reference_fails(r, task, f"a{alpha}") else ""
                 lines.append(f"| {task} | {alpha}{mark} | " + " | ".join(cells) + " |")
-                const += [f"{task} α̂ = {alpha}" for n in constant_answer_note(r, keys) if "**Constant answers**" in n]
+                if "constant" in r.constant_answers(keys).values():
+                    const.append(f"{task} α̂ = {alpha}")
     if const:
         lines += ["", f"**Constant answers**: on {', '.join(const)} every method gives one constant answer in every "
                       "seed — those rows cannot separate the methods."]

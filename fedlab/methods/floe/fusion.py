@@ -222,6 +222,7 @@ def gate_examples(slm_for, llm, vmap: torch.Tensor, examples, max_length: int, l
     if not by_task:
         raise ValueError("gate_examples: no public examples to train the fusion gate on")
     _, tok = slm_for(next(iter(by_task.values()))[0].prompt)      # one tokenizer serves every mixture
+    same = tok.get_vocab() == llm_tok.get_vocab()
     answers = {t: [continuation_ids(tok, e.prompt, " " + e.target) for e in es] for t, es in by_task.items()}
     capacity = {t: sum(len(cont) for r, (_, cont) in enumerate(a) if not is_held_out(r, every))
                 for t, a in answers.items()}
@@ -234,8 +235,7 @@ def gate_examples(slm_for, llm, vmap: torch.Tensor, examples, max_length: int, l
             if trained >= quota[t]:
                 break
             held = is_held_out(r, every)
-            model, tok = slm_for(e.prompt)
-            same = tok.get_vocab() == llm_tok.get_vocab()
+            model, _ = slm_for(e.prompt)
             for k, y in enumerate(cont):
                 if not held and trained >= quota[t]:
                     break
