@@ -256,14 +256,29 @@ def test_the_xi_rule_stops_the_run_and_the_last_round_is_evaluated(bert_home, tm
     assert h.rounds[1]["server/delta"] <= 1000 and "acc/mean" in h.rounds[1]
 
 
-def test_elsa_resumes_after_a_crash_with_the_clients_rotations(bert_home, tmp_path, monkeypatch):
+def test_fedams_warns_when_its_server_step_dwarfs_fedavgs():
+    """η/√ε > 3 under AMSGrad is warned about, naming the key and the step that makes it FedAvg's; the tables'
+    η = √ε and the other server optimisers are not."""
+    from fedlab.methods.elsa.config import ElsaConfig, server_step_warning
+
+    loud = server_step_warning(ElsaConfig(server_opt="amsgrad", server_lr=1.0, server_eps=1e-3))
+    assert "method.server_lr=1" in loud and "31.6x" in loud and "0.03162" in loud
+    assert server_step_warning(ElsaConfig(server_opt="amsgrad", server_lr=0.0316, server_eps=1e-3)) is None
+    assert server_step_warning(ElsaConfig(server_opt="amsgrad", server_lr=0.1, server_eps=1e-2)) is None   # 1×
+    assert server_step_warning(ElsaConfig(server_opt="momentum", server_lr=1.0)) is None
+    assert server_step_warning(ElsaConfig(server_opt="none", server_lr=1.0)) is None
+
+
+def test_elsa_resumes_after_a_crash_with_the_clients_rotations(bert_home, tmp_path, monkeypatch, capfd):
     """A run that dies in round 2 resumes from round 1's checkpoint — θ_g, trust, grouping, the FedAMS
-    moments and each client's SS-OP rotation — and ends where an uninterrupted run ends."""
+    moments and each client's SS-OP rotation — and ends where an uninterrupted run ends. (Its η = 1 under
+    AMSGrad is warned about in the log.)"""
     from fedlab.experiment import run_experiment
     from fedlab.methods.elsa.method import Elsa
 
     over = ["federation.rounds=3", "method.server_opt=amsgrad", "method.aggregation=sizes", "method.grouping=nearest"]
     clean = run_experiment(_cfg(tmp_path / "clean", *over), progress=False)
+    assert "method.server_opt=amsgrad with method.server_lr=1" in capfd.readouterr().err
     original = Elsa.run_round
 
     def dies_in_round_2(self, rnd, ctx):

@@ -112,9 +112,24 @@ class ElsaConfig(MethodConfig):
               "'sizes' unless method.grouping is 'trust' (α_k needs the trust of the groups)")
         choose(self.server_opt, SERVER_OPTS, f"{p}.server_opt")
         check(self.server_lr > 0, f"{p}.server_lr", self.server_lr, "a number > 0")
+        check(self.server_eps > 0, f"{p}.server_eps", self.server_eps, "a number > 0")
         check(self.prox_mu >= 0, f"{p}.prox_mu", self.prox_mu, "a number >= 0")
         choose(self.client_opt, ["adamw", "sgd", "fedcada"], f"{p}.client_opt")
         check(self.fedcada_gamma >= 0, f"{p}.fedcada_gamma", self.fedcada_gamma, "a number >= 0")
         check(self.xi >= 0, f"{p}.xi", self.xi, "a number >= 0")
         lo, hi = self.bandwidth_mbps
         check(0 < lo <= hi, f"{p}.bandwidth_mbps", self.bandwidth_mbps, "[low, high] Mbps with 0 < low <= high")
+
+
+def server_step_warning(m: ElsaConfig) -> Optional[str]:
+    """A warning when FedAMS's server step is far larger than FedAvg's: where v̂ sits at its floor ε the step is
+    η·m̂/√ε, i.e. η/√ε times the averaged update; above 3× (η = 1 is 31.6× at ε = 1e-3) a run diverged at the
+    tables' budget (README, FedAMS row). None when the step is not at risk or the optimiser is not AMSGrad."""
+    if m.server_opt != "amsgrad":
+        return None
+    factor = m.server_lr / m.server_eps ** 0.5
+    if factor <= 3:
+        return None
+    return (f"[fedlab] elsa: method.server_opt=amsgrad with method.server_lr={m.server_lr:g}: where v̂ sits at its "
+            f"floor method.server_eps={m.server_eps:g} the server step is {factor:.1f}x the averaged update; "
+            f"method.server_lr={m.server_eps ** 0.5:.4g} (√ε) makes it FedAvg's (a run at η = 1 diverged, README)")

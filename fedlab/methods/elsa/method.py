@@ -31,6 +31,7 @@ from fedlab.eval.summary import summarize_eval
 from fedlab.methods.base import FedMethod
 from fedlab.methods.elsa.chains import client_chain, full_chain, middle_chain, model_dims, split_of
 from fedlab.methods.elsa.client import split_steps
+from fedlab.methods.elsa.config import server_step_warning
 from fedlab.methods.elsa.edge import EdgeHandle, link_codec, start_edges, stop_edges
 from fedlab.objectives.fedcada import from_wire, to_wire
 from fedlab.runtime.context import log_line
@@ -106,6 +107,8 @@ class Elsa(FedMethod):
         self.stopped = False
         self.moments = None            # FedCAda: the federation's Adam moments (client_opt: fedcada)
         self.edge_names: list[str] = []
+        if (warning := server_step_warning(m)) is not None:
+            log_line(warning)
 
     def _ensure_edges(self) -> None:
         if not self.edge_names:
