@@ -507,3 +507,5 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
     assert "+11.0 ± 1.0 pts (5 seeds)" in elsa_vs_fedavg and elsa_vs_fedavg.endswith("| reproduced |")
     assert any(l.startswith("| ELSA > FedAvg, paraphrase, α̂ = 0.1 (reference ✗) |") for l in text.splitlines())
     assert "## Table 2" in text and "†" in text          # hand-made records name no config: marked stale
+    # Table 3 puts the arithmetic beside ELSA's ρ = 4.2 row: its sketch's shape and a dense vector's cosine
+    assert "| 4.2 | ELSA (Y = 3, fixed) | 3 × 10 (4.27) |" in text and "| 0.389 |" in text

@@ -308,16 +308,20 @@ def render(r: Results) -> str:
     lines += ["", "## Table 3: ELSA against the compression ratio ρ, with the sketch's controls (topic, α̂ = 0.1)", "",
               "ELSA's sketch: Y = 3 rows, hashes fixed per link. Controls at the same ρ: Y = 1; hashes re-drawn every "
               "(round, step); no sketch but Gaussian noise of the sketch's MSE on raw floats. Cosine: the uplink "
-              "activations' reconstruction cosine at evaluation.", "",
-              "| ρ | link | accuracy (×100) | cosine | link bytes per round |", "|---|---|---|---|---|"]
+              "activations' reconstruction cosine at evaluation. Dense-vector cosine: what the sketch of that shape "
+              "leaves a Gaussian vector of tiny-bert's D = 128 (`fedlab/comm/sketch_theory.py`: 1/√(1 + (D − 1)/Z) "
+              "for Y = 1, the median of Y = 3 rows by simulation); Y × Z is the sketch's shape (ρ achieved = D/(Y·Z)).",
+              "", "| ρ | link | Y × Z (ρ achieved) | accuracy (×100) | cosine | dense-vector cosine | "
+              "link bytes per round |", "|---|---|---|---|---|---|---|"]
     variants = [("", "ELSA (Y = 3, fixed)")] + [(f"/{k}", lab) for k, (lab, _) in SKETCH_CONTROLS.items()]
     for ratio in sorted({*RATIOS, *CONTROL_RATIOS}, key=float):
         for suffix, label in variants:
             # ELSA at the default ρ = 4.2 is Table 1's topic row
             key = "t1/topic/a0.1/elsa" if (ratio, suffix) == ("4.2", "") else f"t3/topic/rho{ratio}{suffix}"
             if r.runs(key):
-                lines.append(f"| {ratio} | {label} | {_acc_cell(r, key, stale)} | {r.cell(key, COS, 3)} | "
-                             f"{r.cell(key, lambda rec: rec['final'].get('server/link_bytes'), 0)} |")
+                shape, theory = sketch_shape(float(ratio), 1 if suffix == "/y1" else 3)
+                lines.append(f"| {ratio} | {label} | {shape} | {_acc_cell(r, key, stale)} | {r.cell(key, COS, 3)} | "
+                             f"{theory:.3f} | {r.cell(key, lambda rec: rec['final'].get('server/link_bytes'), 0)} |")
     real = [k for k in ("real/minilm/elsa", "real/minilm/vanilla") if r.runs(k)]
     if real:
         lines += ["", "## A real encoder: all-MiniLM-L6-v2 (split 3/2/1, topic, α̂ = 0.1; `minilm.yaml`)", "",
@@ -330,6 +334,16 @@ def render(r: Results) -> str:
     figures(r, r.path.parent)
     lines += ["", "![Fig. 5 analogue](fig5.png)", "", "![Fig. 6 analogue](fig6.png)"]
     return "\n".join(lines) + "\n"
+
+
+def sketch_shape(ratio: float, rows: int, dim: int = 128) -> tuple[str, float]:
+    """('Y × Z (ρ achieved)', the dense-vector cosine) of the sketch `sketch_for_ratio` builds for tiny-bert's
+    D = 128 at this ρ and Y (the noise control carries the Y = 3 sketch's error, so its cosine is Y = 3's)."""
+    from fedlab.comm.sketch import sketch_for_ratio
+    from fedlab.comm.sketch_theory import dense_cosine
+
+    s = sketch_for_ratio(dim, ratio, 0, rows=rows)
+    return f"{s.rows} × {s.cols} ({s.ratio:.2f})", dense_cosine(dim, s.rows, s.cols)
 
 
 def mislabel_section(r: Results) -> list[str]:
