@@ -344,6 +344,7 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
     text = mod.render(Results(tmp_path / "results.json"))
     assert "Table 1" in text and "none yet" in text
     assert (tmp_path / "fig5.png").exists() and (tmp_path / "fig6.png").exists()
+    assert (tmp_path / "table3.png").exists() and "(table3.png)" in text
 
 
 @pytest.mark.slow
