@@ -325,6 +325,8 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
             assert m.ratio == 1 and m.ssop_rank == 0 and m.aggregation == "sizes" and m.grouping in ("nearest", "single")
             assert (cfg.data.num_clients == 1) == p.key.endswith("/central/reference")
             assert cfg.data.mislabeled_count == 0 and not cfg.data.mislabeled_clients
+        if p.key.endswith("/fedavg_raw"):    # the ablation: FedAvg's grouping and weights without the sketch
+            assert m.ratio == 1 and m.ssop_rank == 0 and m.grouping == "nearest" and m.aggregation == "sizes"
         if p.key.endswith(("/fedavg", "/fedprox", "/fedams")):
             assert m.grouping == "nearest" and m.aggregation == "sizes"
         assert (m.prox_mu > 0) == p.key.endswith("/fedprox") and (m.server_opt == "amsgrad") == p.key.endswith("/fedams")
