@@ -335,9 +335,9 @@ def render(r: Results) -> str:
     real = [k for k in ("real/minilm/elsa", "real/minilm/vanilla") if r.runs(k)]
     if real:
         lines += ["", "## A real encoder: all-MiniLM-L6-v2 (split 3/2/1, topic, α̂ = 0.1; `minilm.yaml`)", "",
-                  "| method | accuracy (×100) | link bytes per round | wall s |", "|---|---|---|---|"]
+                  "| method | accuracy (×100) | uplink cosine | link bytes per round | wall s |", "|---|---|---|---|---|"]
         for k in real:
-            lines.append(f"| {r.label(k)} | {_acc_cell(r, k, stale)} | "
+            lines.append(f"| {r.label(k)} | {_acc_cell(r, k, stale)} | {r.cell(k, COS, 3)} | "
                          f"{r.cell(k, lambda rec: rec['final'].get('server/link_bytes'), 0)} | "
                          f"{r.cell(k, lambda rec: rec.get('seconds'), 0)} |")
     lines += mislabel_section(r)
