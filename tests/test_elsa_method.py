@@ -498,7 +498,7 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
     for s in range(5):
         records[f"cal/paraphrase/a0.1/reference@seed{s}"] = rec("cal/paraphrase/a0.1/reference", s, 0.70, 0.6)
         records[f"cal/topic/a0.1/reference@seed{s}"] = rec("cal/topic/a0.1/reference", s, 0.99, 0.1)
-        for m in mod.METHODS:
+        for m in mod.PAPER_METHODS:      # fedlab's ablation column not run: Table 2 must still have its row
             records[f"t1/paraphrase/a0.1/{m}@seed{s}"] = rec(f"t1/paraphrase/a0.1/{m}", s, 0.5, 1.0)
             acc = 0.9 + 0.01 * s if m == "elsa" else 0.8 + 0.005 * s
             records[f"t1/topic/a0.1/{m}@seed{s}"] = rec(f"t1/topic/a0.1/{m}", s, acc, 0.2)
@@ -510,5 +510,15 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
     assert "+11.0 ± 1.0 pts (5 seeds)" in elsa_vs_fedavg and elsa_vs_fedavg.endswith("| reproduced |")
     assert any(l.startswith("| ELSA > FedAvg, paraphrase, α̂ = 0.1 (reference ✗) |") for l in text.splitlines())
     assert "## Table 2" in text and "†" in text          # hand-made records name no config: marked stale
+    table2 = text.split("## Table 2")[1].split("## Table 3")[0]
+    assert "| topic | 0.1 | 81.0 |" in table2             # the paper's 8 methods set the target (FedAvg's 81.0)
+    assert "| paraphrase | 0.1 | 50.0 | the lowest plateau is within 5 points of chance (50)" in table2
+    assert "### fedlab's ablation" not in text           # no ablation records: no ablation section
+    for s in range(5):                                   # the ablation run: Vanilla − FedAvg uncompressed, paired
+        records[f"t1/topic/a0.1/fedavg_raw@seed{s}"] = rec("t1/topic/a0.1/fedavg_raw", s, 0.5 + 0.005 * s, 0.2)
+    (tmp_path / "results.json").write_text(json.dumps(records))
+    text = mod.render(Results(tmp_path / "results.json"))
+    assert "| Vanilla − FedAvg (both ρ = 1, no SS-OP), topic, α̂ = 0.1 | +30.0 ± 0.0 | 5 |" in text
+    assert "| topic | 0.1 | 81.0 |" in text.split("## Table 2")[1]       # the ablation does not move the target
     # Table 3 puts the arithmetic beside ELSA's ρ = 4.2 row: its sketch's shape and a dense vector's cosine
     assert "| 4.2 | ELSA (Y = 3, fixed) | 3 × 10 (4.27) |" in text and "| 0.389 |" in text
