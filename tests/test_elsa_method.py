@@ -514,11 +514,11 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
     assert "| topic | 0.1 | 81.0 |" in table2             # the paper's 8 methods set the target (FedAvg's 81.0)
     assert "| paraphrase | 0.1 | 50.0 | the lowest plateau is within 5 points of chance (50)" in table2
     assert "### fedlab's ablation" not in text           # no ablation records: no ablation section
+    # Table 3 puts the arithmetic beside ELSA's ρ = 4.2 row: its sketch's shape and a dense vector's cosine
+    assert "| 4.2 | ELSA (Y = 3, fixed) | 3 × 10 (4.27) |" in text and "| 0.389 |" in text
     for s in range(5):                                   # the ablation run: Vanilla − FedAvg uncompressed, paired
         records[f"t1/topic/a0.1/fedavg_raw@seed{s}"] = rec("t1/topic/a0.1/fedavg_raw", s, 0.5 + 0.005 * s, 0.2)
     (tmp_path / "results.json").write_text(json.dumps(records))
-    text = mod.render(Results(tmp_path / "results.json"))
+    text = "\n".join(mod.table1(Results(tmp_path / "results.json"), set()) + mod.table2(Results(tmp_path / "results.json")))
     assert "| Vanilla − FedAvg (both ρ = 1, no SS-OP), topic, α̂ = 0.1 | +30.0 ± 0.0 | 5 |" in text
     assert "| topic | 0.1 | 81.0 |" in text.split("## Table 2")[1]       # the ablation does not move the target
-    # Table 3 puts the arithmetic beside ELSA's ρ = 4.2 row: its sketch's shape and a dense vector's cosine
-    assert "| 4.2 | ELSA (Y = 3, fixed) | 3 × 10 (4.27) |" in text and "| 0.389 |" in text
