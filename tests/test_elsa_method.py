@@ -519,6 +519,7 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
     for s in range(5):                                   # the ablation run: Vanilla − FedAvg uncompressed, paired
         records[f"t1/topic/a0.1/fedavg_raw@seed{s}"] = rec("t1/topic/a0.1/fedavg_raw", s, 0.5 + 0.005 * s, 0.2)
     (tmp_path / "results.json").write_text(json.dumps(records))
-    text = "\n".join(mod.table1(Results(tmp_path / "results.json"), set()) + mod.table2(Results(tmp_path / "results.json")))
+    with_ablation = Results(tmp_path / "results.json")
+    text = "\n".join(mod.table1(with_ablation, set()) + mod.table2(with_ablation))
     assert "| Vanilla − FedAvg (both ρ = 1, no SS-OP), topic, α̂ = 0.1 | +30.0 ± 0.0 | 5 |" in text
     assert "| topic | 0.1 | 81.0 |" in text.split("## Table 2")[1]       # the ablation does not move the target

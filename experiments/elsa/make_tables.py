@@ -342,16 +342,12 @@ def render(r: Results) -> str:
               "the sketch whose MSE its noise carries.",
               "", "| ρ | link | Y × Z (ρ achieved) | accuracy (×100) | cosine | dense-vector cosine | "
               "link bytes per round |", "|---|---|---|---|---|---|---|"]
-    variants = [("", "ELSA (Y = 3, fixed)")] + [(f"/{k}", lab) for k, (lab, _) in SKETCH_CONTROLS.items()]
-    for ratio in sorted({*RATIOS, *CONTROL_RATIOS}, key=float):
-        for suffix, label in variants:
-            # ELSA at the default ρ = 4.2 is Table 1's topic row
-            key = "t1/topic/a0.1/elsa" if (ratio, suffix) == ("4.2", "") else f"t3/topic/rho{ratio}{suffix}"
-            if r.runs(key):
-                shape, theory = sketch_shape(float(ratio), 1 if suffix == "/y1" else 3, dim)
-                shape = f"MSE of {shape}" if suffix == "/noise" else shape
-                lines.append(f"| {ratio} | {label} | {shape} | {_acc_cell(r, key, stale)} | {r.cell(key, COS, 3)} | "
-                             f"{theory:.3f} | {r.cell(key, lambda rec: rec['final'].get('server/link_bytes'), 0)} |")
+    for ratio, suffix, label, key, rows in table3_rows():
+        if r.runs(key):
+            shape, theory = sketch_shape(float(ratio), rows, dim)
+            shape = f"MSE of {shape}" if suffix == "/noise" else shape
+            lines.append(f"| {ratio} | {label} | {shape} | {_acc_cell(r, key, stale)} | {r.cell(key, COS, 3)} | "
+                         f"{theory:.3f} | {r.cell(key, lambda rec: rec['final'].get('server/link_bytes'), 0)} |")
     lines += ["", "![Table 3: the sketch's cosine and the accuracy against ρ](table3.png)"]
     real = [k for k in ("real/minilm/elsa", "real/minilm/vanilla") if r.runs(k)]
     if real:
@@ -365,6 +361,16 @@ def render(r: Results) -> str:
     figures(r, r.path.parent)
     lines += ["", "![Fig. 5 analogue](fig5.png)", "", "![Fig. 6 analogue](fig6.png)"]
     return "\n".join(lines) + "\n"
+
+
+def table3_rows():
+    """Table 3's rows in order: (ρ, suffix, label, row key, sketch rows Y) for ELSA's sketch and each control at
+    every ratio. ELSA at the default ρ = 4.2 is Table 1's topic row."""
+    variants = [("", "ELSA (Y = 3, fixed)")] + [(f"/{k}", lab) for k, (lab, _) in SKETCH_CONTROLS.items()]
+    for ratio in sorted({*RATIOS, *CONTROL_RATIOS}, key=float):
+        for suffix, label in variants:
+            key = "t1/topic/a0.1/elsa" if (ratio, suffix) == ("4.2", "") else f"t3/topic/rho{ratio}{suffix}"
+            yield ratio, suffix, label, key, 1 if suffix == "/y1" else 3
 
 
 def table_dim() -> int:
@@ -518,21 +524,19 @@ def sketch_figure(r: Results, path: Path, point, acc, dim: int) -> None:
     from fedlab.comm.sketch import sketch_for_ratio
     from fedlab.comm.sketch_theory import dense_cosine, one_row_cosine
 
-    variants = {"": "ELSA (Y = 3, fixed)", **{f"/{k}": lab for k, (lab, _) in SKETCH_CONTROLS.items()}}
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     for rows, style in ((1, ":"), (3, "--")):
         grid = sorted({sketch_for_ratio(dim, x / 10, 0, rows=rows).cols for x in range(15, 130)}, reverse=True)
         cos = [one_row_cosine(dim, z) if rows == 1 else dense_cosine(dim, rows, z, sketches=16) for z in grid]
         left.plot([dim / (rows * z) for z in grid], cos, "k" + style, linewidth=1,
                   label=f"dense vector, Y = {rows} ({'formula' if rows == 1 else 'simulated'})")
-    for i, (suffix, label) in enumerate(variants.items()):
+    rows_of = {}                                   # variant (its label) → (ρ achieved, row key), in table order
+    for ratio, _, label, key, rows in table3_rows():
+        rows_of.setdefault(label, []).append((sketch_for_ratio(dim, float(ratio), 0, rows=rows).ratio, key))
+    for i, (label, rows) in enumerate(rows_of.items()):
         for ax, fn, line in ((left, COS, "none"), (right, acc, "-")):
-            pts = []
-            for ratio in sorted({*RATIOS, *CONTROL_RATIOS}, key=float):
-                key = "t1/topic/a0.1/elsa" if (ratio, suffix) == ("4.2", "") else f"t3/topic/rho{ratio}{suffix}"
-                if (v := point(key, fn)) is not None:
-                    x = sketch_for_ratio(dim, float(ratio), 0, rows=1 if suffix == "/y1" else 3).ratio
-                    pts.append((x * (1 + 0.02 * (i - 1.5)), v))       # side by side where the ρ coincide
+            # side by side where the ρ coincide
+            pts = [(x * (1 + 0.02 * (i - 1.5)), v) for x, key in rows if (v := point(key, fn)) is not None]
             if pts:
                 ax.errorbar([x for x, _ in pts], [v[0] for _, v in pts], yerr=[v[1] for _, v in pts], marker="o",
                             linestyle=line, capsize=3, color=f"C{i}", label=label)
