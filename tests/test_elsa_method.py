@@ -313,7 +313,7 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
     assert len(rows) == (len(mod.TASKS) * len(mod.ALPHAS) * len(mod.METHODS) + len(mod.RATIOS) + len(mod.DEPTHS)
                          + 2 * len(mod.WARMUPS) + len(mod.TASKS) * len(mod.CAL_SETTINGS)
                          + len(mod.CONTROL_RATIOS) * len(mod.SKETCH_CONTROLS) + 3 * len(mod.FINGERPRINTS)
-                         + (2 if installed("minilm-l6") else 0))
+                         + len(mod.LONG_METHODS) + (2 if installed("minilm-l6") else 0))
     for p in rows:
         cfg = load_config(p.config, list(p.overrides))
         m = cfg.method
@@ -341,6 +341,12 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
             assert cfg.federation.rounds == 0 and m.warmup_steps == int(p.key.split("/w")[1])
         if p.key.startswith("t3/"):
             assert f"rho{m.ratio:g}" in p.key
+        # Table 1 at the calibrated budget (base.yaml's 80 rounds), and the same rows at the longer one
+        if p.key.startswith(("t1/", "t1long/")):
+            assert cfg.federation.rounds == (mod.LONG_ROUNDS if p.key.startswith("t1long/") else 80)
+        if p.key.startswith("t1long/"):
+            same = next(q for q in rows if q.key == p.key.replace("t1long/", "t1/"))
+            assert load_config(same.config, [*same.overrides, *mod.LONG_BUDGET]) == cfg
         if p.key.startswith("f6/"):
             assert p.key.endswith(f"/p{m.split[0]}") and sum(m.split) == 6 and m.split[2] == 1
     text = mod.render(Results(tmp_path / "results.json"))
