@@ -422,7 +422,8 @@ def table_parser(title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2)) ->
     ap = argparse.ArgumentParser(description=title or None)
     ap.add_argument("overrides", nargs="*", help="key=value applied to every run")
     ap.add_argument("--seeds", default=",".join(map(str, default_seeds)), help="comma-separated run seeds")
-    ap.add_argument("--only", default=None, help="run only rows whose key starts with this (several: comma-separated)")
+    ap.add_argument("--only", default=None, help="run only rows whose key starts with this, or is exactly this when it ends with $ "
+                         "(several: comma-separated)")
     ap.add_argument("--rerun", action="store_true", help="run again rows that results.json already holds")
     ap.add_argument("--render-only", action="store_true", help="write RESULTS.md from results.json, run nothing")
     ap.add_argument("--jobs", type=int, default=None, help="runs at once (default: as many as the cores allow; "
@@ -437,13 +438,19 @@ def only_prefixes(only: str | None) -> tuple[str, ...]:
     return tuple(x.strip() for x in (only or "").split(",") if x.strip())
 
 
+def _matches(key: str, pattern: str) -> bool:
+    """A `--only` pattern: a key prefix, or the whole key when it ends with `$` (`t/fedavg$` is not `t/fedavg_x`)."""
+    return key == pattern[:-1] if pattern.endswith("$") else key.startswith(pattern)
+
+
 def select_rows(plan: list[Planned], only: str | None) -> list[Planned]:
-    """The rows whose key starts with one of the comma-separated prefixes of `only` (all rows when None)."""
-    prefixes = only_prefixes(only)
-    unmatched = [x for x in prefixes if not any(p.key.startswith(x) for p in plan)]
+    """The rows whose key matches one of the comma-separated patterns of `only` (all rows when None): a prefix,
+    or an exact key ending with `$`."""
+    patterns = only_prefixes(only)
+    unmatched = [x for x in patterns if not any(_matches(p.key, x) for p in plan)]
     if unmatched:
         print(f"[fedlab] table: --only {', '.join(unmatched)} matches no row", file=sys.stderr, flush=True)
-    return [p for p in plan if not prefixes or p.key.startswith(prefixes)]
+    return [p for p in plan if not patterns or any(_matches(p.key, x) for x in patterns)]
 
 
 def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable[[Results], str],

@@ -97,6 +97,10 @@ def test_only_takes_several_prefixes(tmp_path):
     assert [p.key for p in select_rows(plan, None)] == ["t/fedavg", "t/zeroshot", "deep/x"]
     assert [p.key for p in select_rows(plan, "t/zero,deep/")] == ["t/zeroshot", "deep/x"]
     assert [p.key for p in select_rows(plan, "t/")] == ["t/fedavg", "t/zeroshot"]
+    # a pattern ending with $ is the whole key: t/fedavg$ is not t/fedavg_x (a prefix would take both)
+    plan.append(Planned("t/fedavg_x", plan[0].config))
+    assert [p.key for p in select_rows(plan, "t/fedavg")] == ["t/fedavg", "t/fedavg_x"]
+    assert [p.key for p in select_rows(plan, "t/fedavg$,deep/")] == ["t/fedavg", "deep/x"]
 
 
 def test_an_empty_only_is_refused_rather_than_running_every_row(tmp_path, capsys):
