@@ -69,10 +69,12 @@ def _mde_unit(n: int, alpha: float, power: float) -> float:
     return float(optimize.brentq(reach, 0.0, hi, xtol=1e-10))
 
 
-def fmt_ci(values, digits: int = 3) -> str:
-    """'0.512 ± 0.020' (mean ± 95 % half-width); one value prints alone; none prints '-'."""
+def fmt_ci(values, digits: int = 3, signed: bool = False) -> str:
+    """'0.512 ± 0.020' (mean ± 95 % half-width; '+0.512 …' when `signed`, for a difference); one value prints
+    alone; none prints '-'."""
     vals = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
     if not vals:
         return "-"
     mean, half = mean_ci(vals)
-    return f"{mean:.{digits}f}" if math.isnan(half) else f"{mean:.{digits}f} ± {half:.{digits}f}"
+    sign = "+" if signed else ""
+    return f"{mean:{sign}.{digits}f}" if math.isnan(half) else f"{mean:{sign}.{digits}f} ± {half:.{digits}f}"

@@ -512,9 +512,9 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
     text = mod.render(Results(tmp_path / "results.json"))
     assert "| paraphrase | 0.1 ✗ |" in text and "| topic | 0.1 |" in text
     assert "**Constant answers**: on paraphrase α̂ = 0.1 every method" in text
-    elsa_vs_fedavg = next(l for l in text.splitlines() if l.startswith("| ELSA > FedAvg, topic, α̂ = 0.1 |"))
+    elsa_vs_fedavg = next(line for line in text.splitlines() if line.startswith("| ELSA > FedAvg, topic, α̂ = 0.1 |"))
     assert "+11.0 ± 1.0 pts (5 seeds)" in elsa_vs_fedavg and elsa_vs_fedavg.endswith("| reproduced |")
-    assert any(l.startswith("| ELSA > FedAvg, paraphrase, α̂ = 0.1 (reference ✗) |") for l in text.splitlines())
+    assert any(line.startswith("| ELSA > FedAvg, paraphrase, α̂ = 0.1 (reference ✗) |") for line in text.splitlines())
     assert "## Table 2" in text and "†" in text          # hand-made records name no config: marked stale
     table2 = text.split("## Table 2")[1].split("## Table 3")[0]
     assert "| topic | 0.1 | 81.0 |" in table2             # the paper's 8 methods set the target (FedAvg's 81.0)
@@ -529,3 +529,44 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
     text = "\n".join(mod.table1(with_ablation, set()) + mod.table2(with_ablation))
     assert "| Vanilla − FedAvg (both ρ = 1, no SS-OP), topic, α̂ = 0.1 | +30.0 ± 0.0 | 5 |" in text
     assert "| topic | 0.1 | 81.0 |" in text.split("## Table 2")[1]       # the ablation does not move the target
+
+
+def test_table1_at_the_long_budget_reports_the_last_rounds_change_and_the_claims(tmp_path):
+    """The t1long/ section from hand-made records: each method's final accuracy, its change over the last 80
+    rounds read from the learning curve, the grouping claims paired over seeds, and t1long.png; nothing before
+    any record."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    from fedlab.runner import Results
+
+    path = Path(__file__).resolve().parents[1] / "experiments/elsa/make_tables.py"
+    spec = importlib.util.spec_from_file_location("elsa_tables_long", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    empty = Results(tmp_path / "none.json")
+    assert mod.table1_long(empty) == []
+    n, last = mod.LONG_ROUNDS, mod.LONG_ROUNDS - 80
+    records = {}
+    for s in range(5):
+        for m, (early, final) in {"elsa": (0.30, 0.42), "fedavg": (0.40, 0.40), "fedavg_random": (0.2, 0.3),
+                                  "simple_sl": (0.1, 0.1)}.items():
+            final += 0.01 * s if m == "elsa" else 0.0
+            key = f"t1long/topic/a0.1/{m}"
+            records[f"{key}@seed{s}"] = {"key": key, "seed": s, "label": m, "final": {
+                "acc/mean": final, "acc/task_topic": final, "top/task_topic": 0.3},
+                "summary": {"curve": [[0, 0.1, 0, 0.1], [last, early, 1.0, early], [n, final, 2.0, final]]}}
+    (tmp_path / "results.json").write_text(json.dumps(records))
+    r = Results(tmp_path / "results.json")
+    lines = mod.table1_long(r)
+    text = "\n".join(lines)
+    assert f"### Table 1 at {n} rounds" in text
+    row = lambda label: next(line for line in lines if line.startswith(f"| {label} |"))
+    assert row("ELSA").endswith("| +14.0 ± 2.0 |")          # 42 + s at round n, 30 at round n − 80
+    assert row("FedAvg").endswith("| +0.0 ± 0.0 |")
+    claim = next(line for line in lines if line.startswith(f"| ELSA > FedAvg, topic, α̂ = 0.1, {n} rounds |"))
+    assert "+4.0 ± 2.0 pts (5 seeds)" in claim
+    assert any(line.startswith(f"| ELSA > Simple SL, topic, α̂ = 0.1, {n} rounds | Fig. 6 left |") for line in lines)
+    mod.long_figure(r, tmp_path / "t1long.png")
+    assert (tmp_path / "t1long.png").stat().st_size > 10_000

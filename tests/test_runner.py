@@ -18,6 +18,7 @@ def test_mean_ci_by_hand():
     assert mean == pytest.approx(0.6) and half == pytest.approx(4.302653 * 0.1 / math.sqrt(3), rel=1e-6)
     assert math.isnan(mean_ci([0.4])[1]) and fmt_ci([0.4]) == "0.400" and fmt_ci([]) == "-"
     assert fmt_ci([0.5, 0.6, 0.7]) == "0.600 ± 0.248"
+    assert fmt_ci([0.5, 0.6, 0.7], 1, signed=True) == "+0.6 ± 0.2" and fmt_ci([-0.4], signed=True) == "-0.400"
 
 
 def test_paired_difference():
