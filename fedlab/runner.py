@@ -10,8 +10,8 @@ A table script is its plan and its rendering:
 
 `python make_tables.py` runs what `results.json` does not hold yet (a run whose resolved config changed is
 run again), writes each record as soon as its run ends (kill it at any moment; run it again to continue),
-then renders `RESULTS.md`. `--seeds 0,1,2`, `--only PREFIX`, `--rerun`, `--render-only` and trailing
-`key=value` overrides for every run. Every run is logged to MLflow under one parent run per table.
+then renders `RESULTS.md`. `--seeds 0,1,2`, `--only PREFIX` (or `KEY$`, one row exactly), `--rerun`,
+`--render-only` and trailing `key=value` overrides for every run. Every run is logged to MLflow under one parent run per table.
 
 A record holds what recomputes a table without MLflow: key, label, setting, seed, the resolved method
 config, the final and zero-shot metrics, a per-round summary, the script's own summary, the models' zoo
@@ -434,7 +434,8 @@ def table_parser(title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2)) ->
 
 
 def only_prefixes(only: str | None) -> tuple[str, ...]:
-    """The row-key prefixes of `--only` (comma-separated, spaces stripped; empty when None)."""
+    """The row-key patterns of `--only`: prefixes, or whole keys ending with `$` (comma-separated, spaces
+    stripped; empty when None)."""
     return tuple(x.strip() for x in (only or "").split(",") if x.strip())
 
 
@@ -459,8 +460,8 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
     """The command line of a table script (see the module docstring)."""
     parser = table_parser(title, default_seeds)
     args = parser.parse_args(argv)
-    if args.only is not None and not only_prefixes(args.only):
-        parser.error(f"--only {args.only!r} names no row prefix (e.g. --only homo/,hetero/)")
+    if args.only is not None and not [x for x in only_prefixes(args.only) if x != "$"]:
+        parser.error(f"--only {args.only!r} names no row pattern (e.g. --only homo/,hetero/ or --only 'homo/fedavg$')")
     from fedlab.config import ConfigError
     from fedlab.interrupt import Interrupted
 

@@ -532,9 +532,10 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
 
 
 def test_table1_at_the_long_budget_reports_the_last_rounds_change_and_the_claims(tmp_path):
-    """The t1long/ section from hand-made records: each method's final accuracy, its change over the last 80
-    rounds read from the learning curve, the grouping claims paired over seeds, and t1long.png; nothing before
-    any record."""
+    """The t1long/ section from hand-made records, through render(): each method's final accuracy, its fitted change
+    over the last LONG_WINDOW rounds read from the learning curve (a seed without the window's points is counted
+    out and said so), the grouping claims paired over seeds, t1long.png with a curve per row, the constant-answer
+    flag; nothing before any record."""
     import importlib.util
     import json
     from pathlib import Path
@@ -545,28 +546,48 @@ def test_table1_at_the_long_budget_reports_the_last_rounds_change_and_the_claims
     spec = importlib.util.spec_from_file_location("elsa_tables_long", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    empty = Results(tmp_path / "none.json")
-    assert mod.table1_long(empty) == []
-    n, last = mod.LONG_ROUNDS, mod.LONG_ROUNDS - 80
-    records = {}
-    for s in range(5):
-        for m, (early, final) in {"elsa": (0.30, 0.42), "fedavg": (0.40, 0.40), "fedavg_random": (0.2, 0.3),
-                                  "simple_sl": (0.1, 0.1)}.items():
-            final += 0.01 * s if m == "elsa" else 0.0
-            key = f"t1long/topic/a0.1/{m}"
-            records[f"{key}@seed{s}"] = {"key": key, "seed": s, "label": m, "final": {
-                "acc/mean": final, "acc/task_topic": final, "top/task_topic": 0.3},
-                "summary": {"curve": [[0, 0.1, 0, 0.1], [last, early, 1.0, early], [n, final, 2.0, final]]}}
-    (tmp_path / "results.json").write_text(json.dumps(records))
+    assert mod.table1_long(Results(tmp_path / "none.json")) == []
+    n, w = mod.LONG_ROUNDS, mod.LONG_WINDOW
+    assert w % mod.LONG_EVERY == 0 and n % mod.LONG_EVERY == 0     # the window's ends are evaluated rounds
+    # the fitted line, by hand: x − x̄ = −40, −20, 0, 20, 40 and y − ȳ = −.1, .1, −.1, .1, 0 give b = 4/4000 a
+    # round, +8 points over 80 rounds (the end points alone say +10); too few points or no end point: None
+    zigzag = {"summary": {"curve": [[240, 0.3], [260, 0.5], [280, 0.3], [300, 0.5], [320, 0.4]]}}
+    assert mod.window_change(zigzag, 320, 80) == pytest.approx(8.0)
+    assert mod.window_change(zigzag, 340, 80) is None and mod.window_change(zigzag, 320, 20) is None
+
+    def records(top):
+        out = {}
+        for s in range(5):
+            for m, (early, late) in {"elsa": (0.30, 0.42), "fedavg": (0.40, 0.40), "fedavg_random": (0.2, 0.3),
+                                     "simple_sl": (0.1, 0.1)}.items():
+                late += 0.01 * s if m == "elsa" else 0.0
+                key = f"t1long/topic/a0.1/{m}"
+                # a straight line from `early` at round n − w to `late` at n, every LONG_EVERY rounds
+                curve = [[0, 0.1, 0, 0.1]] + [[x, early + (late - early) * (x - n + w) / w, 1.0, 0.0]
+                                              for x in range(n - w, n + 1, mod.LONG_EVERY)]
+                if m == "fedavg_random" and s == 4:
+                    curve = [c for c in curve if c[0] != n - w]          # the window's start not evaluated
+                # final differs from the curve's last point: the change must come from the curve
+                out[f"{key}@seed{s}"] = {"key": key, "seed": s, "label": m, "summary": {"curve": curve},
+                                         "final": {"acc/mean": late + 0.05, "acc/task_topic": late, "top/task_topic": top}}
+        return out
+
+    (tmp_path / "results.json").write_text(json.dumps(records(0.3)))
     r = Results(tmp_path / "results.json")
-    lines = mod.table1_long(r)
-    text = "\n".join(lines)
-    assert f"### Table 1 at {n} rounds" in text
+    text = mod.render(r)
+    assert f"### Table 1 at {n} rounds" in text and "(t1long.png)" in text and (tmp_path / "t1long.png").exists()
+    lines = text.splitlines()
     row = lambda label: next(line for line in lines if line.startswith(f"| {label} |"))
-    assert row("ELSA").endswith("| +14.0 ± 2.0 |")          # 42 + s at round n, 30 at round n − 80
+    assert row("ELSA").startswith("| ELSA | 49.0 ± 2.0") and row("ELSA").endswith("| +14.0 ± 2.0 |")
     assert row("FedAvg").endswith("| +0.0 ± 0.0 |")
+    assert row("FedAvg (Random)").endswith("| +10.0 ± 0.0 (4 of 5 seeds) |")
     claim = next(line for line in lines if line.startswith(f"| ELSA > FedAvg, topic, α̂ = 0.1, {n} rounds |"))
     assert "+4.0 ± 2.0 pts (5 seeds)" in claim
+    assert any(line.startswith(f"| FedAvg > FedAvg (Random): trust-free grouping costs, topic, α̂ = 0.1, {n} rounds |")
+               for line in lines)
     assert any(line.startswith(f"| ELSA > Simple SL, topic, α̂ = 0.1, {n} rounds | Fig. 6 left |") for line in lines)
-    mod.long_figure(r, tmp_path / "t1long.png")
-    assert (tmp_path / "t1long.png").stat().st_size > 10_000
+    assert "every method gives one constant answer in every seed at" not in text
+    assert mod.long_figure(r, tmp_path / "t1long.png") == [f"{mod.METHODS[m][0]} (5 seeds)" for m in mod.LONG_METHODS]
+    (tmp_path / "results.json").write_text(json.dumps(records(1.0)))
+    assert f"every method gives one constant answer in every seed at {n} rounds" in "\n".join(
+        mod.table1_long(Results(tmp_path / "results.json")))

@@ -91,7 +91,7 @@ def test_run_table_renders_from_records(pico_zoo, tmp_path, capsys):
     assert "method.name: 'nope' is not allowed" in capsys.readouterr().err
 
 
-def test_only_takes_several_prefixes(tmp_path):
+def test_only_takes_several_prefixes_and_exact_keys(tmp_path, capsys):
     from fedlab.runner import select_rows
 
     plan = _plan(tmp_path) + [Planned("deep/x", None, (), "x", "d")]
@@ -102,14 +102,16 @@ def test_only_takes_several_prefixes(tmp_path):
     plan.append(Planned("t/fedavg_x", plan[0].config))
     assert [p.key for p in select_rows(plan, "t/fedavg")] == ["t/fedavg", "t/fedavg_x"]
     assert [p.key for p in select_rows(plan, "t/fedavg$,deep/")] == ["t/fedavg", "deep/x"]
+    capsys.readouterr()
+    assert select_rows(plan, "t/fed$") == [] and "--only t/fed$ matches no row" in capsys.readouterr().err
 
 
 def test_an_empty_only_is_refused_rather_than_running_every_row(tmp_path, capsys):
     ran = []
-    for only in (",", " "):
+    for only in (",", " ", "$", " $,"):
         with pytest.raises(SystemExit) as e:
             run_table(tmp_path, lambda: ran.append(1) or _plan(tmp_path), lambda r: "", ["--only", only])
-        assert e.value.code == 2 and "names no row prefix" in capsys.readouterr().err
+        assert e.value.code == 2 and "names no row pattern" in capsys.readouterr().err
     assert not ran and not (tmp_path / "results.json").exists()
 
 
