@@ -313,7 +313,7 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
     assert len(rows) == (len(mod.TASKS) * len(mod.ALPHAS) * len(mod.METHODS) + len(mod.RATIOS) + len(mod.DEPTHS)
                          + 2 * len(mod.WARMUPS) + len(mod.TASKS) * len(mod.CAL_SETTINGS)
                          + len(mod.CONTROL_RATIOS) * len(mod.SKETCH_CONTROLS) + 3 * len(mod.FINGERPRINTS)
-                         + len(mod.LONG_METHODS) + (2 if installed("minilm-l6") else 0))
+                         + len(mod.LONG_METHODS) + len(mod.SIMPLE_SL_SETTINGS) + (2 if installed("minilm-l6") else 0))
     for p in rows:
         cfg = load_config(p.config, list(p.overrides))
         m = cfg.method
@@ -324,6 +324,7 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
         if p.key.startswith("cal/"):        # the positive control: uncompressed, every client, size weights
             assert m.ratio == 1 and m.ssop_rank == 0 and m.aggregation == "sizes" and m.grouping in ("nearest", "single")
             assert (cfg.data.num_clients == 1) == p.key.endswith("/central/reference")
+            assert (m.grouping == "single") == p.key.endswith(("/simple_sl", "/central/reference"))  # Simple SL's own control
             assert cfg.data.mislabeled_count == 0 and not cfg.data.mislabeled_clients
         if p.key.endswith("/fedavg_raw"):    # the ablation: FedAvg's grouping and weights without the sketch
             assert m.ratio == 1 and m.ssop_rank == 0 and m.grouping == "nearest" and m.aggregation == "sizes"
@@ -587,6 +588,22 @@ def test_table1_at_the_long_budget_reports_the_last_rounds_change_and_the_claims
                for line in lines)
     assert any(line.startswith(f"| ELSA > Simple SL, topic, α̂ = 0.1, {n} rounds | Fig. 6 left |") for line in lines)
     assert "every method gives one constant answer in every seed at" not in text
+    assert "Simple SL's own positive control" not in text and "✗ uncompressed" not in text
+    # Simple SL's own control fails under the skew and passes iid: the line says so, both Simple SL claims are marked
+    both = records(0.3)
+    for s in range(3):
+        for setting, acc in (("iid", 0.99), ("a0.1", 0.11)):
+            key = f"cal/topic/{setting}/simple_sl"
+            both[f"{key}@seed{s}"] = {"key": key, "seed": s, "label": key, "summary": {"curve": [[80, acc, 1.0, acc]]},
+                                      "final": {"acc/mean": acc, "full/acc/mean": acc}}
+        both[f"t1/topic/a0.1/elsa@seed{s}"] = {**both[f"t1long/topic/a0.1/elsa@seed{s}"], "key": "t1/topic/a0.1/elsa"}
+        both[f"t1/topic/a0.1/simple_sl@seed{s}"] = {**both[f"t1long/topic/a0.1/simple_sl@seed{s}"],
+                                                   "key": "t1/topic/a0.1/simple_sl"}
+    (tmp_path / "results.json").write_text(json.dumps(both))
+    text = mod.render(Results(tmp_path / "results.json"))
+    assert "iid 99.0 ± 0.0 (99.0 ± 0.0) †; α̂ = 0.1 11.0 ± 0.0 (11.0 ± 0.0) † ✗." in text
+    assert f"| ELSA > Simple SL, topic, α̂ = 0.1, {n} rounds (Simple SL ✗ uncompressed) |" in text
+    assert "| ELSA > Simple SL, topic, α̂ = 0.1 (Simple SL ✗ uncompressed) |" in text
     assert mod.long_figure(r, tmp_path / "t1long.png") == [f"{mod.METHODS[m][0]} (5 seeds)" for m in mod.LONG_METHODS]
     (tmp_path / "results.json").write_text(json.dumps(records(1.0)))
     assert f"every method gives one constant answer in every seed at {n} rounds" in "\n".join(
