@@ -659,7 +659,7 @@ def long_figure(r: Results, path: Path) -> list[str]:
     ax.set_ylabel("split-path accuracy")
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="center right")
     ax.set_title(f"Table 1 at {LONG_ROUNDS} rounds (topic, α̂ = 0.1): mean over seeds, 95 % band", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
