@@ -69,9 +69,10 @@ CAL_SETTINGS = {"iid": ("iid", ("data.partition=iid", "data.mislabeled_count=0")
                                             "federation.betas=[0.9,0.95]"))}
 # Simple SL's own positive control (cal/topic/…/simple_sl): Simple SL with the link uncompressed, no mislabeled
 # clients, iid and under the paper's skew. Its one θ₂ on the cloud takes the clients' steps in turn (ϱ × 20 a
-# round) while their own parts are averaged (SPEC §3.4); one-seed probes (seed 0, 2026-11-27) learnt iid (0.97 at
+# round) while their own parts are averaged (SPEC §3.4). One-seed probes (seed 0, 2026-11-27) learnt iid (0.97 at
 # round 10) and not under α̂ = 0.1 (0.11 at rounds 10–50, the task loss rising 1.3 → 2.2), with or without the
-# mislabeled clients: a baseline that fails its own control cannot show ELSA's effect against it
+# mislabeled clients; the rows say how that varies over seeds. A baseline that fails its own control cannot show
+# ELSA's effect against it
 SIMPLE_SL_CONTROL = ("method.ratio=1", "method.ssop_rank=0", "method.grouping=single", "method.aggregation=sizes")
 SIMPLE_SL_SETTINGS = ("iid", "a0.1")
 # the baselines run in ELSA's pipeline (SPEC §3.4): the overrides that make each one
