@@ -601,7 +601,8 @@ def test_table1_at_the_long_budget_reports_the_last_rounds_change_and_the_claims
                                                    "key": "t1/topic/a0.1/simple_sl"}
     (tmp_path / "results.json").write_text(json.dumps(both))
     text = mod.render(Results(tmp_path / "results.json"))
-    assert "iid 99.0 ± 0.0 (99.0 ± 0.0) †; α̂ = 0.1 11.0 ± 0.0 (11.0 ± 0.0) † ✗." in text
+    assert ("iid 99.0 ± 0.0 (99.0 ± 0.0) †; α̂ = 0.1 11.0 ± 0.0 (11.0 ± 0.0) † ✗ (3 of 3 seeds below chance + 25)."
+            in text)
     assert f"| ELSA > Simple SL, topic, α̂ = 0.1, {n} rounds (Simple SL ✗ uncompressed) |" in text
     assert "| ELSA > Simple SL, topic, α̂ = 0.1 (Simple SL ✗ uncompressed) |" in text
     assert mod.long_figure(r, tmp_path / "t1long.png") == [f"{mod.METHODS[m][0]} (5 seeds)" for m in mod.LONG_METHODS]
