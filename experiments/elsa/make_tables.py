@@ -213,19 +213,27 @@ def head_chance(task: str) -> float:
     return 1 / len(DOMAINS) if task == "topic" else ALL[task].chance
 
 
+def control_bar(task: str) -> float:
+    """The positive control's bar on `task`, ×100: chance + 25 points."""
+    return 100 * head_chance(task) + 25
+
+
+def control_fails(r: Results, key: str, task: str) -> bool:
+    """Whether the control row `key`'s mean accuracy on `task` ends below `control_bar` (False without records)."""
+    vals = r.values(key, lambda rec: 100 * rec["final"]["acc/mean"])
+    return bool(vals) and sum(vals) / len(vals) < control_bar(task)
+
+
 def reference_fails(r: Results, task: str, setting: str) -> bool:
-    """Whether the uncompressed reference's mean on `task` in calibration `setting` (a key of CAL_SETTINGS) is
-    below chance + 25 points: the positive control failed there, so no comparison on it can show an effect."""
-    vals = r.values(f"cal/{task}/{setting}/reference", lambda rec: 100 * rec["final"]["acc/mean"])
-    return bool(vals) and sum(vals) / len(vals) < 100 * head_chance(task) + 25
+    """Whether the uncompressed reference on `task` in calibration `setting` (a key of CAL_SETTINGS) fails the
+    positive control: then no comparison on it can show an effect."""
+    return control_fails(r, f"cal/{task}/{setting}/reference", task)
 
 
 def simple_sl_fails(r: Results, task: str, setting: str) -> bool:
     """Whether Simple SL's own positive control (uncompressed, `cal/{task}/{setting}/simple_sl`, setting a key of
-    CAL_SETTINGS) ends below chance + 25 points on average: then no claim against Simple SL on that task and skew
-    can show ELSA's effect."""
-    vals = r.values(f"cal/{task}/{setting}/simple_sl", lambda rec: 100 * rec["final"]["acc/mean"])
-    return bool(vals) and sum(vals) / len(vals) < 100 * head_chance(task) + 25
+    CAL_SETTINGS) fails on average: then no claim against Simple SL on that task and skew can show ELSA's effect."""
+    return control_fails(r, f"cal/{task}/{setting}/simple_sl", task)
 
 
 ACC = lambda rec: 100 * rec["final"]["acc/mean"]
@@ -267,7 +275,7 @@ def calibration_section(r: Results, stale: set[str] = frozenset()) -> list[str]:
         vals = r.values(key, ACC)
         if not vals:
             continue
-        low = sum(v < 100 * head_chance("topic") + 25 for v in vals)
+        low = sum(v < control_bar("topic") for v in vals)
         cells.append(f"{CAL_SETTINGS[k][0]} {_acc_cell(r, key, stale)}" + (" ✗" if simple_sl_fails(r, "topic", k) else "")
                      + (f" ({low} of {len(vals)} seeds below chance + 25)" if low else ""))
     if cells:
@@ -640,15 +648,14 @@ def long_figure(r: Results, path: Path) -> list[str]:
 
     from fedlab.stats import mean_ci
 
-    methods = [m for m in LONG_METHODS if r.runs(f"t1long/topic/a0.1/{m}")]
-    if not methods:
+    if not any(r.runs(f"t1long/topic/a0.1/{m}") for m in LONG_METHODS):
         return []
     fig, ax = plt.subplots(figsize=(7, 4))
     drawn = []
     for i, (m, key) in enumerate([*((m, f"t1long/topic/a0.1/{m}") for m in LONG_METHODS),
                                   ("vanilla", "t1/topic/a0.1/vanilla")]):
         runs = r.runs(key)
-        if m != "vanilla" and m not in methods or not runs:
+        if not runs:
             continue
         rounds = sorted({c[0] for rec in runs for c in (rec.get("summary") or {}).get("curve", [])})
         pts = [(x, mean_ci(v)) for x in rounds if (v := [a for rec in runs if (a := curve_at(rec, x)) is not None])]
