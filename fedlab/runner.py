@@ -11,7 +11,9 @@ A table script is its plan and its rendering:
 `python make_tables.py` runs what `results.json` does not hold yet (a run whose resolved config changed is
 run again), writes each record as soon as its run ends (kill it at any moment; run it again to continue),
 then renders `RESULTS.md`. `--seeds 0,1,2`, `--only PREFIX` (or `KEY$`, one row exactly), `--rerun`,
-`--render-only` and trailing `key=value` overrides for every run. Every run is logged to MLflow under one parent run per table.
+`--render-only` and trailing `key=value` overrides for every run; `--merge-from OTHER/results.json` first
+takes the records another clone or machine made of the table (`fedlab.records_merge`). Every run is logged to
+MLflow under one parent run per table.
 
 A record holds what recomputes a table without MLflow: key, label, setting, seed, the resolved method
 config, the final and zero-shot metrics, a per-round summary, the script's own summary, the models' zoo
@@ -430,6 +432,11 @@ def table_parser(title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2)) ->
                                                          "1 = one after another)")
     ap.add_argument("--allow-dirty", action="store_true", help="run from a tree with uncommitted changes: each "
                     "record keeps the diff (its sha256, and the patch in diffs/)")
+    ap.add_argument("--merge-from", action="append", default=[], metavar="PATH",
+                    help="first take the records another clone or machine made of this table (its results.json, "
+                    "or its table folder) that this table would accept as its own: rows of the plan (and of "
+                    "--only), from a commit this checkout holds, current for today's config, numerics and "
+                    "weights; a record held here too is kept and compared (repeatable)")
     return ap
 
 
@@ -464,15 +471,19 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
         parser.error(f"--only {args.only!r} names no row pattern (e.g. --only homo/,hetero/ or --only 'homo/fedavg$')")
     from fedlab.config import ConfigError
     from fedlab.interrupt import Interrupted
+    from fedlab.records_merge import MergeError, merge_records
 
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     rows = select_rows(plan(), args.only)
     try:
         results = Results(Path(folder) / "results.json")
+        for source in args.merge_from:
+            for line in merge_records(results, source, rows, tuple(args.overrides), args.allow_dirty).lines():
+                print(line, file=sys.stderr, flush=True)
         if not args.render_only:
             execute(rows, results, seeds, tuple(args.overrides), args.rerun, title, summarize, jobs=args.jobs,
                     allow_dirty=args.allow_dirty)
-    except (ConfigError, DirtyTree) as e:
+    except (ConfigError, DirtyTree, MergeError) as e:
         print(f"fedlab: error: {e}", file=sys.stderr)
         return 2
     except Interrupted as e:
