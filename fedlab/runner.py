@@ -51,6 +51,12 @@ class Planned:
     label: str = ""
     setting: str = ""
 
+    def resolve(self, seed: int, extra: tuple[str, ...] = ()):
+        """The row's resolved config for one seed, with the trailing overrides `extra` of the command line."""
+        from fedlab.config import load_config
+
+        return load_config(self.config, [*self.overrides, *extra, f"seed={seed}"])
+
     def command(self, seed: int, extra: tuple[str, ...] = ()) -> str:
         cfg = [] if self.config is None else [_rel(self.config)]
         return " ".join(["fedlab run", *cfg, *self.overrides, *extra, f"seed={seed}"])
@@ -177,15 +183,8 @@ class Results:
         """Keys of rows with a record made by another config than the one the script would run now (older
         code or YAML), by other weights, or by other numerics (`stale_numerics`): a table marks them instead
         of presenting them as current."""
-        from fedlab.config import load_config
-
-        out = set()
-        for p in plan:
-            for rec in self.runs(p.key):
-                cfg = load_config(p.config, [*p.overrides, f"seed={rec.get('seed', 0)}"])
-                if outdated(rec, cfg) or stale_numerics(rec) or stale_models(rec):
-                    out.add(p.key)
-        return out
+        return {p.key for p in plan for rec in self.runs(p.key)
+                if stale_reason(rec, p.resolve(rec.get("seed", 0))) is not None}
 
     def label(self, key: str, default: str = "") -> str:
         runs = self.runs(key)
@@ -319,6 +318,19 @@ def log_to_parent(results: Results, paths: list[Path], folder: str = "figures") 
     return len(paths)
 
 
+def stale_reason(record: dict, cfg) -> str | None:
+    """Why a record is not current for `cfg` on this machine (None when it is): another config made it
+    (`outdated`), other numerics (`stale_numerics`) or other zoo weights (`stale_models`). A table re-runs such
+    a record, marks it † until then, and `--merge-from` does not take it."""
+    if outdated(record, cfg):
+        return "made by another config than the row resolves to now"
+    if stale_numerics(record):
+        return "made with other numerics (another CPU kind, numerics mode or library versions)"
+    if stale_models(record):
+        return "made with other zoo weights than a run here would load"
+    return None
+
+
 def outdated(record: dict, cfg) -> bool:
     """A record another config made: its run key differs from `cfg`'s, or a method field they share differs."""
     from fedlab.runtime.federation import run_key
@@ -373,15 +385,14 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
     """Run every (row, seed) the results do not hold for the current config, weights and numerics, `jobs` at a
     time (default: as many as the cores allow for the runs' threads), saving each record as its run ends;
     returns how many ran. A dirty tree is refused (`DirtyTree`) unless `allow_dirty` (`check_tree`)."""
-    from fedlab.config import load_config
     from fedlab.parallel import default_jobs, run_many
 
     todo = []
     for p in plan:
         for seed in seeds:
-            cfg = load_config(p.config, [*p.overrides, *extra, f"seed={seed}"])
+            cfg = p.resolve(seed, extra)
             old = results.records.get(record_key(p.key, seed))
-            if rerun or old is None or outdated(old, cfg) or stale_models(old) or stale_numerics(old):
+            if rerun or old is None or stale_reason(old, cfg) is not None:
                 todo.append((p, seed, cfg))
     if not todo:
         return 0
@@ -434,9 +445,10 @@ def table_parser(title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2)) ->
                     "record keeps the diff (its sha256, and the patch in diffs/)")
     ap.add_argument("--merge-from", action="append", default=[], metavar="PATH",
                     help="first take the records another clone or machine made of this table (its results.json, "
-                    "or its table folder) that this table would accept as its own: rows of the plan (and of "
-                    "--only), from a commit this checkout holds, current for today's config, numerics and "
-                    "weights; a record held here too is kept and compared (repeatable)")
+                    "or its table folder) that this table would not run again and can trace: rows of the plan "
+                    "(and of --only; every seed), from a clean tree at a commit this checkout holds, current for "
+                    "today's config, numerics and weights; a record held here too is kept and compared, and a "
+                    "difference exits 1 (repeatable)")
     return ap
 
 
@@ -471,15 +483,15 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
         parser.error(f"--only {args.only!r} names no row pattern (e.g. --only homo/,hetero/ or --only 'homo/fedavg$')")
     from fedlab.config import ConfigError
     from fedlab.interrupt import Interrupted
-    from fedlab.records_merge import MergeError, merge_records
+    from fedlab.records_merge import MergeError, merge_all
 
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     rows = select_rows(plan(), args.only)
     try:
         results = Results(Path(folder) / "results.json")
-        for source in args.merge_from:
-            for line in merge_records(results, source, rows, tuple(args.overrides), args.allow_dirty).lines():
-                print(line, file=sys.stderr, flush=True)
+        reports = merge_all(results, args.merge_from, rows, tuple(args.overrides), args.allow_dirty)
+        for line in (line for rep in reports for line in rep.lines()):
+            print(line, file=sys.stderr, flush=True)
         if not args.render_only:
             execute(rows, results, seeds, tuple(args.overrides), args.rerun, title, summarize, jobs=args.jobs,
                     allow_dirty=args.allow_dirty)
@@ -495,4 +507,9 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
     if after is not None:
         after(results)
     print(text)
+    differ = [k for rep in reports for k in rep.differ]
+    if differ:
+        print(f"fedlab: {len(differ)} record(s) held here and in --merge-from disagree (above): the table is rendered "
+              "from this file's records", file=sys.stderr)
+        return 1
     return 0

@@ -3,6 +3,7 @@ accept them as its own, and a (row, seed) both hold is compared rather than over
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 
 import pytest
@@ -23,19 +24,27 @@ def _head() -> str:
     return commit
 
 
-def _record(row: Planned, seed: int, acc: float, run_id: str, **change) -> dict:
-    """A record as `execute` makes it, current for the row's config on this machine (no run needed)."""
-    from fedlab.config import load_config
+def _record(row: Planned, seed: int, acc: float, run_id: str, extra: tuple[str, ...] = (), **change) -> dict:
+    """A record as `execute` makes it, current for the row's config (with the trailing overrides `extra`) on
+    this machine (no run needed)."""
     from fedlab.numerics import current_fingerprint
     from fedlab.runtime.federation import run_key
 
-    cfg = load_config(row.config, [*row.overrides, f"seed={seed}"])
+    cfg = row.resolve(seed, extra)
     rec = {"key": row.key, "label": row.label, "seed": seed, "config_hash": run_key(cfg),
            "method_config": json.loads(json.dumps(dataclasses.asdict(cfg.method), default=str)),
-           "final": {"acc/mean": acc}, "models": {}, "run_id": run_id, "git": _head(),
+           "final": {"acc/mean": acc}, "zero": {"acc/mean": 0.25}, "rounds": [{"round": 1, "acc/mean": acc}],
+           "models": {}, "run_id": run_id, "git": _head(),
            "environment": {"numerics_fingerprint": current_fingerprint()}}
     rec.update(change)
     return rec
+
+
+def _only_skip(report) -> str:
+    """The one skip reason of a merge of one record."""
+    (reason,) = report.skipped
+    assert not report.added and not report.replaced
+    return reason
 
 
 def _write(path, records: dict) -> None:
@@ -63,31 +72,44 @@ def test_merge_takes_what_this_table_would_accept_and_compares_what_both_hold(tm
               "t/median@seed2": _record(fm, 2, 0.4, "p2", git=_head() + "+dirty"),           # uncommitted
               "t/median@seed3": _record(fm, 3, 0.4, "p3", config_hash="1" * 16),            # another config
               "t/median@seed4": _record(fm, 4, 0.4, "p4", environment=stale_numerics),      # other numerics
+              "t/median@seed5": _record(fm, 5, 0.4, "p5", git=None),                          # no git
+              "t/median@seed6": _record(fm, 6, 0.4, "p6", models={"pico-llama": {"weights_sha256": "0" * 64}}),
+              "t/median@seed7": _record(fm, 8, 0.4, "p7"),                                   # name ≠ seed field
+              "t/median@seed9": _record(fm, 9, 0.4, "p9", extra=("federation.lr=0.5",)),     # other overrides
+              "t/median@seed10": "not a record",
+              "t/median@seed11": _record(fm, 11, 0.4, "p11", git="HEAD"),                    # not a commit name
               "t/gone@seed0": {**_record(fa, 0, 0.4, "g0"), "key": "t/gone"}}                # no such row
     _write(there, theirs)
     results = Results(here)
     report = merge_records(results, there.parent, ROWS)
     assert report.added == ["t/median@seed0"] and report.replaced == ["t/fedavg@seed3"]
     assert report.same == ["t/fedavg@seed0"] and report.agree == ["t/fedavg@seed1"]
-    assert report.differ == {"t/fedavg@seed2": ["acc/mean"]}
+    assert report.differ == {"t/fedavg@seed2": ["final acc/mean", "rounds"]}
     reasons = {k: r for r, keys in report.skipped.items() for k in keys}
-    assert set(reasons) == {"t/median@seed1", "t/median@seed2", "t/median@seed3", "t/median@seed4", "t/gone@seed0"}
+    assert set(reasons) == {f"t/median@seed{i}" for i in (1, 2, 3, 4, 5, 6, 7, 9, 10, 11)} | {"t/gone@seed0"}
     assert "does not hold" in reasons["t/median@seed1"] and "uncommitted" in reasons["t/median@seed2"]
     assert "another config" in reasons["t/median@seed3"] and "other numerics" in reasons["t/median@seed4"]
+    assert "outside a git checkout" in reasons["t/median@seed5"] and "zoo weights" in reasons["t/median@seed6"]
+    assert "disagree" in reasons["t/median@seed7"] and "another config" in reasons["t/median@seed9"]
+    assert "not a table record" in reasons["t/median@seed10"] and "no row" in reasons["t/gone@seed0"]
+    assert "does not hold" in reasons["t/median@seed11"]
     saved = json.loads(here.read_text())
     assert saved["t/median@seed0"]["run_id"] == "p0" and saved["t/fedavg@seed3"]["run_id"] == "their3"
     assert saved["t/fedavg@seed2"]["run_id"] == "mine2" and saved["t/fedavg@seed1"]["run_id"] == "mine1"
     assert "t/median@seed1" not in saved and "t/gone@seed0" not in saved
     text = "\n".join(report.lines())
     assert "1 added, 1 replaced a stale record, 1 already here, 1 held here too with the same numbers, " \
-           "1 held here with OTHER numbers, 5 skipped" in text
-    assert "t/fedavg@seed2: this file's record kept; the incoming run's acc/mean differ" in text
+           "1 held here with OTHER numbers, 11 skipped" in text
+    assert "REPRODUCIBILITY FAILURE t/fedavg@seed2: the same config and numerics gave other numbers " \
+           "(final acc/mean, rounds); this file's record is kept" in text
+    # the trailing overrides of the command line are part of the row's config
+    assert merge_records(Results(here), there, ROWS, extra=("federation.lr=0.5",)).added == ["t/median@seed9"]
     # --only narrows the rows a merge may fill
     (tmp_path / "fresh").mkdir()
     fresh = Results(tmp_path / "fresh" / "results.json")
     only = merge_records(fresh, there, ROWS[:1])
     assert only.added == ["t/fedavg@seed0", "t/fedavg@seed1", "t/fedavg@seed2", "t/fedavg@seed3"]
-    assert len(only.skipped["no row of this table by that key (or outside --only)"]) == 6
+    assert len(only.skipped["no row of this table by that key (or outside --only)"]) == 11
 
 
 def test_merge_keeps_this_files_meta_and_brings_a_dirty_records_patch_when_allowed(tmp_path):
@@ -96,11 +118,16 @@ def test_merge_keeps_this_files_meta_and_brings_a_dirty_records_patch_when_allow
     here, there = tmp_path / "here" / "results.json", tmp_path / "there" / "results.json"
     here.parent.mkdir()
     here.write_text(json.dumps({"_meta": {"parent_run_id": "mine"}}))
+    patch = "--- a\n+++ b\n"
     dirty = _record(ROWS[0], 0, 0.5, "d0", git=_head() + "+dirty", diff="diffs/abc.patch")
+    dirty["environment"]["diff_sha256"] = hashlib.sha256(patch.encode()).hexdigest()
     _write(there, {"t/fedavg@seed0": dirty})
+    assert "missing" in _only_skip(merge_records(Results(here), there, ROWS, allow_dirty=True))
     (there.parent / "diffs").mkdir()
-    (there.parent / "diffs" / "abc.patch").write_text("--- a\n+++ b\n")
-    assert merge_records(Results(here), there, ROWS).added == []
+    (there.parent / "diffs" / "abc.patch").write_text(patch + "altered\n")
+    assert "does not match" in _only_skip(merge_records(Results(here), there, ROWS, allow_dirty=True))
+    (there.parent / "diffs" / "abc.patch").write_text(patch)
+    assert "uncommitted" in _only_skip(merge_records(Results(here), there, ROWS))
     results = Results(here)
     assert merge_records(results, there, ROWS, allow_dirty=True).added == ["t/fedavg@seed0"]
     assert (here.parent / "diffs" / "abc.patch").read_text() == "--- a\n+++ b\n"
@@ -121,3 +148,28 @@ def test_merge_from_on_the_command_line(tmp_path, capsys):
     assert err.count("\n") == 1 and "no such file" in err and "nowhere" in err     # one line, no traceback
     assert run_table(here, lambda: ROWS, render, ["--merge-from", str(here), "--render-only"]) == 2
     assert "this table's own results.json" in capsys.readouterr().err
+    # a source that does not exist stops the merge before any other source is merged
+    other = tmp_path / "other" / "results.json"
+    _write(other, {"t/median@seed0": _record(ROWS[1], 0, 0.3, "m0"), "t/fedavg@seed1": _record(ROWS[0], 1, 0.9, "b1")})
+    assert run_table(here, lambda: ROWS, render, ["--merge-from", str(other), "--merge-from", "nowhere"]) == 2
+    assert "t/median@seed0" not in json.loads((here / "results.json").read_text())
+    # --only narrows the rows; a (row, seed) held here with other numbers renders, then exits 1
+    assert run_table(here, lambda: ROWS, render, ["--merge-from", str(other), "--only", "t/median$",
+                                                  "--render-only"]) == 0
+    saved = json.loads((here / "results.json").read_text())
+    assert "t/median@seed0" in saved and saved["t/fedavg@seed1"]["run_id"] == "a1"
+    assert run_table(here, lambda: ROWS, render, ["--merge-from", str(other), "--render-only"]) == 1
+    err = capsys.readouterr().err
+    assert "REPRODUCIBILITY FAILURE t/fedavg@seed1" in err and "disagree" in err
+    assert (here / "RESULTS.md").read_text() == "fedavg 0.600 ± 1.271"
+
+
+def test_two_records_differ_by_any_number_they_do_not_share():
+    from fedlab.records_merge import differing
+
+    nan = float("nan")
+    a = {"final": {"acc/mean": nan, "loss": 1.0}, "zero": {"acc/mean": 0.2}, "rounds": [{"round": 1}]}
+    assert differing(a, json.loads(json.dumps(a))) == []                  # NaN equals NaN, as written to JSON
+    assert differing(a, {**a, "final": {"acc/mean": nan}}) == ["final loss"]          # one record lacks it
+    assert differing(a, {**a, "final": {"acc/mean": 0.5, "loss": 1.0}}) == ["final acc/mean"]
+    assert differing(a, {**a, "zero": {"acc/mean": 0.3}, "rounds": []}) == ["zero", "rounds"]
