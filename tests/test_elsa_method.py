@@ -313,7 +313,7 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
     assert len(rows) == (len(mod.TASKS) * len(mod.ALPHAS) * len(mod.METHODS) + len(mod.RATIOS) + len(mod.DEPTHS)
                          + 2 * len(mod.WARMUPS) + len(mod.TASKS) * len(mod.CAL_SETTINGS)
                          + len(mod.CONTROL_RATIOS) * len(mod.SKETCH_CONTROLS) + 3 * len(mod.FINGERPRINTS)
-                         + len(mod.LONG_METHODS) + len(mod.SIMPLE_SL_SETTINGS) + (2 if installed("minilm-l6") else 0))
+                         + len(mod.LONG_SETTINGS) * len(mod.LONG_METHODS) + len(mod.SIMPLE_SL_SETTINGS) + (2 if installed("minilm-l6") else 0))
     for p in rows:
         cfg = load_config(p.config, list(p.overrides))
         m = cfg.method
@@ -577,6 +577,7 @@ def test_table1_at_the_long_budget_reports_the_last_rounds_change_and_the_claims
     r = Results(tmp_path / "results.json")
     text = mod.render(r)
     assert f"### Table 1 at {n} rounds" in text and "(t1long.png)" in text and (tmp_path / "t1long.png").exists()
+    assert not (tmp_path / "t1long_entailment.png").exists()        # no entailment records: no entailment figure
     lines = text.splitlines()
     row = lambda label: next(line for line in lines if line.startswith(f"| {label} |"))
     assert row("ELSA").startswith("| ELSA | 49.0 ± 2.0") and row("ELSA").endswith("| +14.0 ± 2.0 |")
@@ -609,3 +610,15 @@ def test_table1_at_the_long_budget_reports_the_last_rounds_change_and_the_claims
     (tmp_path / "results.json").write_text(json.dumps(records(1.0)))
     assert f"every method gives one constant answer in every seed at {n} rounds" in "\n".join(
         mod.table1_long(Results(tmp_path / "results.json")))
+    # the entailment cell: its own section, claims and figure, chance 50; topic's absent without its records
+    ent = {k.replace("/topic/", "/entailment/"): {**v, "key": v["key"].replace("/topic/", "/entailment/"),
+                                                  "final": {"acc/mean": v["final"]["acc/mean"] + 0.4}}
+           for k, v in records(0.3).items()}
+    (tmp_path / "results.json").write_text(json.dumps(ent))
+    (tmp_path / "t1long.png").unlink()
+    text = mod.render(Results(tmp_path / "results.json"))
+    assert not (tmp_path / "t1long.png").exists()
+    assert f"### Table 1 at {n} rounds (fedlab's longer budget; entailment, α̂ = 0.1)" in text
+    assert f"### Table 1 at {n} rounds (fedlab's longer budget; topic" not in text and "(t1long.png)" not in text
+    assert "(t1long_entailment.png)" in text and (tmp_path / "t1long_entailment.png").exists()
+    assert f"| ELSA > FedAvg, entailment, α̂ = 0.1, {n} rounds |" in text and "chance 50." in text
