@@ -12,8 +12,8 @@ A table script is its plan and its rendering:
 run again), writes each record as soon as its run ends (kill it at any moment; run it again to continue),
 then renders `RESULTS.md`. `--seeds 0,1,2`, `--only PREFIX` (or `KEY$`, one row exactly), `--rerun`,
 `--render-only` and trailing `key=value` overrides for every run; `--merge-from OTHER/results.json` first
-takes the records another clone or machine made of the table (`merge_records`, at the end of this module). Every run is logged to
-MLflow under one parent run per table.
+takes the records another clone or machine made of the table (`merge_records`, at the end of this module).
+Every run is logged to MLflow under one parent run per table.
 
 A record holds what recomputes a table without MLflow: key, label, setting, seed, the resolved method
 config, the final and zero-shot metrics, a per-round summary, the script's own summary, the models' zoo
@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import hashlib
 import json
 import os
 import re
@@ -623,8 +622,9 @@ def _patch_problem(rec: dict, src_folder: Path) -> str | None:
     src = (src_folder / rec["diff"]).resolve()
     if not src.is_relative_to(src_folder.resolve()) or not src.is_file():
         return "its patch (diffs/) is missing beside the other results.json"
-    want = (rec.get("environment") or {}).get("diff_sha256")
-    if hashlib.sha256(src.read_text().encode()).hexdigest() != want:
+    from fedlab.provenance import diff_sha256
+
+    if diff_sha256(src.read_text()) != (rec.get("environment") or {}).get("diff_sha256"):
         return "its patch does not match the sha256 the record holds"
     return None
 
@@ -643,8 +643,8 @@ def _untraceable(rec: dict, allow_dirty: bool, known: dict[str, bool]) -> str | 
 
 def merge_records(results: Results, source: str | Path, plan: list[Planned], extra: tuple[str, ...] = (),
                   allow_dirty: bool = False) -> MergeReport:
-    """Add to `results` the records of `source` (a results.json or its folder) that this table can take
-    (module docstring), then save; `extra` are the trailing overrides the rows run with."""
+    """Add to `results` the records of `source` (a results.json or its folder) that this table can take (the
+    comment above `COMPARED`), then save; `extra` are the trailing overrides the rows run with."""
     path = results_path(source, results.path)
     incoming = _read(path)
     rows = {p.key: p for p in plan}
@@ -660,8 +660,8 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
         if k != record_key(row.key, rec["seed"]):
             report.skip("its name and its key and seed fields disagree", k)
             continue
-        reason = (_untraceable(rec, allow_dirty, known) or stale_reason(rec, row.resolve(rec["seed"], extra))
-                  or _patch_problem(rec, path.parent))
+        cfg = row.resolve(rec["seed"], extra)
+        reason = _untraceable(rec, allow_dirty, known) or stale_reason(rec, cfg) or _patch_problem(rec, path.parent)
         if reason:
             report.skip(reason, k)
             continue
@@ -669,7 +669,7 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
         if mine is not None and mine.get("run_id") == rec.get("run_id"):
             report.same.append(k)
             continue
-        if mine is not None and stale_reason(mine, row.resolve(rec["seed"], extra)) is None:
+        if mine is not None and stale_reason(mine, cfg) is None:
             what = differing(mine, rec)
             if what:
                 report.differ[k] = what
