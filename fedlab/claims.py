@@ -60,7 +60,7 @@ def per_seed(results, keys: str | tuple[str, ...], fn) -> dict[int, float]:
 
 
 def assess(results, c: Claim) -> dict:
-    """The claim on `results` (a `fedlab.runner.Results`): {"ours", "mde", "verdict"} as table cells, and the
+    """The claim on `results` (a `fedlab.records.Results`): {"ours", "mde", "verdict"} as table cells, and the
     paired difference ("diff", None when it cannot be computed)."""
     from fedlab.stats import paired_difference
 
@@ -97,7 +97,7 @@ def assess(results, c: Claim) -> dict:
 
 
 def check_claim(results, c: Claim) -> tuple[str, str]:
-    """(ours, verdict) of one claim on `results` (a `fedlab.runner.Results`)."""
+    """(ours, verdict) of one claim on `results` (a `fedlab.records.Results`)."""
     a = assess(results, c)
     return a["ours"], a["verdict"]
 

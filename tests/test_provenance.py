@@ -76,7 +76,8 @@ def test_a_table_refuses_a_dirty_tree_and_keeps_the_diff_when_allowed(pico_zoo, 
 
 
 def test_a_record_of_other_numerics_is_stale(pico_zoo, tmp_path):
-    from fedlab.runner import Results, execute, stale_numerics
+    from fedlab.records import stale_numerics
+    from fedlab.runner import Results, execute
 
     results = Results(tmp_path / "results.json")
     assert execute(_plan(tmp_path), results, [0], progress=False, allow_dirty=True) == 1

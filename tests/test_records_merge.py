@@ -53,7 +53,7 @@ def _write(path, records: dict) -> None:
 
 
 def test_merge_takes_what_this_table_would_accept_and_compares_what_both_hold(tmp_path):
-    from fedlab.runner import merge_records
+    from fedlab.records_merge import merge_records
 
     fa, fm = ROWS
     here, there = tmp_path / "here" / "results.json", tmp_path / "there" / "results.json"
@@ -113,7 +113,7 @@ def test_merge_takes_what_this_table_would_accept_and_compares_what_both_hold(tm
 
 
 def test_merge_keeps_this_files_meta_and_brings_a_dirty_records_patch_when_allowed(tmp_path):
-    from fedlab.runner import merge_records
+    from fedlab.records_merge import merge_records
 
     here, there = tmp_path / "here" / "results.json", tmp_path / "there" / "results.json"
     here.parent.mkdir()
@@ -165,7 +165,7 @@ def test_merge_from_on_the_command_line(tmp_path, capsys):
 
 
 def test_two_records_differ_by_any_number_they_do_not_share():
-    from fedlab.runner import differing
+    from fedlab.records_merge import differing
 
     nan = float("nan")
     a = {"final": {"acc/mean": nan, "loss": 1.0}, "zero": {"acc/mean": 0.2}, "rounds": [{"round": 1}]}

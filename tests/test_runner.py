@@ -8,7 +8,8 @@ import math
 import pytest
 
 from conftest import PICO
-from fedlab.runner import Planned, Results, execute, run_table, stale_models
+from fedlab.records import stale_models
+from fedlab.runner import Planned, Results, execute, run_table
 from fedlab.stats import fmt_ci, mean_ci, paired_difference
 
 
@@ -61,7 +62,7 @@ def test_runner_records_resumes_and_reruns_what_changed(pico_zoo, tmp_path):
     assert stale_models(again.records["t/zeroshot@seed1"]) == ["pico-llama"]
     # a record whose resolved method config differs from today's (a changed default keeps the run key) is stale
     from fedlab.config import load_config
-    from fedlab.runner import method_drift
+    from fedlab.records import method_drift
 
     fed = again.records["t/fedavg@seed0"]
     cfg = load_config(None, [*_plan(tmp_path, lr="0.02")[0].overrides, "seed=0"])

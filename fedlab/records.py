@@ -1,0 +1,279 @@
+"""A table's records: the rows a table script plans (`Planned`), one record per (row, seed) in a resumable
+`results.json` (`Results`, written atomically after every run, under a lock), what a record holds
+(`make_record`) and when it is no longer current (`stale_reason`: another config, other numerics or other zoo
+weights made it). The runner (`fedlab.runner`) makes the records; `fedlab.records_merge` takes those made
+elsewhere.
+
+A record holds what recomputes a table without MLflow: key, label, setting, seed, the resolved method
+config, the final and zero-shot metrics, a per-round summary, the script's own summary, the models' zoo
+fingerprints and weights' sha256, the command, the MLflow run id, wall time, fedlab's version and git
+commit.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from fedlab.stats import fmt_ci
+
+ROOT = Path(__file__).resolve().parents[1]
+# the per-round numbers a record keeps (for learning curves): accuracy and generated-answer Rouge-L of the
+# clients, of a server LLM and of a server proxy (`dpm/`), the task loss and the bytes each way
+ROUND_KEYS = ("acc/mean", "llm/acc/mean", "loss/task", "bytes/up", "bytes/down", "rougeL/mean", "llm/rougeL/mean",
+              "dpm/rougeL/mean", "dpm/acc/mean")
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One row of a table before seeds: `key` names it in results.json (the seed is appended)."""
+    key: str
+    config: str | Path | None
+    overrides: tuple[str, ...] = ()
+    label: str = ""
+    setting: str = ""
+
+    def resolve(self, seed: int, extra: tuple[str, ...] = ()):
+        """The row's resolved config for one seed, with the trailing overrides `extra` of the command line."""
+        from fedlab.config import load_config
+
+        return load_config(self.config, [*self.overrides, *extra, f"seed={seed}"])
+
+    def command(self, seed: int, extra: tuple[str, ...] = ()) -> str:
+        cfg = [] if self.config is None else [_rel(self.config)]
+        return " ".join(["fedlab run", *cfg, *self.overrides, *extra, f"seed={seed}"])
+
+
+def _rel(path) -> str:
+    p = Path(path).resolve()
+    try:
+        return str(p.relative_to(ROOT))
+    except ValueError:
+        return str(p)
+
+
+def record_key(key: str, seed: int) -> str:
+    return f"{key}@seed{seed}"
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive advisory lock on `path` for the block (POSIX flock; without fcntl, no lock)."""
+    try:
+        import fcntl
+    except ImportError:          # not POSIX: one table process per file
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+class Results:
+    """The records of one table script (`results.json`), written atomically after every run."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        data = self._read()
+        self.meta: dict = data.get("_meta", {})
+        self.records: dict[str, dict] = {k: v for k, v in data.items() if k != "_meta"}
+        self._loaded = dict(self.records)      # what this object read, to tell its own writes apart
+
+    def _read(self) -> dict:
+        """The file's records ({} when there is none); a damaged file is one line (`fedlab.files`)."""
+        if not self.path.exists():
+            return {}
+        from fedlab.files import read_json
+
+        return read_json(self.path, None, f"restore it with `git checkout -- {self.path}` (it is committed), or "
+                                          "move it aside to record the table afresh", dict,
+                         "table records {key@seed: record}")
+
+    def save(self) -> None:
+        """Write the records atomically, merged with what is on disk now: records this object added or
+        replaced win, every other record (another table process on the same file, e.g. a second `--only`)
+        is kept, under an exclusive lock on `<file>.lock`."""
+        with _locked(self.path.with_suffix(".lock")):
+            disk = self._read()
+            mine = {k: v for k, v in self.records.items() if self._loaded.get(k) is not v}
+            self.records = {**{k: v for k, v in disk.items() if k != "_meta"}, **mine}
+            self.meta = {**disk.get("_meta", {}), **self.meta}
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"_meta": self.meta, **self.records}, indent=1, sort_keys=False))
+            tmp.replace(self.path)
+            self._loaded = dict(self.records)
+
+    def runs(self, key: str) -> list[dict]:
+        """Every seed's record of a row, by seed."""
+        rows = [r for r in self.records.values() if r.get("key") == key]
+        return sorted(rows, key=lambda r: r.get("seed", 0))
+
+    def values(self, key: str, fn: Callable[[dict], float | None]) -> list[float]:
+        return [v for v in (fn(r) for r in self.runs(key)) if v is not None]
+
+    def by_seed(self, key: str, metric: str) -> dict[int, float]:
+        """{seed: final[metric]} of a row's records that hold the metric."""
+        return {rec["seed"]: rec["final"][metric] for rec in self.runs(key) if metric in rec["final"]}
+
+    def paired(self, a: str, metric_a: str, b: str, metric_b: str | None = None, scale: float = 1.0) -> dict | None:
+        """`paired_difference` of scale·metric_a of row a and scale·metric_b of row b over the seeds both
+        hold (with their count as "seeds"); None with fewer than two such seeds."""
+        x, y = self.by_seed(a, metric_a), self.by_seed(b, metric_b or metric_a)
+        seeds = sorted(set(x) & set(y))
+        if len(seeds) < 2:
+            return None
+        from fedlab.stats import paired_difference
+
+        return {**paired_difference([scale * x[s] for s in seeds], [scale * y[s] for s in seeds]),
+                "seeds": len(seeds)}
+
+    def cell(self, key: str, fn: Callable[[dict], float | None], digits: int = 3) -> str:
+        """'mean ± 95 % half-width' of fn(record) over the row's seeds ('-' when absent)."""
+        return fmt_ci(self.values(key, fn), digits)
+
+    def final(self, key: str, metric: str, digits: int = 3) -> str:
+        return self.cell(key, lambda r: r["final"].get(metric), digits)
+
+    def constant_answers(self, keys: list[str], prefix: str = "", tasks: list[str] | None = None,
+                         share: Callable[[str, str], str] | None = None) -> dict[str, str]:
+        """Per task: "constant" when every run of every row in `keys` answered it with one constant answer
+        (its answer share = 1.0: no row can be told from another on it), "unknown" when some run has no
+        answer share (a record made before fedlab logged it); tasks the rows answer variously are left out.
+        By default the tasks are those with a `{prefix}acc/task_<t>` score and the share is
+        `{prefix}top/task_<t>` of the runs that scored the task; `tasks` and `share(row key, task)` (the metric
+        name of the share of the model a row is scored by) name them instead, every run counting."""
+        runs = [(k, rec) for k in keys for rec in self.runs(k)]
+        scored = tasks is None
+        if scored:
+            tasks = sorted({m[len(f"{prefix}acc/task_"):] for _, rec in runs for m in rec["final"]
+                            if m.startswith(f"{prefix}acc/task_")})
+        share = share or (lambda _key, t: f"{prefix}top/task_{t}")
+        out = {}
+        for t in tasks:
+            shares = [rec["final"].get(share(k, t)) for k, rec in runs
+                      if not scored or f"{prefix}acc/task_{t}" in rec["final"]]
+            if any(s is None for s in shares):
+                out[t] = "unknown"
+            elif shares and all(s >= 1.0 for s in shares):
+                out[t] = "constant"
+        return out
+
+    def stale(self, plan: list[Planned]) -> set[str]:
+        """Keys of rows with a record made by another config than the one the script would run now (older
+        code or YAML), by other weights, or by other numerics (`stale_numerics`): a table marks them instead
+        of presenting them as current."""
+        return {p.key for p in plan for rec in self.runs(p.key)
+                if stale_reason(rec, p.resolve(rec.get("seed", 0))) is not None}
+
+    def label(self, key: str, default: str = "") -> str:
+        runs = self.runs(key)
+        return runs[0].get("label", default) if runs else default
+
+
+def _git_label(env: dict) -> str | None:
+    commit = env.get("commit")
+    return None if commit is None else commit + ("" if env.get("clean") else "+dirty")
+
+
+def _numbers(metrics: dict) -> dict:
+    return {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+            and not k.startswith("time/")}
+
+
+def make_record(planned: Planned, seed: int, cfg, history, seconds: float, extra: tuple[str, ...],
+                summary: dict | None) -> dict:
+    import fedlab
+    from fedlab.runtime.federation import run_key
+
+    zero = history.rounds[0] if history.rounds else {}
+    return {
+        "key": planned.key, "label": planned.label, "setting": planned.setting, "seed": seed,
+        "method": cfg.method.name, "method_config": dataclasses.asdict(cfg.method), "model": cfg.model.name,
+        "config_hash": run_key(cfg), "final": _numbers(history.final),
+        "zero": {k: v for k, v in _numbers(zero).items() if any(m in k for m in ("acc", "rougeL/", "em/"))},
+        "rounds": [{k: r[k] for k in ("round", *ROUND_KEYS) if k in r} for r in history.rounds],
+        "headline": history.headline, "summary": summary, "models": history.models,
+        "command": planned.command(seed, extra), "run_id": history.run_id, "seconds": round(seconds, 1),
+        "fedlab": fedlab.__version__, "git": _git_label(history.environment),
+        "environment": {k: v for k, v in history.environment.items() if k != "changed"},
+    }
+
+
+def keep_diff(folder: Path, record: dict, diff: str) -> None:
+    """A dirty tree's patch beside the table's records (`diffs/<sha256 prefix>.patch`), named in the record."""
+    sha = (record.get("environment") or {}).get("diff_sha256")
+    if not diff or not sha:
+        return
+    path = Path(folder) / "diffs" / f"{sha[:16]}.patch"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        path.write_text(diff)
+    record["diff"] = str(path.relative_to(folder))
+
+
+def stale_reason(record: dict, cfg) -> str | None:
+    """Why a record is not current for `cfg` on this machine (None when it is): another config made it
+    (`outdated`), other numerics (`stale_numerics`) or other zoo weights (`stale_models`). A table re-runs such
+    a record, marks it † until then, and `--merge-from` does not take it."""
+    if outdated(record, cfg):
+        return "made by another config than the row resolves to now"
+    if stale_numerics(record):
+        return "made with other numerics (another CPU kind, numerics mode or library versions)"
+    if stale_models(record):
+        return "made with other zoo weights than a run here would load"
+    return None
+
+
+def outdated(record: dict, cfg) -> bool:
+    """A record another config made: its run key differs from `cfg`'s, or a method field they share differs."""
+    from fedlab.runtime.federation import run_key
+
+    return record.get("config_hash") != run_key(cfg) or bool(method_drift(record, cfg))
+
+
+def method_drift(record: dict, cfg) -> list[str]:
+    """The method-config fields whose resolved value in `record` differs from what `cfg` resolves to now. The run
+    key hashes only non-default fields (a new field with a behaviour-keeping default leaves records current), so
+    a changed *default* leaves the key as it was: the record's resolved config tells. Fields the record lacks
+    (added since) are not compared."""
+    canonical = lambda d: json.loads(json.dumps(d, default=str))      # tuples → lists, as results.json holds them
+    then = canonical(record.get("method_config") or {})
+    now = canonical(dataclasses.asdict(cfg.method))
+    return sorted(k for k in then.keys() & now.keys() if then[k] != now[k])
+
+
+def stale_numerics(record: dict) -> bool:
+    """A record computed by other kernels than this process would use: its numerics fingerprint (instruction
+    set in force, numerics mode, torch / transformers / tokenizers versions) differs from this process's, or
+    it has none (made before fedlab recorded it)."""
+    from fedlab import numerics
+
+    then = (record.get("environment") or {}).get("numerics_fingerprint")
+    return then != numerics.current_fingerprint()
+
+
+def stale_models(record: dict) -> list[str]:
+    """The zoo models a record was made with whose weights differ from the ones a run here would load (the
+    shipped weights when they match the current recipe, else the ones built here): its numbers came from other
+    weights, so it is stale. That covers a recipe that changed (a ZOO_VERSION bump that builds the same weights
+    keeps the record) and the same recipe built on another machine kind before the zoo was shipped (tiny-llama's
+    recipe 850b55dd built bcff7e16… on the Intel machines and b125cf01… on the AMD ones). A model neither
+    shipped nor built is built first (the run would need it anyway)."""
+    from fedlab.models.zoo import ZOO, build, is_built, read_meta
+
+    out = []
+    for name, d in (record.get("models") or {}).items():
+        if name not in ZOO or not d.get("weights_sha256"):
+            continue
+        if not is_built(name):
+            build(name)
+        if read_meta(name).get("weights_sha256") != d["weights_sha256"]:
+            out.append(name)
+    return out

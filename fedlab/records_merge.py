@@ -1,0 +1,188 @@
+"""Records made elsewhere, merged into a table's results.json (`make_tables.py --merge-from OTHER`): another
+clone, worktree or machine runs part of a table, and the table is rendered as one.
+
+An incoming record joins only when it is one this table would not run again and can trace: its row is in the
+table's plan (and in `--only`; every seed it holds, not only `--seeds`), it was made from a committed tree at a
+commit this checkout holds (`--allow-dirty` also takes a dirty tree's record, with its patch, checked against
+the record's sha256, and one made outside git), and it is current (`fedlab.records.stale_reason`: the config
+the row resolves to now, this machine's numerics, the zoo weights a run here would load). Where both files hold
+a current record of the same (row, seed) from two runs, this file's stays and the two are compared — final,
+zero-shot and per-round numbers: with pinned numerics they are equal, so a difference is a reproducibility
+failure, and the table script exits 1 after rendering.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fedlab.records import ROOT, Planned, Results, record_key, stale_reason
+
+COMPARED = ("final", "zero", "rounds")       # the numbers of a record that two runs of one config must share
+NOT_A_ROW = "no row of this table by that key (or outside --only)"
+
+
+class MergeError(ValueError):
+    """A `--merge-from` source that is not another table's records (one line for the user)."""
+
+
+@dataclass
+class MergeReport:
+    """What a merge did, by record key (`row@seedN`)."""
+    source: Path
+    added: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)      # this file's record was stale, the incoming one current
+    same: list[str] = field(default_factory=list)          # the same run (run id) is already here
+    agree: list[str] = field(default_factory=list)         # both current, two runs, the same numbers
+    differ: dict[str, list[str]] = field(default_factory=dict)   # both current: what differs between them
+    skipped: dict[str, list[str]] = field(default_factory=dict)  # reason → keys
+
+    def skip(self, reason: str, key: str) -> None:
+        self.skipped.setdefault(reason, []).append(key)
+
+    def lines(self) -> list[str]:
+        """The report as the table script prints it (one line, then one per disagreement and skip reason)."""
+        out = [f"[fedlab] merge from {self.source}: {len(self.added)} added, {len(self.replaced)} replaced a stale "
+               f"record, {len(self.same)} already here, {len(self.agree)} held here too with the same numbers, "
+               f"{len(self.differ)} held here with OTHER numbers, {sum(map(len, self.skipped.values()))} skipped"]
+        for key, what in self.differ.items():
+            out.append(f"[fedlab]   REPRODUCIBILITY FAILURE {key}: the same config and numerics gave other numbers "
+                       f"({', '.join(what[:4])}{', …' if len(what) > 4 else ''}); this file's record is kept")
+        for reason, keys in self.skipped.items():
+            shown = ", ".join(keys[:3]) + (f", … ({len(keys)} in all)" if len(keys) > 3 else "")
+            out.append(f"[fedlab]   skipped, {reason}: {shown}")
+        if self.added or self.replaced:
+            out.append("[fedlab]   the merged records name their MLflow runs in the other machine's store (`run_id`)")
+        return out
+
+
+def results_path(source: str | Path, own: Path) -> Path:
+    """The results.json a `--merge-from` argument names (the file, or a table folder holding one); a missing
+    one, or this table's own file, is a MergeError."""
+    p = Path(source)
+    p = p / "results.json" if p.is_dir() else p
+    if not p.is_file():
+        raise MergeError(f"--merge-from {source}: no such file (give another clone's results.json, or its table "
+                         "folder)")
+    if own.exists() and p.samefile(own):
+        raise MergeError(f"--merge-from {source}: that is this table's own results.json")
+    return p
+
+
+def _read(path: Path) -> Results:
+    from fedlab.files import FileProblem
+
+    try:
+        return Results(path)
+    except FileProblem as e:
+        raise MergeError(f"--merge-from {path}: not a table's records ({str(e).split(': ', 1)[-1].split(';')[0]}); "
+                         "copy it again from the machine that made it") from None
+
+
+def _commit_known(commit: str, cache: dict[str, bool]) -> bool:
+    """Whether this checkout's git holds `commit` (a hex object name: a record from a commit it lacks cannot be
+    traced here)."""
+    if not re.fullmatch(r"[0-9a-f]{7,40}", commit):
+        return False
+    if commit not in cache:
+        try:
+            r = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{commit}^{{commit}}"],
+                               capture_output=True, timeout=30)
+            cache[commit] = r.returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            cache[commit] = False
+    return cache[commit]
+
+
+def differing(a: dict, b: dict) -> list[str]:
+    """What two records of one (row, seed) do not share: final metrics that differ or that only one holds, and
+    `zero` / `rounds` as a whole (NaN equals NaN: both are compared as written to JSON)."""
+    dump = lambda x: json.dumps(x, sort_keys=True)
+    fa, fb = a.get("final") or {}, b.get("final") or {}
+    out = [f"final {k}" for k in sorted(fa.keys() | fb.keys()) if k not in fa or k not in fb or dump(fa[k]) != dump(fb[k])]
+    return out + [k for k in COMPARED[1:] if dump(a.get(k)) != dump(b.get(k))]
+
+
+def _patch_problem(rec: dict, src_folder: Path) -> str | None:
+    """Why a dirty record's patch cannot come along (None when it can, or when the record names none)."""
+    if not rec.get("diff"):
+        return None
+    src = (src_folder / rec["diff"]).resolve()
+    if not src.is_relative_to(src_folder.resolve()) or not src.is_file():
+        return "its patch (diffs/) is missing beside the other results.json"
+    from fedlab.provenance import diff_sha256
+
+    if diff_sha256(src.read_text()) != (rec.get("environment") or {}).get("diff_sha256"):
+        return "its patch does not match the sha256 the record holds"
+    return None
+
+
+def _untraceable(rec: dict, allow_dirty: bool, known: dict[str, bool]) -> str | None:
+    """Why a record's source cannot be traced here (None when it can)."""
+    git = rec.get("git")
+    if not git:
+        return None if allow_dirty else "made outside a git checkout (--allow-dirty takes it)"
+    if str(git).endswith("+dirty") and not allow_dirty:
+        return "made from uncommitted changes (--allow-dirty takes it, with its patch)"
+    if not _commit_known(str(git).removesuffix("+dirty"), known):
+        return "made at a commit this checkout does not hold (git fetch it first)"
+    return None
+
+
+def merge_records(results: Results, source: str | Path, plan: list[Planned], extra: tuple[str, ...] = (),
+                  allow_dirty: bool = False) -> MergeReport:
+    """Add to `results` the records of `source` (a results.json or its folder) that this table can take (the
+    module docstring), then save; `extra` are the trailing overrides the rows run with."""
+    path = results_path(source, results.path)
+    incoming = _read(path)
+    rows = {p.key: p for p in plan}
+    report, known = MergeReport(path), {}
+    for k, rec in incoming.records.items():
+        if not isinstance(rec, dict) or not isinstance(rec.get("key"), str) or not isinstance(rec.get("seed"), int):
+            report.skip("not a table record (no key and seed)", k)
+            continue
+        row = rows.get(rec["key"])
+        if row is None:
+            report.skip(NOT_A_ROW, k)
+            continue
+        if k != record_key(row.key, rec["seed"]):
+            report.skip("its name and its key and seed fields disagree", k)
+            continue
+        cfg = row.resolve(rec["seed"], extra)
+        reason = _untraceable(rec, allow_dirty, known) or stale_reason(rec, cfg) or _patch_problem(rec, path.parent)
+        if reason:
+            report.skip(reason, k)
+            continue
+        mine = results.records.get(k)
+        if mine is not None and mine.get("run_id") == rec.get("run_id"):
+            report.same.append(k)
+            continue
+        if mine is not None and stale_reason(mine, cfg) is None:
+            what = differing(mine, rec)
+            if what:
+                report.differ[k] = what
+            else:
+                report.agree.append(k)
+            continue
+        if rec.get("diff"):            # a dirty tree's patch, kept beside the records it made
+            dst = results.path.parent / rec["diff"]
+            if not dst.exists():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path.parent / rec["diff"], dst)
+        (report.added if mine is None else report.replaced).append(k)
+        results.records[k] = rec
+    if report.added or report.replaced:
+        results.save()
+    return report
+
+
+def merge_all(results: Results, sources: list[str], plan: list[Planned], extra: tuple[str, ...] = (),
+              allow_dirty: bool = False) -> list[MergeReport]:
+    """`merge_records` from each source in turn, after checking that every source exists (a typo in the last
+    one merges nothing)."""
+    for s in sources:
+        results_path(s, results.path)
+    return [merge_records(results, s, plan, extra, allow_dirty) for s in sources]
