@@ -521,13 +521,21 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
     assert "| topic | 0.1 | 81.0 |" in table2             # the paper's 8 methods set the target (FedAvg's 81.0)
     assert "| paraphrase | 0.1 | 50.0 | the lowest plateau is within 5 points of chance (50)" in table2
     assert "### fedlab's ablation" not in text           # no ablation records: no ablation section
+    # the further pairings and the pooled sign count (ELSA 0.9 + 0.01 s against the others' 0.8 + 0.005 s)
+    assert "| ELSA − FedCAda, topic, α̂ = 0.1 | +11.0 ± 1.0 | 5 |" in text
+    assert "| Simple SL − FedAvg, topic, α̂ = 0.1 | +0.0 ± 0.0 | 5 |" in text
+    assert "Pooled over the 2 cells: ELSA above FedAvg in 5 of 5 paired (cell, seed)s, below in 0 (sign test p = 0.062)" in text
     # Table 3 puts the arithmetic beside ELSA's ρ = 4.2 row: its sketch's shape and a dense vector's cosine
     assert "| 4.2 | ELSA (Y = 3, fixed) | 3 × 10 (4.27) |" in text and "| 0.389 |" in text
     for s in range(5):                                   # the ablation run: Vanilla − FedAvg uncompressed, paired
         records[f"t1/topic/a0.1/fedavg_raw@seed{s}"] = rec("t1/topic/a0.1/fedavg_raw", s, 0.5 + 0.005 * s, 0.2)
+        # a third cell where ELSA is below FedAvg in seeds 0–1 and above in 2–4: the pooled count sees both signs
+        records[f"t1/entailment/a0.2/elsa@seed{s}"] = rec("t1/entailment/a0.2/elsa", s, 0.55 if s < 2 else 0.7, 0.6)
+        records[f"t1/entailment/a0.2/fedavg@seed{s}"] = rec("t1/entailment/a0.2/fedavg", s, 0.6, 0.6)
     (tmp_path / "results.json").write_text(json.dumps(records))
     with_ablation = Results(tmp_path / "results.json")
     text = "\n".join(mod.table1(with_ablation, set()) + mod.table2(with_ablation))
+    assert "Pooled over the 3 cells: ELSA above FedAvg in 8 of 10 paired (cell, seed)s, below in 2 (sign test p = 0.11)" in text
     assert "| Vanilla − FedAvg (both ρ = 1, no SS-OP), topic, α̂ = 0.1 | +30.0 ± 0.0 | 5 |" in text
     assert "| topic | 0.1 | 81.0 |" in text.split("## Table 2")[1]       # the ablation does not move the target
 

@@ -365,7 +365,41 @@ def table1(r: Results, stale: set[str]) -> list[str]:
         lines += ["", "### fedlab's ablation, not a paper claim: trust grouping and α_k with the link uncompressed",
                   "", "Vanilla (ELSA's trust and α_k) against FedAvg (nearest edge, size weights), both uncompressed, "
                   "paired over seeds, accuracy ×100.", "", *ablation]
+    further = differences_table(r, [(f"{METHODS[a][0]} − {METHODS[b][0]}, {task}, α̂ = {alpha}", f"t1/{task}/a{alpha}/{a}",
+                                     "acc/mean", f"t1/{task}/a{alpha}/{b}", "acc/mean")
+                                    for task in TASKS for alpha in ALPHAS for a, b in FURTHER_PAIRS], digits=1, scale=100)
+    if further:
+        lines += ["", "### fedlab's further pairings, not paper claims (looked at after the runs: one of many looks)",
+                  "", "Accuracy ×100, paired over seeds.", "", *further, ""]
+        lines += [sign_count(r, a, b) for a, b in (("elsa", "fedavg"), ("elsa", "fedavg_random"))]
     return lines
+
+
+# Table 1 pairings beside the paper's claims: ELSA against the baselines the claims table leaves out, and Simple SL's
+# one cloud θ₂ against the edges' θ₂ (FedAvg, FedAvg (Random))
+FURTHER_PAIRS = (("elsa", "fedprox"), ("elsa", "fedams"), ("elsa", "fedcada"), ("elsa", "simple_sl"),
+                 ("simple_sl", "fedavg"), ("simple_sl", "fedavg_random"))
+
+
+def sign_count(r: Results, a: str, b: str) -> str:
+    """One line: in how many (Table 1 cell, seed) pairs row a's split-path accuracy is above row b's, pooled over
+    every cell both hold, with the two-sided sign test's p (ties left out)."""
+    from scipy.stats import binomtest
+
+    above = below = cells = 0
+    for task in TASKS:
+        for alpha in ALPHAS:
+            x = r.by_seed(f"t1/{task}/a{alpha}/{a}", "acc/mean")
+            y = r.by_seed(f"t1/{task}/a{alpha}/{b}", "acc/mean")
+            common = set(x) & set(y)
+            cells += bool(common)
+            above += sum(x[s] > y[s] for s in common)
+            below += sum(x[s] < y[s] for s in common)
+    if not above + below:
+        return ""
+    p = binomtest(above, above + below, 0.5).pvalue
+    return (f"Pooled over the {cells} cells: {METHODS[a][0]} above {METHODS[b][0]} in {above} of {above + below} "
+            f"paired (cell, seed)s, below in {below} (sign test p = {p:.2g}).  ")
 
 
 def curve_at(record: dict, rnd: int) -> float | None:
