@@ -313,7 +313,7 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
     assert len(rows) == (len(mod.TASKS) * len(mod.ALPHAS) * len(mod.METHODS) + len(mod.RATIOS) + len(mod.DEPTHS)
                          + 2 * len(mod.WARMUPS) + len(mod.TASKS) * len(mod.CAL_SETTINGS)
                          + len(mod.CONTROL_RATIOS) * len(mod.SKETCH_CONTROLS) + 3 * len(mod.FINGERPRINTS)
-                         + len(mod.LONG_SETTINGS) * len(mod.LONG_METHODS) + len(mod.SIMPLE_SL_SETTINGS) + (2 if installed("minilm-l6") else 0))
+                         + len(mod.LONG_SETTINGS) * len(mod.LONG_METHODS) + sum(map(len, mod.SIMPLE_SL_SETTINGS.values())) + (2 if installed("minilm-l6") else 0))
     for p in rows:
         cfg = load_config(p.config, list(p.overrides))
         m = cfg.method
@@ -601,8 +601,8 @@ def test_table1_at_the_long_budget_reports_the_last_rounds_change_and_the_claims
     # Simple SL's own control fails under the skew and passes iid: the line says so, both Simple SL claims are marked
     both = records(0.3)
     for s in range(3):
-        for setting, acc in (("iid", 0.99), ("a0.1", 0.11)):
-            key = f"cal/topic/{setting}/simple_sl"
+        for task, setting, acc in (("topic", "iid", 0.99), ("topic", "a0.1", 0.11), ("sentiment", "a0.1", 0.5)):
+            key = f"cal/{task}/{setting}/simple_sl"
             both[f"{key}@seed{s}"] = {"key": key, "seed": s, "label": key, "summary": {"curve": [[80, acc, 1.0, acc]]},
                                       "final": {"acc/mean": acc, "full/acc/mean": acc}}
         both[f"t1/topic/a0.1/elsa@seed{s}"] = {**both[f"t1long/topic/a0.1/elsa@seed{s}"], "key": "t1/topic/a0.1/elsa"}
@@ -610,10 +610,13 @@ def test_table1_at_the_long_budget_reports_the_last_rounds_change_and_the_claims
                                                    "key": "t1/topic/a0.1/simple_sl"}
     (tmp_path / "results.json").write_text(json.dumps(both))
     text = mod.render(Results(tmp_path / "results.json"))
-    assert ("iid 99.0 ± 0.0 (99.0 ± 0.0) †; α̂ = 0.1 11.0 ± 0.0 (11.0 ± 0.0) † ✗ (3 of 3 seeds below chance + 25)."
-            in text)
+    assert ("topic (chance 10): iid 99.0 ± 0.0 (99.0 ± 0.0) †; α̂ = 0.1 11.0 ± 0.0 (11.0 ± 0.0) † ✗ (3 of 3 seeds "
+            "below chance + 25). sentiment (chance 50)" in text)
     assert f"| ELSA > Simple SL, topic, α̂ = 0.1, {n} rounds (Simple SL ✗ uncompressed) |" in text
     assert "| ELSA > Simple SL, topic, α̂ = 0.1 (Simple SL ✗ uncompressed) |" in text
+    # sentiment's own control (chance 50): its line and its claim's mark
+    assert "sentiment (chance 50): α̂ = 0.1 50.0 ± 0.0 (50.0 ± 0.0) † ✗ (3 of 3 seeds below chance + 25). A ✗" in text
+    assert "| ELSA > Simple SL, sentiment, α̂ = 0.1 (Simple SL ✗ uncompressed) |" in text
     assert mod.long_figure(r, tmp_path / "t1long.png") == [f"{mod.METHODS[m][0]} (5 seeds)" for m in mod.LONG_METHODS]
     (tmp_path / "results.json").write_text(json.dumps(records(1.0)))
     assert f"every method gives one constant answer in every seed at {n} rounds" in "\n".join(
