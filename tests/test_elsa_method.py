@@ -519,7 +519,8 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
     assert "## Table 2" in text and "†" in text          # hand-made records name no config: marked stale
     table2 = text.split("## Table 2")[1].split("## Table 3")[0]
     assert "| topic | 0.1 | 81.0 |" in table2             # the paper's 8 methods set the target (FedAvg's 81.0)
-    assert "| paraphrase | 0.1 | 50.0 | the lowest plateau is within 5 points of chance (50)" in table2
+    assert ("| paraphrase | 0.1 | 50.0 | every compared method's plateau is within 5 points of chance (50 is chance): "
+            "not informative |") in table2
     assert "### fedlab's ablation" not in text           # no ablation records: no ablation section
     # the further pairings and the pooled sign count (ELSA 0.9 + 0.01 s against the others' 0.8 + 0.005 s)
     assert "| ELSA − FedCAda, topic, α̂ = 0.1 | +11.0 ± 1.0 | 5 |" in text
@@ -538,6 +539,17 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
     assert "Pooled over the 3 cells: ELSA above FedAvg in 8 of 10 paired (cell, seed)s, below in 2 (sign test p = 0.11)" in text
     assert "| Vanilla − FedAvg (both ρ = 1, no SS-OP), topic, α̂ = 0.1 | +30.0 ± 0.0 | 5 |" in text
     assert "| topic | 0.1 | 81.0 |" in text.split("## Table 2")[1]       # the ablation does not move the target
+    # a method at chance does not set the target: the lowest plateau among those that learn does (sentiment: 80.0;
+    # FedAvg's seeds 0–1 end below it); the one at chance never reaches it
+    for s in range(5):
+        for m in mod.PAPER_METHODS:
+            acc = {"simple_sl": 0.5, "fedavg": 0.79 + 0.005 * s}.get(m, 0.9)
+            records[f"t1/sentiment/a0.1/{m}@seed{s}"] = rec(f"t1/sentiment/a0.1/{m}", s, acc, 0.6)
+    (tmp_path / "results.json").write_text(json.dumps(records))
+    row = next(line for line in mod.table2(Results(tmp_path / "results.json")) if line.startswith("| sentiment | 0.1 |"))
+    cells = dict(zip(("task", "alpha", "target", *mod.PAPER_METHODS), (c.strip() for c in row.strip("|").split("|"))))
+    assert cells["target"] == "80.0" and cells["simple_sl"] == "never (plateau 50.0)"
+    assert cells["fedavg"] == "9.0 ± 0.0 (3 of 5)" and cells["elsa"] == "9.0 ± 0.0"
 
 
 def test_table1_at_the_long_budget_reports_the_last_rounds_change_and_the_claims(tmp_path):
