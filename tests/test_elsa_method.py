@@ -509,6 +509,8 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
             records[f"t1/paraphrase/a0.1/{m}@seed{s}"] = rec(f"t1/paraphrase/a0.1/{m}", s, 0.5, 1.0)
             acc = 0.9 + 0.01 * s if m == "elsa" else 0.8 + 0.005 * s
             records[f"t1/topic/a0.1/{m}@seed{s}"] = rec(f"t1/topic/a0.1/{m}", s, acc, 0.2)
+        # a Table 3 control at ρ = 4.2, against Table 1's ELSA (the ρ = 4.2 sketch): 5 points above in every seed
+        records[f"t3/topic/rho4.2/y1@seed{s}"] = rec("t3/topic/rho4.2/y1", s, 0.95 + 0.01 * s, 0.2)
     (tmp_path / "results.json").write_text(json.dumps(records))
     text = mod.render(Results(tmp_path / "results.json"))
     assert "| paraphrase | 0.1 ✗ |" in text and "| topic | 0.1 |" in text
@@ -528,6 +530,8 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
     assert "Pooled over the 2 cells: ELSA above FedAvg in 5 of 5 paired (cell, seed)s, below in 0 (sign test p = 0.062)" in text
     # Table 3 puts the arithmetic beside ELSA's ρ = 4.2 row: its sketch's shape and a dense vector's cosine
     assert "| 4.2 | ELSA (Y = 3, fixed) | 3 × 10 (4.27) |" in text and "| 0.389 |" in text
+    assert "| Y = 1 − ELSA (Y = 3, fixed), ρ = 4.2 | +5.0 ± 0.0 | 5 |" in text.split("## Table 3")[1]
+    assert "hashes per step − ELSA" not in text                   # no records of that control: no row
     for s in range(5):                                   # the ablation run: Vanilla − FedAvg uncompressed, paired
         records[f"t1/topic/a0.1/fedavg_raw@seed{s}"] = rec("t1/topic/a0.1/fedavg_raw", s, 0.5 + 0.005 * s, 0.2)
         # a third cell where ELSA is below FedAvg in seeds 0–1 and above in 2–4: the pooled count sees both signs

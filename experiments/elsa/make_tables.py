@@ -547,6 +547,7 @@ def render(r: Results) -> str:
             shape = f"MSE of {shape}" if suffix == "/noise" else shape
             lines.append(f"| {ratio} | {label} | {shape} | {_acc_cell(r, key, stale)} | {r.cell(key, COS, 3)} | "
                          f"{theory:.3f} | {r.cell(key, lambda rec: rec['final'].get('server/link_bytes'), 0)} |")
+    lines += table3_controls(r)
     lines += ["", "![Table 3: the sketch's cosine and the accuracy against ρ](table3.png)"]
     real = [k for k in ("real/minilm/elsa", "real/minilm/vanilla") if r.runs(k)]
     if real:
@@ -570,6 +571,17 @@ def table3_rows():
         for suffix, label in variants:
             key = "t1/topic/a0.1/elsa" if (ratio, suffix) == ("4.2", "") else f"t3/topic/rho{ratio}{suffix}"
             yield ratio, suffix, label, key, 1 if suffix == "/y1" else 3
+
+
+def table3_controls(r: Results) -> list[str]:
+    """Each sketch control against ELSA's sketch at the same ρ, paired over the seeds both hold (split-path
+    accuracy ×100): what Y = 1, hashes re-drawn per step and noise of the sketch's MSE each change."""
+    elsa = {ratio: key for ratio, suffix, _, key, _ in table3_rows() if suffix == ""}
+    pairs = [(f"{label} − ELSA (Y = 3, fixed), ρ = {ratio}", key, "acc/mean", elsa[ratio], "acc/mean")
+             for ratio, suffix, label, key, _ in table3_rows() if suffix]
+    diffs = differences_table(r, pairs, digits=1, scale=100)
+    return ["", "Each control against ELSA's sketch at the same ρ, paired over the seeds both hold (accuracy ×100):",
+            "", *diffs] if diffs else []
 
 
 def table_dim() -> int:
