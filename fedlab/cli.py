@@ -8,6 +8,7 @@ from pathlib import Path
 from fedlab.config import ConfigError
 from fedlab.models.shipped import ZooError
 from fedlab.tables import final_table, format_table
+from fedlab.validation import seed_list
 
 
 def _fail(msg: str, code: int = 2) -> int:
@@ -60,7 +61,7 @@ def _run(args, cfg) -> int:
     if args.seeds:
         from fedlab.seeds import run_seeds
 
-        seeds = _seed_list(args.seeds)
+        seeds = seed_list(args.seeds)
         histories, parent = run_seeds(cfg, seeds, progress=True, jobs=args.jobs)
         print(final_table(histories))
         print(f"\n{len(seeds)} seeds ({args.seeds}); mean ± half-width of the 95 % t-interval · MLflow parent run "
@@ -93,16 +94,6 @@ def _restart(argv: list[str], env: dict) -> int:
         return subprocess.call([sys.executable, "-m", "fedlab.cli", *argv], env={**os.environ, **env})
     except KeyboardInterrupt:
         return 130
-
-
-def _seed_list(text: str) -> list[int]:
-    try:
-        seeds = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        seeds = []
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise ConfigError(f"--seeds: {text!r} is not allowed; expected distinct integers, e.g. 0,1,2")
-    return seeds
 
 
 def cmd_ui(args) -> int:

@@ -218,8 +218,12 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
         parser.error(f"--only {args.only!r} names no row pattern (e.g. --only homo/,hetero/ or --only 'homo/fedavg$')")
     from fedlab.config import ConfigError
     from fedlab.interrupt import Interrupted
+    from fedlab.validation import seed_list
 
-    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    try:
+        seeds = seed_list(args.seeds)
+    except ConfigError as e:
+        parser.error(str(e))
     rows = select_rows(plan(), args.only)
     try:
         results = Results(Path(folder) / "results.json")

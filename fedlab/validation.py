@@ -25,6 +25,17 @@ def choose(value: str, allowed, key: str, prefix: str = "") -> None:
                           + ", ".join(prefix + a for a in sorted(allowed)))
 
 
+def seed_list(text: str) -> list[int]:
+    """The seeds of a `--seeds 0,1,2` option: distinct integers, at least one (ConfigError in one line)."""
+    try:
+        seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        seeds = []
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ConfigError(f"--seeds: {text!r} is not allowed; expected distinct integers, e.g. 0,1,2")
+    return seeds
+
+
 @dataclass(frozen=True)
 class MethodConfig:
     """Base of every method's config; each method subclasses it with its own documented fields. A variant

@@ -649,3 +649,22 @@ def test_table1_at_the_long_budget_reports_the_last_rounds_change_and_the_claims
     assert f"### Table 1 at {n} rounds (fedlab's longer budget; topic" not in text and "(t1long.png)" not in text
     assert "(t1long_entailment.png)" in text and (tmp_path / "t1long_entailment.png").exists()
     assert f"| ELSA > FedAvg, entailment, α̂ = 0.1, {n} rounds |" in text and "chance 50." in text
+
+
+def test_privacy_table_refuses_bad_seeds_in_one_line(capsys):
+    """`privacy_table.py --seeds` takes distinct integers; anything else is one argparse error, before the model
+    loads, and no results file is written."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "experiments/elsa/privacy_table.py"
+    spec = importlib.util.spec_from_file_location("elsa_privacy_table", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    before = {p: p.stat().st_mtime for p in path.parent.glob("results_privacy*.json")}
+    for seeds in ("1,x", "0,0"):
+        with pytest.raises(SystemExit) as e:
+            mod.main(["--seeds", seeds, "--out-suffix", "_never"])
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and f"--seeds: {seeds!r} is not allowed" in err and "Traceback" not in err
+    assert {p: p.stat().st_mtime for p in path.parent.glob("results_privacy*.json")} == before

@@ -116,6 +116,17 @@ def test_an_empty_only_is_refused_rather_than_running_every_row(tmp_path, capsys
     assert not ran and not (tmp_path / "results.json").exists()
 
 
+def test_bad_seeds_are_refused_in_one_line_before_any_row(tmp_path, capsys):
+    ran = []
+    for seeds in ("x", "0,0", ","):
+        with pytest.raises(SystemExit) as e:
+            run_table(tmp_path, lambda: ran.append(1) or _plan(tmp_path), lambda r: "", ["--seeds", seeds])
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and f"--seeds: {seeds!r} is not allowed; expected distinct integers" in err
+        assert "Traceback" not in err
+    assert not ran and not (tmp_path / "results.json").exists()
+
+
 def test_a_failed_run_is_handed_back_and_the_others_still_finish(monkeypatch):
     from fedlab import parallel
 

@@ -87,13 +87,19 @@ def main(argv=None) -> int:
     ap.add_argument("--texts", type=int, default=64)
     ap.add_argument("--out-suffix", default="")
     args = ap.parse_args(argv)
+    from fedlab.validation import ConfigError, seed_list
+
+    try:
+        seeds = seed_list(args.seeds)
+    except ConfigError as e:
+        ap.error(str(e))
     from fedlab.methods.elsa.chains import default_split, model_dims
     from fedlab.models.zoo import load_encoder
 
     torch.set_num_threads(1)
     layer = args.layer if args.layer is not None else default_split(model_dims(args.model)[0])[0]
     model, tok = load_encoder(args.model)
-    results = {str(s): one_seed(model, tok, layer, int(s), args.texts) for s in args.seeds.split(",")}
+    results = {str(s): one_seed(model, tok, layer, s, args.texts) for s in seeds}
     (HERE / f"results_privacy{args.out_suffix}.json").write_text(json.dumps(
         {"model": args.model, "layer": layer, "command": " ".join(["python experiments/elsa/privacy_table.py", *(argv or sys.argv[1:])]),
          "seeds": results}, indent=1))
