@@ -5,7 +5,9 @@ For each claim the paired difference d_s = 100·(f(a, s) − f(b, s)) over the c
 
     reproduced     the interval lies above 0 (a > b, as the paper says)
     contradicted   the interval lies below 0 (b > a)
-    inconclusive   the interval covers 0, or fewer than 2 common seeds
+    inconclusive   the interval covers 0
+    too few seeds  fewer than MIN_SEEDS (3) common seeds: the difference and its interval are shown, no verdict
+                   (at 2 seeds one seed can carry the interval, and a fifth seed has overturned a 4-seed reading)
 
     underpowered   the interval covers 0 and the paper's effect is smaller than the MDE: these seeds could not
                    have detected it, so its absence says nothing
@@ -27,6 +29,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+MIN_SEEDS = 3                                   # the fewest common seeds a verdict is given on
 
 BEGIN, END = "<!-- claims: written by make_tables.py -->", "<!-- /claims -->"
 
@@ -75,6 +79,8 @@ def assess(results, c: Claim) -> dict:
     lo, hi = d["mean"] - d["half"], d["mean"] + d["half"]
     out = {"ours": f"{d['mean']:+.1f} ± {d['half']:.1f} pts ({len(seeds)} seeds)", "mde": f"{d['mde']:.1f} pts",
            "diff": d}
+    if len(seeds) < MIN_SEEDS:
+        return {**out, "verdict": f"too few seeds ({len(seeds)}; a verdict needs {MIN_SEEDS})"}
     if c.at_least:
         if lo >= -c.tolerance:
             verdict = "reproduced"
@@ -112,7 +118,7 @@ def claims_table(results, claims: list[Claim]) -> list[str]:
     out.append("MDE: the smallest true difference these seeds detect with 80 % power (paired t-test, two-sided "
                "α = 0.05). *underpowered*: the paper's effect is below it, so not finding it says nothing; "
                "*inconclusive*: the seeds could have found the paper's effect, and the interval says which effects "
-               "it excludes.")
+               "it excludes; *too few seeds*: fewer than 3 common seeds, no verdict.")
     return out
 
 

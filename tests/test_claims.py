@@ -35,8 +35,9 @@ def test_verdicts_follow_the_paired_interval(tmp_path):
 
 
 def test_several_rows_average_per_seed(tmp_path):
-    r = results(tmp_path, {"t1/a": [0.6, 0.7], "t2/a": [0.8, 0.9], "t1/b": [0.5, 0.6], "t2/b": [0.5, 0.6]})
-    # per seed: a = 0.7, 0.8; b = 0.5, 0.6 → +20 both seeds (no spread): reproduced
+    r = results(tmp_path, {"t1/a": [0.6, 0.7, 0.5], "t2/a": [0.8, 0.9, 0.7], "t1/b": [0.5, 0.6, 0.4],
+                           "t2/b": [0.5, 0.6, 0.4]})
+    # per seed: a = 0.7, 0.8, 0.6; b = 0.5, 0.6, 0.4 → +20 every seed (no spread): reproduced
     ours, verdict = check_claim(r, Claim("a", "T", "-", ("t1/a", "t2/a"), ("t1/b", "t2/b"), acc))
     assert verdict == "reproduced" and ours.startswith("+20.0 ± 0.0")
 
@@ -49,8 +50,19 @@ def test_block_is_replaced_in_place(tmp_path):
     write_block(readme, claims_table(r, [Claim("a above b", "T1", "61 vs 50", "a", "b", acc)]))
     text = readme.read_text()
     assert text.count(BEGIN) == 1 and text.count(END) == 1 and text.startswith("# Title\n\ntext\n")
-    # differences +10, +12: sd 1.414, MDE at n = 2 is 11.55 sd = 16.3 points
-    assert "| a above b | T1 | 61 vs 50 | +11.0 ± 12.7 pts (2 seeds) | 16.3 pts | inconclusive (" in text
+    # differences +10, +12: sd 1.414, MDE at n = 2 is 11.55 sd = 16.3 points; 2 seeds give no verdict
+    assert "| a above b | T1 | 61 vs 50 | +11.0 ± 12.7 pts (2 seeds) | 16.3 pts | too few seeds (2; " in text
+
+
+def test_two_seeds_show_the_difference_but_give_no_verdict(tmp_path):
+    # a − b = +40, +41: the 2-seed interval 40.5 ± 6.4 lies far above 0, yet one seed could carry it
+    r = results(tmp_path, {"a": [0.90, 0.91], "b": [0.50, 0.50]})
+    ours, verdict = check_claim(r, Claim("a above b", "T1", "-", "a", "b", acc))
+    assert ours == "+40.5 ± 6.4 pts (2 seeds)" and verdict == "too few seeds (2; a verdict needs 3)"
+    assert check_claim(r, Claim("a ≈ b", "T1", "-", "a", "b", acc, at_least=True))[1].startswith("too few seeds")
+    # the third seed gives the verdict
+    r3 = results(tmp_path, {"a": [0.90, 0.91, 0.92], "b": [0.50, 0.50, 0.50]})
+    assert check_claim(r3, Claim("a above b", "T1", "-", "a", "b", acc))[1] == "reproduced"
 
 
 def test_mde_of_a_paired_t_test_matches_the_published_power_tables():
