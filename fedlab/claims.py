@@ -125,14 +125,16 @@ def claims_table(results, claims: list[Claim]) -> list[str]:
 def differences_table(results, pairs, digits: int = 3, scale: float = 1.0) -> list[str]:
     """Markdown lines of paired differences over seeds, one row per (name, row a, metric a, row b, metric b) that
     has two or more common seeds: mean ± 95 % half-width, seeds, the MDE (80 % power, paired t-test, two-sided
-    α = 0.05), the p-value and whether the interval excludes 0; [] when no pair has records."""
+    α = 0.05), the p-value and whether the interval excludes 0 (below MIN_SEEDS common seeds: "too few seeds",
+    as for a claim's verdict); [] when no pair has records."""
     out = []
     for name, a, ma, b, mb in pairs:
         d = results.paired(a, ma, b, mb, scale=scale)
         if d is None:
             continue
+        significant = "too few seeds" if d["seeds"] < MIN_SEEDS else "yes" if d["significant"] else "no"
         out.append(f"| {name} | {d['mean']:+.{digits}f} ± {d['half']:.{digits}f} | {d['seeds']} | "
-                   f"{d['mde']:.{digits}f} | {d['p']:.3g} | {'yes' if d['significant'] else 'no'} |")
+                   f"{d['mde']:.{digits}f} | {d['p']:.3g} | {significant} |")
     if not out:
         return []
     return ["| difference | mean ± 95 % | seeds | MDE (80 % power) | p (paired t) | significant |",

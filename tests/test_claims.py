@@ -1,5 +1,5 @@
 """fedlab.claims: verdicts of directional claims on hand-built records (paired t-interval over seeds)."""
-from fedlab.claims import BEGIN, END, Claim, check_claim, claims_table, write_block
+from fedlab.claims import BEGIN, END, Claim, check_claim, claims_table, differences_table, write_block
 from fedlab.runner import Results
 
 
@@ -63,6 +63,10 @@ def test_two_seeds_show_the_difference_but_give_no_verdict(tmp_path):
     # the third seed gives the verdict
     r3 = results(tmp_path, {"a": [0.90, 0.91, 0.92], "b": [0.50, 0.50, 0.50]})
     assert check_claim(r3, Claim("a above b", "T1", "-", "a", "b", acc))[1] == "reproduced"
+    # a paired-difference table holds the same rule in its 'significant' column
+    rows = differences_table(r, [("a − b", "a", "acc", "b", "acc")], digits=1, scale=100)
+    assert rows[2] == "| a − b | +40.5 ± 6.4 | 2 | 8.2 | 0.00786 | too few seeds |"          # p < 0.01, still none
+    assert differences_table(r3, [("a − b", "a", "acc", "b", "acc")], digits=1, scale=100)[2].endswith("| yes |")
 
 
 def test_mde_of_a_paired_t_test_matches_the_published_power_tables():
