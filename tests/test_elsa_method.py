@@ -511,6 +511,8 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
             records[f"t1/topic/a0.1/{m}@seed{s}"] = rec(f"t1/topic/a0.1/{m}", s, acc, 0.2)
         # a Table 3 control at ρ = 4.2, against Table 1's ELSA (the ρ = 4.2 sketch): 5 points above in every seed
         records[f"t3/topic/rho4.2/y1@seed{s}"] = rec("t3/topic/rho4.2/y1", s, 0.95 + 0.01 * s, 0.2)
+        if s < 4:                        # a row one seed short of the table's five: its cells must say so
+            records[f"t3/topic/rho8.4@seed{s}"] = rec("t3/topic/rho8.4", s, 0.1, 1.0)
     (tmp_path / "results.json").write_text(json.dumps(records))
     text = mod.render(Results(tmp_path / "results.json"))
     assert "| paraphrase | 0.1 ✗ |" in text and "| topic | 0.1 |" in text
@@ -532,6 +534,8 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
     assert "| 4.2 | ELSA (Y = 3, fixed) | 3 × 10 (4.27) |" in text and "| 0.389 |" in text
     assert "| Y = 1 − ELSA (Y = 3, fixed), ρ = 4.2 | +5.0 ± 0.0 | 5 |" in text.split("## Table 3")[1]
     assert "hashes per step − ELSA" not in text                   # no records of that control: no row
+    assert "| 8.4 | ELSA (Y = 3, fixed) | 3 × 5 (8.53) | 10.0 ± 0.0 (10.0 ± 0.0) (4 seeds) †" in text   # † : no config
+    assert "(5 seeds)" not in text.split("## Table 1")[1].split("### The paper's claims")[0]   # full rows unmarked
     for s in range(5):                                   # the ablation run: Vanilla − FedAvg uncompressed, paired
         records[f"t1/topic/a0.1/fedavg_raw@seed{s}"] = rec("t1/topic/a0.1/fedavg_raw", s, 0.5 + 0.005 * s, 0.2)
         # a third cell where ELSA is below FedAvg in seeds 0–1 and above in 2–4: the pooled count sees both signs
@@ -626,12 +630,12 @@ def test_table1_at_the_long_budget_reports_the_last_rounds_change_and_the_claims
                                                    "key": "t1/topic/a0.1/simple_sl"}
     (tmp_path / "results.json").write_text(json.dumps(both))
     text = mod.render(Results(tmp_path / "results.json"))
-    assert ("topic (chance 10): iid 99.0 ± 0.0 (99.0 ± 0.0) †; α̂ = 0.1 11.0 ± 0.0 (11.0 ± 0.0) † ✗ (3 of 3 seeds "
+    assert ("topic (chance 10): iid 99.0 ± 0.0 (99.0 ± 0.0) (3 seeds) †; α̂ = 0.1 11.0 ± 0.0 (11.0 ± 0.0) (3 seeds) † ✗ (3 of 3 seeds "
             "below chance + 25). sentiment (chance 50)" in text)
     assert f"| ELSA > Simple SL, topic, α̂ = 0.1, {n} rounds (Simple SL ✗ uncompressed) |" in text
     assert "| ELSA > Simple SL, topic, α̂ = 0.1 (Simple SL ✗ uncompressed) |" in text
     # sentiment's own control (chance 50): its line and its claim's mark
-    assert "sentiment (chance 50): α̂ = 0.1 50.0 ± 0.0 (50.0 ± 0.0) † ✗ (3 of 3 seeds below chance + 25). A ✗" in text
+    assert "sentiment (chance 50): α̂ = 0.1 50.0 ± 0.0 (50.0 ± 0.0) (3 seeds) † ✗ (3 of 3 seeds below chance + 25). A ✗" in text
     assert "| ELSA > Simple SL, sentiment, α̂ = 0.1 (Simple SL ✗ uncompressed) |" in text
     assert mod.long_figure(r, tmp_path / "t1long.png") == [f"{mod.METHODS[m][0]} (5 seeds)" for m in mod.LONG_METHODS]
     (tmp_path / "results.json").write_text(json.dumps(records(1.0)))
