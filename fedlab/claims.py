@@ -118,7 +118,7 @@ def claims_table(results, claims: list[Claim]) -> list[str]:
     out.append("MDE: the smallest true difference these seeds detect with 80 % power (paired t-test, two-sided "
                "α = 0.05). *underpowered*: the paper's effect is below it, so not finding it says nothing; "
                "*inconclusive*: the seeds could have found the paper's effect, and the interval says which effects "
-               "it excludes; *too few seeds*: fewer than 3 common seeds, no verdict.")
+               f"it excludes; *too few seeds*: fewer than {MIN_SEEDS} common seeds, no verdict.")
     return out
 
 
