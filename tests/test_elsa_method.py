@@ -217,6 +217,7 @@ def test_fedams_server_step_by_hand():
     (["method.num_edges=5"], "method.num_edges"),
     (["method.tau_max_ms=1"], "method.tau_max_ms"),
     (["method.ssop_rank=32"], "method.ssop_rank"),
+    (["method.logit_adjust=-1"], "method.logit_adjust"),
     (["data.tasks=[sentiment,describe]"], "data.tasks"),
     (["model.name=pico-llama"], "model.name"),
     (["model.lora.target_modules=[all-linear]"], "model.lora.target_modules"),
@@ -672,3 +673,57 @@ def test_privacy_table_refuses_bad_seeds_in_one_line(capsys):
         err = capsys.readouterr().err
         assert e.value.code == 2 and f"--seeds: {seeds!r} is not allowed" in err and "Traceback" not in err
     assert {p: p.stat().st_mtime for p in path.parent.glob("results_privacy*.json")} == before
+
+
+def test_log_class_prior_by_hand():
+    """τ·log π with π_c = (n_c + 1)/(N + C): labels (0, 0, 0, 1) over 3 classes give π = (4/7, 2/7, 1/7)."""
+    import math
+
+    from fedlab.methods.elsa.client import log_class_prior
+
+    got = log_class_prior([0, 0, 0, 1], 3, 1.0)
+    torch.testing.assert_close(got, torch.tensor([math.log(4 / 7), math.log(2 / 7), math.log(1 / 7)]))
+    torch.testing.assert_close(log_class_prior([0, 0, 0, 1], 3, 0.5), 0.5 * got)
+
+
+def test_logit_adjusted_loss_by_hand():
+    """CE(logits + log π, y) for one example: logits (2, 0), π = (0.9, 0.1), y = 1, the third class masked:
+    −log(0.1·e⁰ / (0.9·e² + 0.1·e⁰)); without a prior the plain −log(1 / (e² + 1))."""
+    import math
+
+    from fedlab.methods.elsa.client import ClassificationLoss
+
+    out = types.SimpleNamespace(logits=torch.tensor([[2.0, 0.0, 5.0]]))
+    batch = {"allowed": torch.tensor([[True, True, False]]), "class_label": torch.tensor([1])}
+    prior = torch.log(torch.tensor([0.9, 0.1, 0.5]))
+    want = -math.log(0.1 / (0.9 * math.e ** 2 + 0.1))
+    assert ClassificationLoss(prior)(None, batch, out).item() == pytest.approx(want, rel=1e-5)
+    assert ClassificationLoss()(None, batch, out).item() == pytest.approx(-math.log(1 / (math.e ** 2 + 1)), rel=1e-5)
+
+
+def test_logit_adjust_trains_each_client_with_its_own_class_prior(bert_home, tmp_path, monkeypatch):
+    """method.logit_adjust=τ: every split step's loss carries τ·log π_n of the training client's own labels
+    (and with τ = 0 no prior at all)."""
+    import fedlab.methods.elsa.client as client_mod
+    from fedlab.experiment import run_experiment
+
+    seen = []
+    real = client_mod.ClassificationLoss.forward
+
+    def spy(self, module, batch, outputs):
+        seen.append(None if self.log_prior is None else self.log_prior.clone())
+        return real(self, module, batch, outputs)
+
+    monkeypatch.setattr(client_mod.ClassificationLoss, "forward", spy)
+    run_experiment(_cfg(tmp_path, "federation.rounds=1", "method.logit_adjust=0.5"),
+                   progress=False)
+    priors = [p for p in seen if p is not None]
+    assert priors and len(priors) == len(seen)
+    # each prior is 0.5·log of add-one smoothed frequencies: exp(2·prior) sums to 1 and differs across clients
+    for p in priors:
+        assert torch.exp(2 * p).sum().item() == pytest.approx(1.0, rel=1e-5)
+    assert len({tuple(p.tolist()) for p in priors}) > 1
+    seen.clear()
+    run_experiment(_cfg(tmp_path, "federation.rounds=1", "output_dir=" + str(tmp_path / "b")),
+                   progress=False)
+    assert seen and all(p is None for p in seen)

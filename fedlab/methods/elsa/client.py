@@ -76,17 +76,34 @@ def masked_logits(logits: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
 
 
 class ClassificationLoss(nn.Module):
-    """L = CE(softmax over the task's classes of W·h_[CLS], y)."""
+    """L = CE(softmax over the task's classes of W·h + τ·log π_n, y): with τ = 0 plain cross-entropy; with τ > 0
+    the logit-adjusted loss (Menon et al. 2021; FedLC, Zhang et al. 2022) for the client's own class prior π_n,
+    so that the client fits p(x | y) rather than its skewed p(y | x). Only training uses it: prediction is the
+    argmax of the unadjusted logits."""
     name = "task"
 
+    def __init__(self, log_prior: torch.Tensor | None = None):
+        super().__init__()
+        self.log_prior = log_prior
+
     def forward(self, module, batch, outputs):
-        return nn.functional.cross_entropy(masked_logits(outputs.logits, batch["allowed"]), batch["class_label"])
+        logits = outputs.logits
+        if self.log_prior is not None:
+            logits = logits + self.log_prior.to(logits.dtype)
+        return nn.functional.cross_entropy(masked_logits(logits, batch["allowed"]), batch["class_label"])
+
+
+def log_class_prior(labels: list[int], num_labels: int, tau: float) -> torch.Tensor:
+    """τ·log π with π_c = (n_c + 1)/(N + C): the client's label frequencies, add-one smoothed so that a class
+    it never holds keeps a finite logit."""
+    counts = torch.bincount(torch.tensor(labels, dtype=torch.long), minlength=num_labels).double()
+    return (tau * torch.log((counts + 1.0) / (counts.sum() + num_labels))).float()
 
 
 class ClassifierModule(ClientModule):
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, log_prior: torch.Tensor | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.task = ClassificationLoss()
+        self.task = ClassificationLoss(log_prior)
 
 
 @torch.no_grad()
@@ -163,7 +180,10 @@ class ElsaClient(LoraClient):
             keys = tuple(res.spec.communicated)
             terms.append(Weighted(1.0, ProximalTerm(keys, flatten_state(start, keys), m.prox_mu)))
         cfg = at_round(self.cfg, ins.round)            # method.lr_schedule
-        module = ClassifierModule(res.model, res.spec.trainable, terms, **optimizer_args(cfg, cfg.federation.lr))
+        prior = (log_class_prior([it["label"] for it in ds.items], ds.num_labels, m.logit_adjust)
+                 if m.logit_adjust > 0 else None)
+        module = ClassifierModule(res.model, res.spec.trainable, terms, log_prior=prior,
+                                  **optimizer_args(cfg, cfg.federation.lr))
         if m.client_opt == "sgd":
             module.optimizer_factory = sgd_factory(cfg)
         if m.client_opt == "fedcada" and mode == "split":

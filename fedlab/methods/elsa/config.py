@@ -71,6 +71,9 @@ class ElsaConfig(MethodConfig):
     # the learning rate over the global rounds, for the clients' and the edges' optimisers: constant | cosine
     # (lr_g = lr · ½(1 + cos(π (g − 1) / G)) in round g of G; the warm-up takes lr)
     lr_schedule: str = "constant"
+    # τ of the logit-adjusted client loss, CE(logits + τ·log π_n, y) with π_n the client's own class frequencies
+    # (a label-skew correction; 0: plain cross-entropy, the paper's). Prediction always uses the plain logits.
+    logit_adjust: float = 0.0
     fedcada_gamma: float = 1.0
     xi: float = 0.0                  # stop when ‖θ_g − θ_{g−1}‖ ≤ ξ (0: run every round)
     # communication model (Eq. 14–15)
@@ -85,6 +88,7 @@ class ElsaConfig(MethodConfig):
               "null (rho_steps steps for every client) or a number of local epochs > 0")
         choose(self.pooling, ["mean", "cls"], f"{p}.pooling")
         choose(self.lr_schedule, ["constant", "cosine"], f"{p}.lr_schedule")
+        check(self.logit_adjust >= 0, f"{p}.logit_adjust", self.logit_adjust, "a number >= 0 (0: plain cross-entropy)")
         choose(self.sketch_hashes, ["fixed", "per_step"], f"{p}.sketch_hashes")
         choose(self.link_codec, ["sketch", "noise"], f"{p}.link_codec")
         check(self.link_codec == "sketch" or self.ratio > 1, f"{p}.link_codec", self.link_codec,
