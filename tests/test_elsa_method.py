@@ -512,6 +512,8 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
             records[f"t1/topic/a0.1/{m}@seed{s}"] = rec(f"t1/topic/a0.1/{m}", s, acc, 0.2)
         # a Table 3 control at ρ = 4.2, against Table 1's ELSA (the ρ = 4.2 sketch): 5 points above in every seed
         records[f"t3/topic/rho4.2/y1@seed{s}"] = rec("t3/topic/rho4.2/y1", s, 0.95 + 0.01 * s, 0.2)
+        # Y = 1 with hashes re-drawn per step: 5 points below Y = 1 with fixed hashes, at ELSA's level
+        records[f"t3/topic/rho4.2/y1_per_step@seed{s}"] = rec("t3/topic/rho4.2/y1_per_step", s, 0.90 + 0.01 * s, 0.2)
         if s < 4:                        # a row one seed short of the table's five: its cells must say so
             records[f"t3/topic/rho8.4@seed{s}"] = rec("t3/topic/rho8.4", s, 0.1, 1.0)
     (tmp_path / "results.json").write_text(json.dumps(records))
@@ -534,7 +536,11 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
     # Table 3 puts the arithmetic beside ELSA's ρ = 4.2 row: its sketch's shape and a dense vector's cosine
     assert "| 4.2 | ELSA (Y = 3, fixed) | 3 × 10 (4.27) |" in text and "| 0.389 |" in text
     assert "| Y = 1 − ELSA (Y = 3, fixed), ρ = 4.2 | +5.0 ± 0.0 | 5 |" in text.split("## Table 3")[1]
-    assert "hashes per step − ELSA" not in text                   # no records of that control: no row
+    assert "| hashes per step − ELSA" not in text                 # no records of that control: no row
+    # the combined control: one row (Y = 1, like the y1 row's shape) and its pairing with Y = 1 fixed
+    assert "| 4.2 | Y = 1, hashes per step | 1 × 30 (4.27) |" in text
+    assert "| Y = 1, hashes per step − Y = 1, ρ = 4.2 | -5.0 ± 0.0 | 5 |" in text
+    assert "| Y = 1, hashes per step − ELSA (Y = 3, fixed), ρ = 4.2 | +0.0 ± 0.0 | 5 |" in text
     assert "| 8.4 | ELSA (Y = 3, fixed) | 3 × 5 (8.53) | 10.0 ± 0.0 (10.0 ± 0.0) (4 seeds) †" in text   # † : no config
     assert "(5 seeds)" not in text.split("## Table 1")[1].split("### The paper's claims")[0]   # full rows unmarked
     for s in range(5):                                   # the ablation run: Vanilla − FedAvg uncompressed, paired

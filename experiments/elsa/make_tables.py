@@ -54,7 +54,11 @@ CONTROL_RATIOS = ("2.1", "4.2", "8.4")
 # the sketch's controls at each ρ (SPEC §3.4): what each changes against ELSA's sketch (Y = 3, hashes fixed)
 SKETCH_CONTROLS = {"y1": ("Y = 1", ("method.sketch_rows=1",)),
                    "per_step": ("hashes per step", ("method.sketch_hashes=per_step",)),
-                   "noise": ("noise of the sketch's MSE", ("method.link_codec=noise",))}
+                   "noise": ("noise of the sketch's MSE", ("method.link_codec=noise",)),
+                   # Y = 1 with hashes re-drawn: is one row's gain over Y = 3 its fixed, learnable linear map?
+                   "y1_per_step": ("Y = 1, hashes per step", ("method.sketch_rows=1", "method.sketch_hashes=per_step"))}
+# controls also paired against another control at the same ρ: (control, the one it differs from by one setting)
+CONTROL_PAIRS = (("y1_per_step", "y1"),)
 # the positive control (cal/): the uncompressed reference on each task, iid, skewed and centralized
 REFERENCE = ("method.ratio=1", "method.ssop_rank=0", "method.grouping=nearest", "method.aggregation=sizes")
 # no mislabeled clients here: they are the adversity trust is meant to handle, not part of what the budget must learn
@@ -535,7 +539,8 @@ def render(r: Results) -> str:
     dim = table_dim()
     lines += ["", "## Table 3: ELSA against the compression ratio ρ, with the sketch's controls (topic, α̂ = 0.1)", "",
               "ELSA's sketch: Y = 3 rows, hashes fixed per link. Controls at the same ρ: Y = 1; hashes re-drawn every "
-              "(round, step); no sketch but Gaussian noise of the sketch's MSE on raw floats. Cosine: the uplink "
+              "(round, step); no sketch but Gaussian noise of the sketch's MSE on raw floats; Y = 1 with hashes re-drawn "
+              "every (round, step) (is one row's gain its fixed, learnable map?). Cosine: the uplink "
               "activations' reconstruction cosine at evaluation. Dense-vector cosine: what the sketch of that shape "
               f"leaves a Gaussian vector of the model's D = {dim} (`fedlab/comm/sketch_theory.py`: 1/√(1 + (D − 1)/Z) "
               "for Y = 1, the median of Y = 3 rows by simulation); Y × Z is the sketch's shape (ρ achieved = D/(Y·Z); "
@@ -572,15 +577,19 @@ def table3_rows():
     for ratio in sorted({*RATIOS, *CONTROL_RATIOS}, key=float):
         for suffix, label in variants:
             key = "t1/topic/a0.1/elsa" if (ratio, suffix) == ("4.2", "") else f"t3/topic/rho{ratio}{suffix}"
-            yield ratio, suffix, label, key, 1 if suffix == "/y1" else 3
+            rows = 1 if suffix and "method.sketch_rows=1" in SKETCH_CONTROLS[suffix[1:]][1] else 3
+            yield ratio, suffix, label, key, rows
 
 
 def table3_controls(r: Results) -> list[str]:
     """Each sketch control against ELSA's sketch at the same ρ, paired over the seeds both hold (split-path
-    accuracy ×100): what Y = 1, hashes re-drawn per step and noise of the sketch's MSE each change."""
+    accuracy ×100): what Y = 1, hashes re-drawn per step, noise of the sketch's MSE and Y = 1 with re-drawn hashes
+    each change; and each CONTROL_PAIRS control against the control it differs from by one setting."""
     elsa = {ratio: key for ratio, suffix, _, key, _ in table3_rows() if suffix == ""}
     pairs = [(f"{label} − ELSA (Y = 3, fixed), ρ = {ratio}", key, "acc/mean", elsa[ratio], "acc/mean")
              for ratio, suffix, label, key, _ in table3_rows() if suffix]
+    pairs += [(f"{SKETCH_CONTROLS[a][0]} − {SKETCH_CONTROLS[b][0]}, ρ = {ratio}", f"t3/topic/rho{ratio}/{a}", "acc/mean",
+               f"t3/topic/rho{ratio}/{b}", "acc/mean") for ratio in CONTROL_RATIOS for a, b in CONTROL_PAIRS]
     diffs = differences_table(r, pairs, digits=1, scale=100)
     return ["", "Each control against ELSA's sketch at the same ρ, paired over the seeds both hold (accuracy ×100):",
             "", *diffs] if diffs else []
