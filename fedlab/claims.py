@@ -74,7 +74,8 @@ def assess(results, c: Claim) -> dict:
     xa, xb = per_seed(results, c.a, c.fn), per_seed(results, c.b, c.fn_b or c.fn)
     seeds = sorted(set(xa) & set(xb))
     if len(seeds) < 2:
-        return {"ours": "-", "mde": "-", "verdict": f"inconclusive ({len(seeds)} common seed)", "diff": None}
+        return {"ours": "-", "mde": "-", "verdict": f"too few seeds ({len(seeds)}; a verdict needs {MIN_SEEDS})",
+                "diff": None}
     d = paired_difference([100 * xa[s] for s in seeds], [100 * xb[s] for s in seeds])
     lo, hi = d["mean"] - d["half"], d["mean"] + d["half"]
     out = {"ours": f"{d['mean']:+.1f} ± {d['half']:.1f} pts ({len(seeds)} seeds)", "mde": f"{d['mde']:.1f} pts",

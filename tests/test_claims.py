@@ -31,7 +31,7 @@ def test_verdicts_follow_the_paired_interval(tmp_path):
                                fn_b=lambda rec: rec["zero"]["acc"]))[1] == "reproduced"
     assert check_claim(r, Claim("x", "T1", "-", "a", "missing", acc)) == ("-", "not run yet")
     one = results(tmp_path, {"a": [0.6], "b": [0.5]})
-    assert check_claim(one, Claim("x", "T1", "-", "a", "b", acc))[1].startswith("inconclusive")
+    assert check_claim(one, Claim("x", "T1", "-", "a", "b", acc)) == ("-", "too few seeds (1; a verdict needs 3)")
 
 
 def test_several_rows_average_per_seed(tmp_path):
@@ -60,6 +60,9 @@ def test_two_seeds_show_the_difference_but_give_no_verdict(tmp_path):
     ours, verdict = check_claim(r, Claim("a above b", "T1", "-", "a", "b", acc))
     assert ours == "+40.5 ± 6.4 pts (2 seeds)" and verdict == "too few seeds (2; a verdict needs 3)"
     assert check_claim(r, Claim("a ≈ b", "T1", "-", "a", "b", acc, at_least=True))[1].startswith("too few seeds")
+    # one common seed: no difference to show, the same words (not a verdict such as "inconclusive")
+    r1 = results(tmp_path, {"a": [0.90], "b": [0.50]})
+    assert check_claim(r1, Claim("a above b", "T1", "-", "a", "b", acc)) == ("-", "too few seeds (1; a verdict needs 3)")
     # the third seed gives the verdict
     r3 = results(tmp_path, {"a": [0.90, 0.91, 0.92], "b": [0.50, 0.50, 0.50]})
     assert check_claim(r3, Claim("a above b", "T1", "-", "a", "b", acc))[1] == "reproduced"

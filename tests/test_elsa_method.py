@@ -327,6 +327,11 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
             assert (cfg.data.num_clients == 1) == p.key.endswith("/central/reference")
             assert (m.grouping == "single") == p.key.endswith(("/simple_sl", "/central/reference"))  # Simple SL's own control
             assert cfg.data.mislabeled_count == 0 and not cfg.data.mislabeled_clients
+        if "/paraphrase/" in p.key:          # paraphrase's budget: 5e-3 with the logit-adjusted loss, every column;
+            central = p.key.endswith("/central/reference")        # the centralized control: 2e-3, plain loss
+            assert (cfg.federation.lr, m.logit_adjust) == ((0.002, 0.0) if central else (0.005, 1.0)), p.key
+        elif p.key.startswith(("cal/", "t1/", "t1long/")):
+            assert m.logit_adjust == 0, p.key
         if p.key.endswith("/fedavg_raw"):    # the ablation: FedAvg's grouping and weights without the sketch
             assert m.ratio == 1 and m.ssop_rank == 0 and m.grouping == "nearest" and m.aggregation == "sizes"
         if p.key.endswith(("/fedavg", "/fedprox", "/fedams")):
