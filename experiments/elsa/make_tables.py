@@ -78,8 +78,9 @@ CAL_SETTINGS = {"iid": ("iid", ("data.partition=iid", "data.mislabeled_count=0")
                                             "method.grouping=single", "method.rho_steps=40",
                                             "federation.betas=[0.9,0.95]"))}
 # the centralized row's own budget where the federation's does not fit one client taking 40 steps a round:
-# paraphrase's 5e-3 holds the centralized run at the shortcut (74, 50, 74 over seeds 0–2, clean 4de1911), at 2e-3
-# with the plain loss (one client's prior is the data's, nearly uniform) it learns the task (93.0, clean 47ce9ba)
+# paraphrase's 5e-3 with τ = 1 holds the centralized run at the shortcut or one answer (74, 50, 74 over seeds 0–2,
+# clean 4de1911); at 2e-3 with the plain loss (one client's prior is the data's, nearly uniform) it learns the task
+# (93.0, clean 47ce9ba)
 CENTRAL_BUDGET = {"paraphrase": ("federation.lr=0.002", "method.logit_adjust=0")}
 # Simple SL's own positive control (cal/topic/…/simple_sl): Simple SL with the link uncompressed, no mislabeled
 # clients, iid and under the paper's skew. Its one θ₂ on the cloud takes the clients' steps in turn (ϱ × 20 a

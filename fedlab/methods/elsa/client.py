@@ -77,7 +77,8 @@ def masked_logits(logits: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
 
 class ClassificationLoss(nn.Module):
     """L = CE(softmax over the task's classes of W·h + τ·log π_n, y): with τ = 0 plain cross-entropy; with τ > 0
-    the logit-adjusted loss (Menon et al. 2021; FedLC, Zhang et al. 2022) for the client's own class prior π_n,
+    the logit-adjusted loss (Menon et al. 2021; FedLC, Zhang et al. 2022, uses a related per-class margin for label
+    skew in FL) for the client's own class prior π_n,
     so that the client fits p(x | y) rather than its skewed p(y | x). Only training uses it: prediction is the
     argmax of the unadjusted logits."""
     name = "task"
