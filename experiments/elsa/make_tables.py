@@ -595,11 +595,11 @@ def table3_controls(r: Results) -> list[str]:
     """Each sketch control against ELSA's sketch at the same ρ, paired over the seeds both hold (split-path
     accuracy ×100): what Y = 1, hashes re-drawn per step, noise of the sketch's MSE and Y = 1 with re-drawn hashes
     each change; and each CONTROL_PAIRS control against the control it differs from by one setting."""
-    elsa = {ratio: key for ratio, suffix, _, key, _ in table3_rows() if suffix == ""}
-    pairs = [(f"{label} − ELSA (Y = 3, fixed), ρ = {ratio}", key, "acc/mean", elsa[ratio], "acc/mean")
+    key_of = {(ratio, suffix): key for ratio, suffix, _, key, _ in table3_rows()}
+    pairs = [(f"{label} − ELSA (Y = 3, fixed), ρ = {ratio}", key, "acc/mean", key_of[ratio, ""], "acc/mean")
              for ratio, suffix, label, key, _ in table3_rows() if suffix]
-    pairs += [(f"{SKETCH_CONTROLS[a][0]} − {SKETCH_CONTROLS[b][0]}, ρ = {ratio}", f"t3/topic/rho{ratio}/{a}", "acc/mean",
-               f"t3/topic/rho{ratio}/{b}", "acc/mean") for ratio in CONTROL_RATIOS for a, b in CONTROL_PAIRS]
+    pairs += [(f"{SKETCH_CONTROLS[a][0]} − {SKETCH_CONTROLS[b][0]}, ρ = {ratio}", key_of[ratio, f"/{a}"], "acc/mean",
+               key_of[ratio, f"/{b}"], "acc/mean") for ratio in CONTROL_RATIOS for a, b in CONTROL_PAIRS]
     diffs = differences_table(r, pairs, digits=1, scale=100)
     return ["", "Each control against ELSA's sketch at the same ρ, paired over the seeds both hold (accuracy ×100):",
             "", *diffs] if diffs else []
