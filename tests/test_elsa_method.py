@@ -725,15 +725,24 @@ def test_logit_adjust_trains_each_client_with_its_own_class_prior(bert_home, tmp
         seen.append(None if self.log_prior is None else self.log_prior.clone())
         return real(self, module, batch, outputs)
 
+    from fedlab.data.federated import build_federated_data
+    from fedlab.methods.elsa.chains import label_space
+
     monkeypatch.setattr(client_mod.ClassificationLoss, "forward", spy)
-    run_experiment(_cfg(tmp_path, "federation.rounds=1", "method.logit_adjust=0.5"),
-                   progress=False)
+    cfg = _cfg(tmp_path, "federation.rounds=1", "method.logit_adjust=0.5")
+    run_experiment(cfg, progress=False)
     priors = [p for p in seen if p is not None]
     assert priors and len(priors) == len(seen)
     # each prior is 0.5·log of add-one smoothed frequencies: exp(2·prior) sums to 1 and differs across clients
     for p in priors:
         assert torch.exp(2 * p).sum().item() == pytest.approx(1.0, rel=1e-5)
     assert len({tuple(p.tolist()) for p in priors}) > 1
+    # and the priors are exactly the clients' own: one per client's training labels, every client's seen
+    data = build_federated_data(cfg.data, cfg.seed)
+    index = {c: i for i, c in enumerate(label_space(data))}
+    own = {tuple(client_mod.log_class_prior([index[e.target] for e in part], len(index), 0.5).tolist())
+           for part in data.train}
+    assert {tuple(p.tolist()) for p in priors} == own
     seen.clear()
     run_experiment(_cfg(tmp_path, "federation.rounds=1", "output_dir=" + str(tmp_path / "b")),
                    progress=False)
