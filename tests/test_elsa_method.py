@@ -311,6 +311,10 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
     rows = mod.plan()
     from fedlab.models.real import installed
 
+    def lr_of(key: str, task_lr: float) -> float:
+        """Simple SL's own rate on each of its rows (its control, Table 1, 320 rounds); the task's otherwise."""
+        return 0.001 if key.endswith("/simple_sl") else task_lr
+
     assert len(rows) == (len(mod.TASKS) * len(mod.ALPHAS) * len(mod.METHODS) + len(mod.RATIOS) + len(mod.DEPTHS)
                          + 2 * len(mod.WARMUPS) + len(mod.TASKS) * len(mod.CAL_SETTINGS)
                          + len(mod.CONTROL_RATIOS) * len(mod.SKETCH_CONTROLS) + 3 * len(mod.FINGERPRINTS)
@@ -329,9 +333,11 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
             assert cfg.data.mislabeled_count == 0 and not cfg.data.mislabeled_clients
         if "/paraphrase/" in p.key:          # paraphrase's budget: 5e-3 with the logit-adjusted loss, every column;
             central = p.key.endswith("/central/reference")        # the centralized control: 2e-3, plain loss
-            assert (cfg.federation.lr, m.logit_adjust) == ((0.002, 0.0) if central else (0.005, 1.0)), p.key
+            assert (cfg.federation.lr, m.logit_adjust) == ((0.002, 0.0) if central else (lr_of(p.key, 0.005), 1.0)), p.key
         elif p.key.startswith(("cal/", "t1/", "t1long/")):
             assert m.logit_adjust == 0, p.key
+            task_lr = 0.002 if "/entailment/" in p.key else 0.005
+            assert cfg.federation.lr == lr_of(p.key, task_lr), p.key
         if p.key.endswith("/fedavg_raw"):    # the ablation: FedAvg's grouping and weights without the sketch
             assert m.ratio == 1 and m.ssop_rank == 0 and m.grouping == "nearest" and m.aggregation == "sizes"
         if p.key.endswith(("/fedavg", "/fedprox", "/fedams")):
