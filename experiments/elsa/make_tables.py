@@ -394,17 +394,19 @@ def table1(r: Results, stale: set[str]) -> list[str]:
                       "seed — those rows cannot separate the methods."]
     claims = table1_claims(r)
     if any(r.runs(c.a) and r.runs(c.b) for c in claims):
-        lines += ["", "### The paper's claims, paired over seeds (split-path accuracy)", "", *claims_table(r, claims)]
+        lines += ["", "### The paper's claims, paired over seeds (split-path accuracy)", "", *claims_table(r, claims, stale)]
     ablation = differences_table(r, [(f"Vanilla − FedAvg (both ρ = 1, no SS-OP), {task}, α̂ = {alpha}",
                                       f"t1/{task}/a{alpha}/vanilla", "acc/mean", f"t1/{task}/a{alpha}/fedavg_raw",
-                                      "acc/mean") for task in TASKS for alpha in ALPHAS], digits=1, scale=100)
+                                      "acc/mean") for task in TASKS for alpha in ALPHAS], digits=1, scale=100,
+                                 stale=stale)
     if ablation:
         lines += ["", "### fedlab's ablation, not a paper claim: trust grouping and α_k with the link uncompressed",
                   "", "Vanilla (ELSA's trust and α_k) against FedAvg (nearest edge, size weights), both uncompressed, "
                   "paired over seeds, accuracy ×100.", "", *ablation]
     further = differences_table(r, [(f"{METHODS[a][0]} − {METHODS[b][0]}, {task}, α̂ = {alpha}", f"t1/{task}/a{alpha}/{a}",
                                      "acc/mean", f"t1/{task}/a{alpha}/{b}", "acc/mean")
-                                    for task in TASKS for alpha in ALPHAS for a, b in FURTHER_PAIRS], digits=1, scale=100)
+                                    for task in TASKS for alpha in ALPHAS for a, b in FURTHER_PAIRS], digits=1, scale=100,
+                                    stale=stale)
     if further:
         lines += ["", "### fedlab's further pairings, not paper claims (looked at after the runs: one of many looks)",
                   "", "Accuracy ×100, paired over seeds.", "", *further, ""]
@@ -503,7 +505,7 @@ def table1_long_cell(r: Results, task: str, alpha: str, stale: set[str] = frozen
               Claim(f"FedAvg > FedAvg (Random): trust-free grouping costs, {where}", "Table 1 text",
                     "no number for this task", keys["fedavg"], keys["fedavg_random"], acc)]
     if any(r.runs(c.a) and r.runs(c.b) for c in claims):
-        lines += ["", *claims_table(r, claims)]
+        lines += ["", *claims_table(r, claims, stale)]
     return lines + ["", f"![Table 1 at {LONG_ROUNDS} rounds, {task}: learning curves]({long_figure_name(task)})"]
 
 
@@ -579,7 +581,7 @@ def render(r: Results) -> str:
             shape = f"MSE of {shape}" if suffix == "/noise" else shape
             lines.append(f"| {ratio} | {label} | {shape} | {_acc_cell(r, key, stale)} | {r.cell(key, COS, 3)} | "
                          f"{theory:.3f} | {r.cell(key, lambda rec: rec['final'].get('server/link_bytes'), 0)} |")
-    lines += table3_controls(r)
+    lines += table3_controls(r, stale)
     lines += ["", "![Table 3: the sketch's cosine and the accuracy against ρ](table3.png)"]
     real = [k for k in ("real/minilm/elsa", "real/minilm/vanilla") if r.runs(k)]
     if real:
@@ -606,7 +608,7 @@ def table3_rows():
             yield ratio, suffix, label, key, rows
 
 
-def table3_controls(r: Results) -> list[str]:
+def table3_controls(r: Results, stale: set[str] = frozenset()) -> list[str]:
     """Each sketch control against ELSA's sketch at the same ρ, paired over the seeds both hold (split-path
     accuracy ×100): what Y = 1, hashes re-drawn per step, noise of the sketch's MSE and Y = 1 with re-drawn hashes
     each change; and each CONTROL_PAIRS control against the control it differs from by one setting."""
@@ -615,7 +617,7 @@ def table3_controls(r: Results) -> list[str]:
              for ratio, suffix, label, key, _ in table3_rows() if suffix]
     pairs += [(f"{SKETCH_CONTROLS[a][0]} − {SKETCH_CONTROLS[b][0]}, ρ = {ratio}", key_of[ratio, f"/{a}"], "acc/mean",
                key_of[ratio, f"/{b}"], "acc/mean") for ratio in CONTROL_RATIOS for a, b in CONTROL_PAIRS]
-    diffs = differences_table(r, pairs, digits=1, scale=100)
+    diffs = differences_table(r, pairs, digits=1, scale=100, stale=stale)
     return ["", "Each control against ELSA's sketch at the same ρ, paired over the seeds both hold (accuracy ×100):",
             "", *diffs] if diffs else []
 

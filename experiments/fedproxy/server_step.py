@@ -92,7 +92,8 @@ def render(r: Results) -> str:
              ("H-TIES (η_g = 1) − FedAvg η_g = √K", "test/htiess/eta1", f"test/fedavg/eta{SQRT_K}"),
              ("H-TIES denominator all − agreeing (η_g = 1)", "test/htiess_all/eta1", "test/htiess/eta1")]
     diffs = differences_table(r, [(name, a, METRIC, b, METRIC) for name, a, b in pairs
-                                  if not (name.startswith("tuned") and best in (None, "1"))])
+                                  if not (name.startswith("tuned") and best in (None, "1"))],
+                              stale=r.stale(plan()))
     if diffs:
         L += ["", "## Differences, paired by seed", "", *diffs]
     return "\n".join(L) + "\n"
