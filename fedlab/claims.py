@@ -8,8 +8,9 @@ For each claim the paired difference d_s = 100·(f(a, s) − f(b, s)) over the c
     inconclusive   the interval covers 0
     too few seeds  fewer than MIN_SEEDS (3) common seeds: the difference and its interval are shown, no verdict
                    (at 2 seeds one seed can carry the interval, and a fifth seed has overturned a 4-seed reading)
-    stale          a row's records were made by another config than the script's (`Results.stale`, the † of a
-                   table's cell): the difference is shown, no verdict until the row is re-run
+    no verdict     a row's records were made by another config than the one the script runs now
+                   (`Results.outdated`; a table marks such cells †): the difference is shown, no verdict until the
+                   row is re-run. Records stale only by numerics (another CPU kind) or weights keep their verdict
 
     underpowered   the interval covers 0 and the paper's effect is smaller than the MDE: these seeds could not
                    have detected it, so its absence says nothing
@@ -65,7 +66,7 @@ def per_seed(results, keys: str | tuple[str, ...], fn) -> dict[int, float]:
     return {s: sum(d[s] for d in by_key) / len(by_key) for s in seeds}
 
 
-STALE = "no verdict: † records made by another config than the script's (re-run the row)"
+NO_VERDICT = "no verdict: records made by another config than the script's (re-run the row)"
 
 
 def claim_keys(c: Claim) -> list[str]:
@@ -73,10 +74,10 @@ def claim_keys(c: Claim) -> list[str]:
     return [k for side in (c.a, c.b) for k in ((side,) if isinstance(side, str) else side)]
 
 
-def assess(results, c: Claim, stale: frozenset[str] | set[str] = frozenset()) -> dict:
+def assess(results, c: Claim, outdated: frozenset[str] | set[str] = frozenset()) -> dict:
     """The claim on `results` (a `fedlab.records.Results`): {"ours", "mde", "verdict"} as table cells, and the
-    paired difference ("diff", None when it cannot be computed). A claim reading a row in `stale` (keys whose
-    records another config made) shows its difference without a verdict."""
+    paired difference ("diff", None when it cannot be computed). A claim reading a row in `outdated` (keys whose
+    records another config made, `Results.outdated`) shows its difference without a verdict."""
     from fedlab.stats import paired_difference
 
     keys = claim_keys(c)
@@ -91,8 +92,8 @@ def assess(results, c: Claim, stale: frozenset[str] | set[str] = frozenset()) ->
     lo, hi = d["mean"] - d["half"], d["mean"] + d["half"]
     out = {"ours": f"{d['mean']:+.1f} ± {d['half']:.1f} pts ({len(seeds)} seeds)", "mde": f"{d['mde']:.1f} pts",
            "diff": d}
-    if any(k in stale for k in keys):
-        return {**out, "verdict": STALE}
+    if any(k in outdated for k in keys):
+        return {**out, "verdict": NO_VERDICT}
     if len(seeds) < MIN_SEEDS:
         return {**out, "verdict": f"too few seeds ({len(seeds)}; a verdict needs {MIN_SEEDS})"}
     if c.at_least:
@@ -122,33 +123,34 @@ def check_claim(results, c: Claim) -> tuple[str, str]:
     return a["ours"], a["verdict"]
 
 
-def claims_table(results, claims: list[Claim], stale: frozenset[str] | set[str] = frozenset()) -> list[str]:
+def claims_table(results, claims: list[Claim], outdated: frozenset[str] | set[str] = frozenset()) -> list[str]:
     """Markdown lines: claim · paper's table · paper's number · ours (a − b, mean ± 95 %) · MDE · verdict (none
-    for a claim on a row in `stale`)."""
+    for a claim on a row in `outdated`)."""
     out = ["| claim | paper | paper's number | ours (a − b) | MDE (80 % power) | verdict |", "|---|---|---|---|---|---|"]
     for c in claims:
-        a = assess(results, c, stale)
+        a = assess(results, c, outdated)
         out.append(f"| {c.claim} | {c.source} | {c.paper} | {a['ours']} | {a['mde']} | {a['verdict']} |")
     out.append("")
     out.append("MDE: the smallest true difference these seeds detect with 80 % power (paired t-test, two-sided "
                "α = 0.05). *underpowered*: the paper's effect is below it, so not finding it says nothing; "
                "*inconclusive*: the seeds could have found the paper's effect, and the interval says which effects "
-               f"it excludes; *too few seeds*: fewer than {MIN_SEEDS} common seeds, no verdict.")
+               f"it excludes; *too few seeds*: fewer than {MIN_SEEDS} common seeds, no verdict; *no verdict*: a "
+               "row's records were made by another config than the script runs now.")
     return out
 
 
 def differences_table(results, pairs, digits: int = 3, scale: float = 1.0,
-                      stale: frozenset[str] | set[str] = frozenset()) -> list[str]:
+                      outdated: frozenset[str] | set[str] = frozenset()) -> list[str]:
     """Markdown lines of paired differences over seeds, one row per (name, row a, metric a, row b, metric b) that
     has two or more common seeds: mean ± 95 % half-width, seeds, the MDE (80 % power, paired t-test, two-sided
     α = 0.05), the p-value and whether the interval excludes 0 (below MIN_SEEDS common seeds: "too few seeds",
-    as for a claim's verdict; a row in `stale`: "† stale", no verdict); [] when no pair has records."""
+    as for a claim's verdict; a row in `outdated`: "no verdict (another config)"); [] when no pair has records."""
     out = []
     for name, a, ma, b, mb in pairs:
         d = results.paired(a, ma, b, mb, scale=scale)
         if d is None:
             continue
-        significant = ("† stale" if a in stale or b in stale else "too few seeds" if d["seeds"] < MIN_SEEDS
+        significant = ("no verdict (another config)" if a in outdated or b in outdated else "too few seeds" if d["seeds"] < MIN_SEEDS
                        else "yes" if d["significant"] else "no")
         out.append(f"| {name} | {d['mean']:+.{digits}f} ± {d['half']:.{digits}f} | {d['seeds']} | "
                    f"{d['mde']:.{digits}f} | {d['p']:.3g} | {significant} |")

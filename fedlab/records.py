@@ -172,6 +172,12 @@ class Results:
         return {p.key for p in plan for rec in self.runs(p.key)
                 if stale_reason(rec, p.resolve(rec.get("seed", 0))) is not None}
 
+    def outdated(self, plan: list[Planned]) -> set[str]:
+        """Keys of rows with a record made by another config than the one the script would run now (`outdated`):
+        the subset of `stale` whose numbers answer another question, so a claim on them gets no verdict (records
+        stale only by numerics or weights still measure the row's config, and keep theirs)."""
+        return {p.key for p in plan for rec in self.runs(p.key) if outdated(rec, p.resolve(rec.get("seed", 0)))}
+
     def label(self, key: str, default: str = "") -> str:
         runs = self.runs(key)
         return runs[0].get("label", default) if runs else default

@@ -98,15 +98,19 @@ def test_a_paper_effect_below_the_mde_is_underpowered_and_a_detectable_one_incon
     assert check_claim(r, Claim("a ≈ b", "T", "-", "a", "b", acc, at_least=True))[1].startswith("underpowered")
 
 
-def test_a_claim_on_stale_records_shows_its_difference_without_a_verdict(tmp_path):
-    """Records another config made (the † of a table) give no verdict, in the claims table and the differences
-    table alike; the same records unmarked give one."""
-    r = results(tmp_path, {"a": [0.60, 0.62, 0.61], "b": [0.50, 0.53, 0.51]})
+def test_a_claim_on_rows_another_config_made_shows_its_difference_without_a_verdict(tmp_path):
+    """Records made by another config than the script runs now (`Results.outdated`) give no verdict, on either
+    side of a claim and in the differences table; the same records unmarked give one."""
+    r = results(tmp_path, {"a": [0.60, 0.62, 0.61], "b": [0.50, 0.53, 0.51], "c": [0.40, 0.42, 0.41]})
     c = Claim("a above b", "T1", "-", "a", "b", acc)
     assert check_claim(r, c)[1] == "reproduced"
-    fresh, stale = claims_table(r, [c])[2], claims_table(r, [c], stale={"b"})[2]
-    assert "| reproduced |" in fresh and "+9.7 ± 1.4 pts (3 seeds)" in stale and "no verdict: † records" in stale
+    assert "| reproduced |" in claims_table(r, [c])[2]
+    for side in ("a", "b"):
+        row = claims_table(r, [c], outdated={side})[2]
+        assert "+9.7 ± 1.4 pts (3 seeds)" in row and "| no verdict: records made by another config" in row
+    both = Claim("a and c above b", "T1", "-", ("a", "c"), "b", acc)      # a tuple side: any of its rows counts
+    assert "no verdict" in claims_table(r, [both], outdated={"c"})[2]
     r.records = {k: {**v, "final": {"acc/mean": v["final"]["acc"]}} for k, v in r.records.items()}
     pair = [("a − b", "a", "acc/mean", "b", "acc/mean")]
     assert differences_table(r, pair)[2].endswith("| yes |")
-    assert differences_table(r, pair, stale={"a"})[2].endswith("| † stale |")
+    assert differences_table(r, pair, outdated={"b"})[2].endswith("| no verdict (another config) |")

@@ -532,11 +532,20 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
     assert "| paraphrase | 0.1 ✗ |" in text and "| topic | 0.1 |" in text
     assert "**Constant answers**: on paraphrase α̂ = 0.1 every method" in text
     elsa_vs_fedavg = next(line for line in text.splitlines() if line.startswith("| ELSA > FedAvg, topic, α̂ = 0.1 |"))
-    assert "+11.0 ± 1.0 pts (5 seeds)" in elsa_vs_fedavg and elsa_vs_fedavg.endswith("| reproduced |")
+    # hand-made records name no config: another config made them, so the rendered claim has no verdict; the same
+    # records as current ones give it
+    assert "+11.0 ± 1.0 pts (5 seeds)" in elsa_vs_fedavg and "| no verdict: records made by another config" in elsa_vs_fedavg
+    current = next(line for line in mod.table1(Results(tmp_path / "results.json"), set())
+                   if line.startswith("| ELSA > FedAvg, topic, α̂ = 0.1 |"))
+    assert current.endswith("| reproduced |")
     assert any(line.startswith("| ELSA > FedAvg, paraphrase, α̂ = 0.1 (reference ✗) |") for line in text.splitlines())
     assert "## Table 2" in text and "†" in text          # hand-made records name no config: marked stale
     table2 = text.split("## Table 2")[1].split("## Table 3")[0]
-    assert "| topic | 0.1 | 81.0 |" in table2             # the paper's 8 methods set the target (FedAvg's 81.0)
+    assert "| topic | 0.1 | 81.0 † |" in table2           # the paper's 8 methods set the target (FedAvg's 81.0), all
+    # made by another config (†); where the current rows learn, a row another config made does not set it
+    keys = {f"t1/topic/a0.1/{m}" for m in mod.PAPER_METHODS}
+    only_elsa_current = mod.table2(Results(tmp_path / "results.json"), keys, keys - {"t1/topic/a0.1/elsa"})
+    assert any(line.startswith("| topic | 0.1 | 92.0 | ") for line in only_elsa_current)
     assert ("| paraphrase | 0.1 | 50.0 | every compared method's plateau is within 5 points of chance (50 is chance): "
             "not informative |") in table2
     assert "### fedlab's ablation" not in text           # no ablation records: no ablation section

@@ -82,7 +82,7 @@ def _mean(r: Results, key: str, metric: str):
 def differences(r: Results, prefix: str, setting: str) -> list[str]:
     """Paired differences of the mean accuracy over the seeds both rows have."""
     rows = differences_table(r, [(f"{a} − {b}", f"{prefix}/{a}", "acc/mean", f"{prefix}/{b}", "acc/mean")
-                                 for a, b in PAIRS], stale=r.stale(plan()))
+                                 for a, b in PAIRS], outdated=r.outdated(plan()))
     if not rows:
         return []
     return ["", f"Paired differences of the mean accuracy, {setting} setting (± the 95 % t-interval of the "

@@ -337,7 +337,7 @@ def differences(r: Results) -> list[str]:
     claims.append(("SmolLM2: Co-PLMs − FedCoLLM, server LLM", "real/hetero/coplms", "real/hetero/fedcollm",
                    "llm/rougeL/mean"))
     rows = differences_table(r, [(name, a, metric, b, metric) for name, a, b, metric in claims], digits=1, scale=100,
-                             stale=r.stale(plan()))
+                             outdated=r.outdated(plan()))
     if not rows:
         return []
     return ["", "## The paper's claims, paired over seeds (Rouge-L ×100)", "", *rows]

@@ -247,7 +247,7 @@ def render(r: Results) -> str:
             L.append(f"| Centralized (SmolLM2's LoRA on all the data) | - | "
                      f"{r.cell('real/centralized', slm('final'))} | - | - |")
         L.append("")
-    lines = claims_table(r, CLAIMS, r.stale(plan()))   # no verdict on records another config made
+    lines = claims_table(r, CLAIMS, r.outdated(plan()))   # no verdict on records another config made
     if r.path.parent == HERE:          # the real table (not a test's copy) keeps the README's block current
         write_block(HERE / "README.md", lines)
     L += ["## Claims (the paper's numbers; ours: the difference a − b in points, paired by seed)", "", CLAIMS_NOTE, "",

@@ -93,7 +93,7 @@ def render(r: Results) -> str:
              ("H-TIES denominator all − agreeing (η_g = 1)", "test/htiess_all/eta1", "test/htiess/eta1")]
     diffs = differences_table(r, [(name, a, METRIC, b, METRIC) for name, a, b in pairs
                                   if not (name.startswith("tuned") and best in (None, "1"))],
-                              stale=r.stale(plan()))
+                              outdated=r.outdated(plan()))
     if diffs:
         L += ["", "## Differences, paired by seed", "", *diffs]
     return "\n".join(L) + "\n"

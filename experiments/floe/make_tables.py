@@ -375,11 +375,11 @@ PER_TASK_CLAIMS = [(f"Floe − LLM-base, {t} ({task_kind(t)})", "floe/floe", per
 
 
 def differences(r: Results) -> list[str]:
-    stale = r.stale(plan())            # no verdict on records another config made
-    rows = differences_table(r, CLAIMS, stale=stale)
+    outdated = r.outdated(plan())      # no verdict on records another config made
+    rows = differences_table(r, CLAIMS, outdated=outdated)
     if not rows:
         return []
-    per_task = differences_table(r, PER_TASK_CLAIMS, stale=stale)
+    per_task = differences_table(r, PER_TASK_CLAIMS, outdated=outdated)
     return ["", "## The paper's claims, paired over seeds", "", *rows] + (
         ["", "### Floe − LLM-base per task, paired over seeds", "", *per_task] if per_task else [])
 
