@@ -94,7 +94,7 @@ SIMPLE_SL_CONTROL = ("method.ratio=1", "method.ssop_rank=0", "method.grouping=si
 SIMPLE_SL_SETTINGS = {"topic": ("iid", "a0.1"), "sentiment": ("a0.1",), "entailment": ("a0.1",),
                       "paraphrase": ("a0.1",)}
 # Simple SL's own budget, on every Simple SL row (its control, Table 1, 320 rounds), after the task's: at the
-# federation's 5e-3 its control ended below chance + 25 under α̂ = 0.1 in 3 of 5 seeds on topic and on sentiment
+# federation's 5e-3 its control ended below chance + 25 under α̂ = 0.1 in 2 of 5 topic and 3 of 5 sentiment seeds
 # (its one θ₂ takes the 20 clients' steps in turn, 40 Adam steps a round on one set of weights); one-off runs at 1e-3
 # learnt in every one of those seeds (topic 99.5 / 99.5 / 99.0, sentiment 100, 2026-11-27, the ELSA README). A
 # baseline is run at the rate where its own control passes, as the centralized row has its own budget
