@@ -165,12 +165,22 @@ class Results:
                 out[t] = "constant"
         return out
 
+    def stale_reasons(self, plan: list[Planned]) -> dict[str, set[str]]:
+        """{key: why its records are not current (`stale_reason`)} for the rows of `plan` with such a record: one
+        pass that resolves each record's config once, for a table that needs both `stale` and `outdated`."""
+        out: dict[str, set[str]] = {}
+        for p in plan:
+            for rec in self.runs(p.key):
+                why = stale_reason(rec, p.resolve(rec.get("seed", 0)))
+                if why is not None:
+                    out.setdefault(p.key, set()).add(why)
+        return out
+
     def stale(self, plan: list[Planned]) -> set[str]:
         """Keys of rows with a record made by another config than the one the script would run now (older
         code or YAML), by other weights, or by other numerics (`stale_numerics`): a table marks them instead
         of presenting them as current."""
-        return {p.key for p in plan for rec in self.runs(p.key)
-                if stale_reason(rec, p.resolve(rec.get("seed", 0))) is not None}
+        return set(self.stale_reasons(plan))
 
     def outdated(self, plan: list[Planned]) -> set[str]:
         """Keys of rows with a record made by another config than the one the script would run now (`outdated`):
@@ -224,12 +234,15 @@ def keep_diff(folder: Path, record: dict, diff: str) -> None:
     record["diff"] = str(path.relative_to(folder))
 
 
+OUTDATED = "made by another config than the row resolves to now"      # `stale_reason` of an `outdated` record
+
+
 def stale_reason(record: dict, cfg) -> str | None:
     """Why a record is not current for `cfg` on this machine (None when it is): another config made it
     (`outdated`), other numerics (`stale_numerics`) or other zoo weights (`stale_models`). A table re-runs such
     a record, marks it † until then, and `--merge-from` does not take it."""
     if outdated(record, cfg):
-        return "made by another config than the row resolves to now"
+        return OUTDATED
     if stale_numerics(record):
         return "made with other numerics (another CPU kind, numerics mode or library versions)"
     if stale_models(record):

@@ -32,6 +32,7 @@ import sys
 from pathlib import Path
 
 from fedlab.claims import Claim, claims_table, differences_table
+from fedlab.records import OUTDATED
 from fedlab.runner import Planned, Results, run_table
 from fedlab.stats import fmt_ci
 
@@ -549,19 +550,18 @@ def table2(r: Results, stale: set[str] = frozenset(), outdated: set[str] = froze
             for k in keys:
                 times = [time_to(rec, target) for rec in r.runs(k)]
                 reached = [t for t in times if t is not None]
-                if not reached:
-                    cells.append(f"never (plateau {100 * plateaus[k]:.1f})" + (" †" if k in stale else ""))
-                else:
-                    cells.append(fmt_ci(reached, 1) + ("" if len(reached) == len(times) else
-                                                    f" ({len(reached)} of {len(times)})") + (" †" if k in stale else ""))
+                cell = (f"never (plateau {100 * plateaus[k]:.1f})" if not reached else fmt_ci(reached, 1)
+                        + ("" if len(reached) == len(times) else f" ({len(reached)} of {len(times)})"))
+                cells.append(cell + (" †" if k in stale else ""))
             lines.append(f"| {task} | {alpha} | {100 * target:.1f}{mark} | " + " | ".join(cells) + " |")
     return lines
 
 
 def render(r: Results) -> str:
     seeds = sorted({rec["seed"] for rec in r.records.values()})
-    stale = r.stale(plan())          # cells marked †: another config, other numerics or other weights made them
-    outdated = r.outdated(plan())    # another config made them: no verdict, no Table 2 target from them
+    reasons = r.stale_reasons(plan())   # one pass over the records for both sets
+    stale = set(reasons)                # cells marked †: another config, other numerics or other weights made them
+    outdated = {k for k, why in reasons.items() if OUTDATED in why}   # no verdict, no Table 2 target from them
     lines = ["# ELSA results (embedded scale)", "",
              f"Produced by `python experiments/elsa/make_tables.py` (seeds {', '.join(map(str, seeds)) or 'none yet'}; "
              "2 CPU cores). Each cell: mean ± 95 % interval over seeds; rows not run yet are absent. Accuracies are "
