@@ -343,3 +343,19 @@ def test_floe_gate_table_shows_the_held_out_check_and_w_per_task(tmp_path):
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1].startswith("1640") and cells[2].startswith("410") and cells[3].startswith("2.25")
     assert cells[6].startswith("1.00") and [c.split()[0] for c in cells[7:]] == ["0.10", "0.20", "0.30", "0.40", "0.50"]
+
+
+def test_floe_claims_give_no_verdict_on_records_another_config_made(tmp_path):
+    """A claim that reads records made by another config than the script's shows its difference but no verdict;
+    the outdated set is computed from the plan when the render does not pass it."""
+    from fedlab.runner import Results
+
+    mod = _floe_tables()
+    r = Results(tmp_path / "results.json")
+    for seed in range(3):
+        for key, final in (("floe/floe", {"fused/acc/mean": 0.6 + 0.01 * seed, "fused/rougeL/mean": 0.6}),
+                           ("floe/llm_base", {"acc/mean": 0.5, "rougeL/mean": 0.5})):
+            r.records[f"{key}@seed{seed}"] = {"key": key, "seed": seed, "final": final}
+    # hand-made records name no config, so another config made them
+    assert "no verdict (another config)" in "\n".join(mod.differences(r))
+    assert "no verdict (another config)" not in "\n".join(mod.differences(r, outdated=set()))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from fedlab.claims import differences_table
 from fedlab.data.tasks import TASKS as TASK_SPECS
+from fedlab.records import OUTDATED
 from fedlab.runner import Planned, Results, constant_answer_note, run_table
 
 HERE = Path(__file__).resolve().parent
@@ -43,7 +44,9 @@ def render(r: Results) -> str:
              "the half-width of its 95 % t-interval. "
              "`results.json` holds each run's command, resolved config, wall time and MLflow run id.", "",
              "| method | homo mean acc | hetero mean acc |", "|---|---|---|"]
-    stale = r.stale(plan())
+    reasons = r.stale_reasons(plan())   # one pass over the records for both sets
+    stale = set(reasons)
+    outdated = {k for k, why in reasons.items() if OUTDATED in why}   # no verdict on records another config made
     for m in METHODS:
         cells = [r.final(f"tiny/{s}/{m}", "acc/mean") + (" †" if f"tiny/{s}/{m}" in stale else "")
                  for s in ("homo", "hetero")]
@@ -69,8 +72,8 @@ def render(r: Results) -> str:
             lines += ["", "† stale: made by another config, other weights or other CPU numerics than a run here would use "
                           f"(seeds {', '.join(map(str, seeds_old))}), kept until re-run with "
                           f"`python experiments/baselines/make_table.py --only {prefix.split('/')[0]}/`."]
-    lines += headroom(r, "tiny/hetero") + differences(r, "tiny/hetero", "heterogeneous")
-    lines += differences(r, "tiny/homo", "homogeneous")
+    lines += headroom(r, "tiny/hetero") + differences(r, "tiny/hetero", "heterogeneous", outdated)
+    lines += differences(r, "tiny/homo", "homogeneous", outdated)
     return "\n".join(lines) + "\n"
 
 
@@ -79,10 +82,11 @@ def _mean(r: Results, key: str, metric: str):
     return sum(vals) / len(vals) if vals else None
 
 
-def differences(r: Results, prefix: str, setting: str) -> list[str]:
-    """Paired differences of the mean accuracy over the seeds both rows have."""
+def differences(r: Results, prefix: str, setting: str, outdated: set[str]) -> list[str]:
+    """Paired differences of the mean accuracy over the seeds both rows have; no verdict on the rows in
+    `outdated` (`Results.outdated(plan())`)."""
     rows = differences_table(r, [(f"{a} − {b}", f"{prefix}/{a}", "acc/mean", f"{prefix}/{b}", "acc/mean")
-                                 for a, b in PAIRS], outdated=r.outdated(plan()))
+                                 for a, b in PAIRS], outdated=outdated)
     if not rows:
         return []
     return ["", f"Paired differences of the mean accuracy, {setting} setting (± the 95 % t-interval of the "

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from fedlab.claims import differences_table
+from fedlab.records import OUTDATED
 from fedlab.runner import Planned, Results, constant_answer_note, log_to_parent, run_table
 
 HERE = Path(__file__).resolve().parent
@@ -97,7 +98,9 @@ def _mean_over_rounds(rec: dict, metric: str) -> float | None:
 
 def render(r: Results) -> str:
     seeds = sorted({rec["seed"] for rec in r.records.values() if isinstance(rec, dict) and "seed" in rec})
-    stale = r.stale(plan())
+    reasons = r.stale_reasons(plan())   # one pass over the records for both sets
+    stale = set(reasons)
+    outdated = {k for k, why in reasons.items() if OUTDATED in why}   # no verdict on records another config made
     lines = ["# Floe results (embedded scale)", "",
              f"Produced by `python experiments/floe/make_tables.py` (seeds {', '.join(map(str, seeds)) or 'none yet'}; "
              "2 CPU cores). Mean over seeds ± the half-width of the 95 % t-interval; accuracy on recall and "
@@ -148,7 +151,7 @@ def render(r: Results) -> str:
             r.final(k, "fused/latency_ms_per_token", 1), r.final(k, "fused/flagged_prompts", 0),
             " / ".join(r.final(k, f"fused/detector_{m}") for m in ("precision", "recall", "f1")),
             r.cell(k, lambda rec: _mean_over_rounds(rec, "simulated_s"), 2)]) + " |")
-    lines += gate_table(r, stale) + per_task_table(r) + alignment_table(r) + experts_table(r) + hetero_table(r) + real_table(r, stale) + differences(r)
+    lines += gate_table(r, stale) + per_task_table(r) + alignment_table(r) + experts_table(r) + hetero_table(r) + real_table(r, stale) + differences(r, outdated)
     figures(r)
     return "\n".join(lines) + "\n"
 
@@ -374,8 +377,10 @@ PER_TASK_CLAIMS = [(f"Floe − LLM-base, {t} ({task_kind(t)})", "floe/floe", per
                     "floe/llm_base", per_task_metric("llm_base", t)) for t in TASKS]
 
 
-def differences(r: Results) -> list[str]:
-    outdated = r.outdated(plan())      # no verdict on records another config made
+def differences(r: Results, outdated: set[str] | None = None) -> list[str]:
+    """The paper's claims paired over seeds; no verdict on the rows in `outdated` (`Results.outdated(plan())`,
+    computed when not given)."""
+    outdated = r.outdated(plan()) if outdated is None else outdated
     rows = differences_table(r, CLAIMS, outdated=outdated)
     if not rows:
         return []
