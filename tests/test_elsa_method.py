@@ -318,7 +318,7 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
     assert len(rows) == (len(mod.TASKS) * len(mod.ALPHAS) * len(mod.METHODS) + len(mod.RATIOS) + len(mod.DEPTHS)
                          + 2 * len(mod.WARMUPS) + len(mod.TASKS) * len(mod.CAL_SETTINGS)
                          + len(mod.CONTROL_RATIOS) * len(mod.SKETCH_CONTROLS) + 3 * len(mod.FINGERPRINTS)
-                         + len(mod.LONG_SETTINGS) * len(mod.LONG_METHODS) + sum(map(len, mod.SIMPLE_SL_SETTINGS.values())) + (2 if installed("minilm-l6") else 0))
+                         + len(mod.LONG_SETTINGS) * len(mod.LONG_METHODS) + len(mod.DEPTHS) - 1 + sum(map(len, mod.SIMPLE_SL_SETTINGS.values())) + (2 if installed("minilm-l6") else 0))
     for p in rows:
         cfg = load_config(p.config, list(p.overrides))
         m = cfg.method
@@ -360,8 +360,16 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
         if p.key.startswith("t1long/"):
             same = next(q for q in rows if q.key == p.key.replace("t1long/", "t1/"))
             assert load_config(same.config, [*same.overrides, *mod.LONG_BUDGET]) == cfg
-        if p.key.startswith("f6/"):
+        if p.key.startswith(("f6/", "f6long/")):
             assert p.key.endswith(f"/p{m.split[0]}") and sum(m.split) == 6 and m.split[2] == 1
+        if p.key.startswith("f6long/"):      # Fig. 6 right at the longer budget: its f6/ row plus LONG_BUDGET
+            same = next(q for q in rows if q.key == p.key.replace("f6long/", "f6/"))
+            assert load_config(same.config, [*same.overrides, *mod.LONG_BUDGET]) == cfg
+    # the depth Table 1 runs at is not planned twice at the longer budget: its row is t1long's ELSA, the same config
+    by_key = {p.key: p for p in rows}
+    f6, long = by_key[mod.f6_key(mod.TABLE_DEPTH)], by_key[mod.f6_key(mod.TABLE_DEPTH, long=True)]
+    assert long.key == "t1long/topic/a0.1/elsa" and f"f6long/topic/p{mod.TABLE_DEPTH}" not in by_key
+    assert load_config(f6.config, [*f6.overrides, *mod.LONG_BUDGET]) == load_config(long.config, list(long.overrides))
     text = mod.render(Results(tmp_path / "results.json"))
     assert "Table 1" in text and "none yet" in text
     assert (tmp_path / "fig5.png").exists() and (tmp_path / "fig6.png").exists()
@@ -615,7 +623,7 @@ def test_table1_at_the_long_budget_reports_the_last_rounds_change_and_the_claims
         out = {}
         for s in range(5):
             for m, (early, late) in {"elsa": (0.30, 0.42), "fedavg": (0.40, 0.40), "fedavg_random": (0.2, 0.3),
-                                     "simple_sl": (0.1, 0.1)}.items():
+                                     "simple_sl": (0.1, 0.1), "fedcada": (0.3, 0.35)}.items():
                 late += 0.01 * s if m == "elsa" else 0.0
                 key = f"t1long/topic/a0.1/{m}"
                 # a straight line from `early` at round n − w to `late` at n, every LONG_EVERY rounds
@@ -643,6 +651,8 @@ def test_table1_at_the_long_budget_reports_the_last_rounds_change_and_the_claims
     assert any(line.startswith(f"| FedAvg > FedAvg (Random): trust-free grouping costs, topic, α̂ = 0.1, {n} rounds |")
                for line in lines)
     assert any(line.startswith(f"| ELSA > Simple SL, topic, α̂ = 0.1, {n} rounds | Fig. 6 left |") for line in lines)
+    claim = next(line for line in lines if line.startswith(f"| ELSA > FedCAda, topic, α̂ = 0.1, {n} rounds | Table 1 |"))
+    assert "+9.0 ± 2.0 pts (5 seeds)" in claim
     assert "every method gives one constant answer in every seed at" not in text
     assert "Simple SL's own positive control" not in text and "✗ uncompressed" not in text
     # Simple SL's own control fails under the skew and passes iid: the line says so, both Simple SL claims are marked
@@ -680,6 +690,37 @@ def test_table1_at_the_long_budget_reports_the_last_rounds_change_and_the_claims
     assert f"### Table 1 at {n} rounds (fedlab's longer budget; topic" not in text and "(t1long.png)" not in text
     assert "(t1long_entailment.png)" in text and (tmp_path / "t1long_entailment.png").exists()
     assert f"| ELSA > FedAvg, entailment, α̂ = 0.1, {n} rounds |" in text and "chance 50." in text
+    assert f"| ELSA > FedCAda, entailment, α̂ = 0.1, {n} rounds | Table 1 | 80.93 vs 79.23 (+1.70) |" in text
+
+
+def test_fig6_right_reports_each_depth_at_both_budgets_and_the_papers_depth_claim(tmp_path):
+    """Fig. 6 right's section from hand-made records: a row per depth p with its 80-round (`f6/`) and 320-round
+    cells, p = TABLE_DEPTH at 320 rounds read from Table 1's t1long ELSA row, and the paper's claim (accuracy drops
+    once the client holds half the blocks) paired over seeds against p = 2; nothing before any record."""
+    import importlib.util
+    from pathlib import Path
+
+    from fedlab.runner import Results
+
+    path = Path(__file__).resolve().parents[1] / "experiments/elsa/make_tables.py"
+    spec = importlib.util.spec_from_file_location("elsa_tables_f6", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    r = Results(tmp_path / "results.json")
+    assert mod.fig6_right(r) == []
+    n = mod.LONG_ROUNDS
+    for s in range(3):
+        for p in mod.DEPTHS:
+            for long, acc in ((False, 0.10 + 0.01 * p), (True, 0.50 - 0.1 * p + 0.01 * s * p)):
+                key = mod.f6_key(p, long)
+                r.records[f"{key}@seed{s}"] = {"key": key, "seed": s, "final": {"acc/mean": acc, "full/acc/mean": acc}}
+    assert mod.f6_key(mod.TABLE_DEPTH, long=True) == "t1long/topic/a0.1/elsa"
+    lines = mod.fig6_right(r)
+    assert "| 2 | [2, 3, 1] | 12.0 ± 0.0 (12.0 ± 0.0) (3 seeds) | 32.0 ± 5.0 (32.0 ± 5.0) (3 seeds) |" in lines
+    assert "| 3 | [3, 2, 1] | 13.0 ± 0.0 (13.0 ± 0.0) (3 seeds) | 23.0 ± 7.5 (23.0 ± 7.5) (3 seeds) |" in lines
+    claim = next(line for line in lines if line.startswith(f"| ELSA p = 2 > p = 4: a client part of half the blocks "
+                                                          f"or more costs, {n} rounds | Fig. 6 right |"))
+    assert "+18.0 ± 5.0 pts (3 seeds)" in claim
 
 
 def test_privacy_table_refuses_bad_seeds_in_one_line(capsys):
