@@ -114,3 +114,24 @@ def test_a_claim_on_rows_another_config_made_shows_its_difference_without_a_verd
     pair = [("a − b", "a", "acc/mean", "b", "acc/mean")]
     assert differences_table(r, pair)[2].endswith("| yes |")
     assert differences_table(r, pair, outdated={"b"})[2].endswith("| no verdict (another config) |")
+
+
+def test_the_baselines_table_gives_no_verdict_on_records_another_config_made(tmp_path):
+    """experiments/baselines/make_table.py's paired differences take the outdated set from the render's one pass
+    over the records: hand-made records name no config, so another config made them and no pair has a verdict."""
+    import importlib.util
+    from pathlib import Path
+
+    from fedlab.runner import Results
+
+    path = Path(__file__).resolve().parents[1] / "experiments/baselines/make_table.py"
+    spec = importlib.util.spec_from_file_location("baselines_table", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    r = Results(tmp_path / "results.json")
+    for s in range(3):
+        for m, acc in (("centralized", 0.8 + 0.01 * s), ("zeroshot", 0.5)):
+            r.records[f"tiny/hetero/{m}@seed{s}"] = {"key": f"tiny/hetero/{m}", "seed": s, "seconds": 1,
+                                                    "final": {"acc/mean": acc}}
+    row = next(line for line in mod.render(r).splitlines() if line.startswith("| centralized − zeroshot |"))
+    assert row == "| centralized − zeroshot | +0.310 ± 0.025 | 3 | 0.033 | 0.000347 | no verdict (another config) |"

@@ -652,7 +652,7 @@ def test_table1_at_the_long_budget_reports_the_last_rounds_change_and_the_claims
                for line in lines)
     assert any(line.startswith(f"| ELSA > Simple SL, topic, α̂ = 0.1, {n} rounds | Fig. 6 left |") for line in lines)
     claim = next(line for line in lines if line.startswith(f"| ELSA > FedCAda, topic, α̂ = 0.1, {n} rounds | Table 1 |"))
-    assert "+9.0 ± 2.0 pts (5 seeds)" in claim
+    assert "| no number for this task | +9.0 ± 2.0 pts (5 seeds)" in claim      # the paper's RTE numbers: entailment only
     assert "every method gives one constant answer in every seed at" not in text
     assert "Simple SL's own positive control" not in text and "✗ uncompressed" not in text
     # Simple SL's own control fails under the skew and passes iid: the line says so, both Simple SL claims are marked
@@ -709,6 +709,9 @@ def test_fig6_right_reports_each_depth_at_both_budgets_and_the_papers_depth_clai
     r = Results(tmp_path / "results.json")
     assert mod.fig6_right(r) == []
     n = mod.LONG_ROUNDS
+    # Table 1's 320-round ELSA row alone (p = 3's long cell) is not a Fig. 6 right record: no section
+    r.records["t1long/topic/a0.1/elsa@seed0"] = {"key": "t1long/topic/a0.1/elsa", "seed": 0, "final": {"acc/mean": 0.4}}
+    assert mod.fig6_right(r) == []
     for s in range(3):
         for p in mod.DEPTHS:
             for long, acc in ((False, 0.10 + 0.01 * p), (True, 0.50 - 0.1 * p + 0.01 * s * p)):
@@ -721,6 +724,17 @@ def test_fig6_right_reports_each_depth_at_both_budgets_and_the_papers_depth_clai
     claim = next(line for line in lines if line.startswith(f"| ELSA p = 2 > p = 4: a client part of half the blocks "
                                                           f"or more costs, {n} rounds | Fig. 6 right |"))
     assert "+18.0 ± 5.0 pts (3 seeds)" in claim
+    # p = 3 at 80 rounds is run again beside Table 1's ELSA row (the same config): the section compares the curves
+    assert not any("reproduction check" in line for line in lines)          # no Table 1 ELSA record yet
+    for s in range(3):
+        curve = [[40, 0.1, 1.0, 0.1], [80, 0.13, 2.0, 0.13]]
+        r.records[f"f6/topic/p3@seed{s}"]["summary"] = {"curve": curve}
+        other = [[40, 0.1, 1.0, 0.1], [80, 0.14 if s == 1 else 0.13, 2.0, 0.13]]
+        r.records[f"t1/topic/a0.1/elsa@seed{s}"] = {"key": "t1/topic/a0.1/elsa", "seed": s, "summary": {"curve": other},
+                                                   "final": {"acc/mean": other[-1][1]}}
+    assert "its curves DIFFER from Table 1's in seed 1 of the 3 both hold." in "\n".join(mod.fig6_right(r))
+    r.records["t1/topic/a0.1/elsa@seed1"]["summary"]["curve"][-1][1] = 0.13
+    assert "its curves equal Table 1's in every evaluated round for all 3 seeds both hold." in "\n".join(mod.fig6_right(r))
 
 
 def test_privacy_table_refuses_bad_seeds_in_one_line(capsys):
