@@ -165,22 +165,25 @@ class Results:
                 out[t] = "constant"
         return out
 
-    def stale_reasons(self, plan: list[Planned]) -> dict[str, set[str]]:
-        """{key: why its records are not current (`stale_reason`)} for the rows of `plan` with such a record: one
-        pass that resolves each record's config once, for a table that needs both `stale` and `outdated`."""
-        out: dict[str, set[str]] = {}
+    def stale_and_outdated(self, plan: list[Planned]) -> tuple[set[str], set[str]]:
+        """(`stale`, `outdated`) of `plan` in one pass that resolves each record's config once (`stale_reason`),
+        for a table that marks the first with † and gives no verdict on the second."""
+        stale: set[str] = set()
+        old: set[str] = set()
         for p in plan:
             for rec in self.runs(p.key):
                 why = stale_reason(rec, p.resolve(rec.get("seed", 0)))
                 if why is not None:
-                    out.setdefault(p.key, set()).add(why)
-        return out
+                    stale.add(p.key)
+                    if why == OUTDATED:
+                        old.add(p.key)
+        return stale, old
 
     def stale(self, plan: list[Planned]) -> set[str]:
         """Keys of rows with a record made by another config than the one the script would run now (older
         code or YAML), by other weights, or by other numerics (`stale_numerics`): a table marks them instead
         of presenting them as current."""
-        return set(self.stale_reasons(plan))
+        return self.stale_and_outdated(plan)[0]
 
     def outdated(self, plan: list[Planned]) -> set[str]:
         """Keys of rows with a record made by another config than the one the script would run now (`outdated`):

@@ -86,6 +86,9 @@ def test_a_record_of_other_numerics_is_stale(pico_zoo, tmp_path):
     assert execute(_plan(tmp_path), results, [0], progress=False, allow_dirty=True) == 0
     rec["environment"]["numerics_fingerprint"] = rec["environment"]["numerics_fingerprint"].replace("AVX2", "AVX512")
     assert stale_numerics(rec) and _plan(tmp_path)[0].key in results.stale(_plan(tmp_path))
+    # stale only by numerics, it still measures the row's config: † but not outdated (its claims keep a verdict)
+    stale, old = results.stale_and_outdated(_plan(tmp_path))
+    assert stale == {"t/zeroshot"} and old == set() == results.outdated(_plan(tmp_path))
     assert execute(_plan(tmp_path), results, [0], progress=False, allow_dirty=True) == 1
     del results.records["t/zeroshot@seed0"]["environment"]                    # made before fedlab recorded it
     assert stale_numerics(results.records["t/zeroshot@seed0"])

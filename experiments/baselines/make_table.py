@@ -15,7 +15,6 @@ from pathlib import Path
 
 from fedlab.claims import differences_table
 from fedlab.data.tasks import TASKS as TASK_SPECS
-from fedlab.records import OUTDATED
 from fedlab.runner import Planned, Results, constant_answer_note, run_table
 
 HERE = Path(__file__).resolve().parent
@@ -44,9 +43,7 @@ def render(r: Results) -> str:
              "the half-width of its 95 % t-interval. "
              "`results.json` holds each run's command, resolved config, wall time and MLflow run id.", "",
              "| method | homo mean acc | hetero mean acc |", "|---|---|---|"]
-    reasons = r.stale_reasons(plan())   # one pass over the records for both sets
-    stale = set(reasons)
-    outdated = {k for k, why in reasons.items() if OUTDATED in why}   # no verdict on records another config made
+    stale, outdated = r.stale_and_outdated(plan())   # † on the first; no verdict on the second
     for m in METHODS:
         cells = [r.final(f"tiny/{s}/{m}", "acc/mean") + (" †" if f"tiny/{s}/{m}" in stale else "")
                  for s in ("homo", "hetero")]

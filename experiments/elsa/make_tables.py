@@ -33,7 +33,6 @@ import sys
 from pathlib import Path
 
 from fedlab.claims import Claim, claims_table, differences_table
-from fedlab.records import OUTDATED
 from fedlab.runner import Planned, Results, run_table
 from fedlab.stats import fmt_ci
 
@@ -153,6 +152,10 @@ def method_budget(method: str) -> tuple[str, ...]:
 
 def long_key(task: str, alpha: str, method: str) -> str:
     return f"t1long/{task}/a{alpha}/{method}"
+
+
+# Fig. 6 right's two budgets: (long, label), the calibrated one (base.yaml's 80 rounds) and LONG_ROUNDS
+F6_BUDGETS = ((False, "80 rounds"), (True, f"{LONG_ROUNDS} rounds"))
 
 
 def f6_key(p: int, long: bool = False) -> str:
@@ -586,9 +589,7 @@ def table2(r: Results, stale: set[str] = frozenset(), outdated: set[str] = froze
 
 def render(r: Results) -> str:
     seeds = sorted({rec["seed"] for rec in r.records.values()})
-    reasons = r.stale_reasons(plan())   # one pass over the records for both sets
-    stale = set(reasons)                # cells marked †: another config, other numerics or other weights made them
-    outdated = {k for k, why in reasons.items() if OUTDATED in why}   # no verdict, no Table 2 target from them
+    stale, outdated = r.stale_and_outdated(plan())   # † on the first; no verdict, no Table 2 target from the second
     lines = ["# ELSA results (embedded scale)", "",
              f"Produced by `python experiments/elsa/make_tables.py` (seeds {', '.join(map(str, seeds)) or 'none yet'}; "
              "2 CPU cores). Each cell: mean ± 95 % interval over seeds; rows not run yet are absent. Accuracies are "
@@ -638,22 +639,21 @@ def fig6_right(r: Results, stale: set[str] = frozenset(), outdated: set[str] = f
     calibrated budget and at LONG_ROUNDS, and the paper's claim that accuracy drops once the client holds half the
     blocks or more (its p ≥ 6 of 12; here p ≥ 3 of 6), paired over seeds against p = 2, the deepest client part
     under half; [] before any record."""
-    budgets = ((False, "80 rounds"), (True, f"{LONG_ROUNDS} rounds"))
-    if not any(r.runs(f6_key(p, long)) for p in DEPTHS for long, _ in budgets if not (long and p == TABLE_DEPTH)):
+    if not any(r.runs(f6_key(p, long)) for p in DEPTHS for long, _ in F6_BUDGETS if not (long and p == TABLE_DEPTH)):
         return []
     lines = ["", "## Fig. 6 right: ELSA against the client-side depth p (topic, α̂ = 0.1)", "",
              f"Split [p, 5 − p, 1] of the 6-block encoder; p = {TABLE_DEPTH} is Table 1's ELSA (its rows at "
              f"{LONG_ROUNDS} rounds are the 320-round block's). Split-path accuracy ×100 (the whole model's in "
              f"brackets); chance {100 * head_chance('topic'):.0f}.", "",
-             "| p | split | " + " | ".join(label for _, label in budgets) + " |", "|---|---|---|---|"]
+             "| p | split | " + " | ".join(label for _, label in F6_BUDGETS) + " |", "|---|---|---|---|"]
     for p in DEPTHS:
         lines.append(f"| {p} | [{p}, {5 - p}, 1] | "
-                     + " | ".join(_acc_cell(r, f6_key(p, long), stale) for long, _ in budgets) + " |")
+                     + " | ".join(_acc_cell(r, f6_key(p, long), stale) for long, _ in F6_BUDGETS) + " |")
     lines += depth_reproduction(r)
     acc = lambda rec: rec["final"]["acc/mean"]
     claims = [Claim(f"ELSA p = 2 > p = {p}: a client part of half the blocks or more costs, {label}", "Fig. 6 right",
                     "drops sharply at p ≥ half the blocks (no number)", f6_key(2, long), f6_key(p, long), acc)
-              for long, label in budgets for p in DEPTHS if p > 2]
+              for long, label in F6_BUDGETS for p in DEPTHS if p > 2]
     if any(r.runs(c.a) and r.runs(c.b) for c in claims):
         lines += ["", *claims_table(r, claims, outdated)]
     return lines
@@ -825,11 +825,11 @@ def figures(r: Results, folder: Path = HERE) -> None:
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     pair(left, "elsa", "simple_sl", "Fig. 6 left: ELSA vs Simple SL (α̂ = 0.1)")
     drawn = 0
-    for long, label in ((False, "80 rounds"), (True, f"{LONG_ROUNDS} rounds")):
+    for long, label in F6_BUDGETS:
         pts = [(p, q) for p in DEPTHS if (q := point(f6_key(p, long), acc))]
         if pts:   # the two budgets side by side at each p, so their intervals do not overlap
-            right.errorbar([p + (0.06 if long else -0.06) for p, _ in pts], [q[0] for _, q in pts], yerr=[q[1] for _, q in pts], marker="o",
-                           capsize=3, label=label)
+            right.errorbar([p + (0.06 if long else -0.06) for p, _ in pts], [q[0] for _, q in pts],
+                           yerr=[q[1] for _, q in pts], marker="o", capsize=3, label=label)
             drawn += 1
     if not drawn:
         right.text(0.5, 0.6, "no f6/ rows yet (--only f6/)", ha="center", va="center", transform=right.transAxes)

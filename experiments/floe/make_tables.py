@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 from fedlab.claims import differences_table
-from fedlab.records import OUTDATED
 from fedlab.runner import Planned, Results, constant_answer_note, log_to_parent, run_table
 
 HERE = Path(__file__).resolve().parent
@@ -98,9 +97,7 @@ def _mean_over_rounds(rec: dict, metric: str) -> float | None:
 
 def render(r: Results) -> str:
     seeds = sorted({rec["seed"] for rec in r.records.values() if isinstance(rec, dict) and "seed" in rec})
-    reasons = r.stale_reasons(plan())   # one pass over the records for both sets
-    stale = set(reasons)
-    outdated = {k for k, why in reasons.items() if OUTDATED in why}   # no verdict on records another config made
+    stale, outdated = r.stale_and_outdated(plan())   # † on the first; no verdict on the second
     lines = ["# Floe results (embedded scale)", "",
              f"Produced by `python experiments/floe/make_tables.py` (seeds {', '.join(map(str, seeds)) or 'none yet'}; "
              "2 CPU cores). Mean over seeds ± the half-width of the 95 % t-interval; accuracy on recall and "
