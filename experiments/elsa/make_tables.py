@@ -669,9 +669,9 @@ def depth_reproduction(r: Results) -> list[str]:
     if not both:
         return []
     differ = [s for s in both if a[s] != b[s]]
-    verdict = (f"its curves equal Table 1's in every evaluated round for all {len(both)} seeds both hold"
+    verdict = (f"its curves equal Table 1's in every evaluated round, in each of the {len(both)} seeds the two rows share"
                if not differ else f"its curves DIFFER from Table 1's in seed{'s' if len(differ) > 1 else ''} "
-               f"{', '.join(map(str, differ))} of the {len(both)} both hold")
+               f"{', '.join(map(str, differ))} of the {len(both)} seeds the two rows share")
     return ["", f"p = {TABLE_DEPTH} at 80 rounds is its own row (`{own}`), the same config as Table 1's ELSA row "
                 f"(`{table}`), run again as a reproduction check: {verdict}."]
 
