@@ -49,6 +49,21 @@ def git_state(root: Path = ROOT) -> dict:
             "changed": sorted(tracked + untracked), "diff": diff}
 
 
+def foreign_checkout(folder: Path, root: Path = ROOT) -> Path | None:
+    """The git checkout holding `folder` when it is another fedlab checkout than `root`, the one fedlab is imported
+    from (it holds `fedlab/__init__.py`); else None. A table script run from there would record `root`'s commit
+    while its plan and YAMLs come from the other checkout."""
+    try:
+        top = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if top.returncode != 0:
+        return None
+    other = Path(top.stdout.strip()).resolve()
+    return other if other != Path(root).resolve() and (other / "fedlab" / "__init__.py").is_file() else None
+
+
 def diff_sha256(diff: str) -> str:
     return hashlib.sha256(diff.encode()).hexdigest()
 

@@ -32,12 +32,19 @@ class DirtyTree(RuntimeError):
     """A table run asked of a tree with uncommitted changes to files that can change its numbers."""
 
 
-def check_tree(allow_dirty: bool) -> dict:
+def check_tree(allow_dirty: bool, folder: Path | None = None) -> dict:
     """fedlab's git state before a table runs: a tree with uncommitted changes (or no git checkout) is refused
-    unless `allow_dirty` — then every record carries the diff's sha256 and the diff itself is kept."""
-    from fedlab.provenance import git_state
+    unless `allow_dirty` — then every record carries the diff's sha256 and the diff itself is kept. A table
+    `folder` inside another fedlab checkout than the imported one is refused always: its records would name the
+    imported checkout's commit while its plan and YAMLs come from the other."""
+    from fedlab import provenance
 
-    state = git_state()
+    other = provenance.foreign_checkout(folder) if folder is not None else None
+    if other is not None:
+        raise DirtyTree(f"table: {folder} lies in the fedlab checkout {other}, but this Python imports fedlab from "
+                        f"{provenance.ROOT}, so its records would name that checkout's commit while the plan and "
+                        f"YAMLs come from {other}; run it with PYTHONPATH={other}, or install that checkout")
+    state = provenance.git_state()
     if state["clean"] is not True and not allow_dirty:
         what = ("fedlab is not a git checkout, so no record could name its source" if state["commit"] is None else
                 f"the working tree has uncommitted changes to {len(state['changed'])} file(s) that can change "
@@ -131,7 +138,7 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
                 todo.append((p, seed, cfg))
     if not todo:
         return 0
-    check_tree(allow_dirty)
+    check_tree(allow_dirty, results.path.parent)
     jobs = default_jobs([c for *_, c in todo]) if jobs is None else jobs
     parent = _parent_run(results, todo[0][2], title or str(results.path.parent.name))
     tags = {"mlflow.parentRunId": parent, "fedlab.table": title} if parent else None

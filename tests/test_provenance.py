@@ -75,6 +75,27 @@ def test_a_table_refuses_a_dirty_tree_and_keeps_the_diff_when_allowed(pico_zoo, 
     assert (tmp_path / rec["diff"]).read_text() == DIRTY["diff"] and rec["diff"] == f"diffs/{sha[:16]}.patch"
 
 
+def test_a_table_in_another_fedlab_checkout_is_refused(pico_zoo, repo, tmp_path, capsys):
+    """A table script in one fedlab checkout run with another checkout's fedlab imported would record the imported
+    checkout's commit beside the other's plan and YAMLs: refused, even with --allow-dirty."""
+    from fedlab.provenance import foreign_checkout
+    from fedlab.runner import run_table
+
+    folder = repo / "experiments" / "t"
+    folder.mkdir(parents=True)
+    assert foreign_checkout(folder) is None                       # a git checkout, but not fedlab's
+    (repo / "fedlab").mkdir()
+    (repo / "fedlab" / "__init__.py").write_text("")
+    assert foreign_checkout(folder) == repo.resolve()
+    assert foreign_checkout(folder, root=repo) is None            # the checkout fedlab is imported from
+    assert foreign_checkout(tmp_path / "runs") is None            # not a git checkout
+    for flags in ([], ["--allow-dirty"]):
+        assert run_table(folder, lambda: _plan(tmp_path), lambda r: "", ["--seeds", "0", *flags]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"PYTHONPATH={repo.resolve()}" in err and "imports fedlab from" in err
+    assert not (folder / "results.json").exists()
+
+
 def test_a_record_of_other_numerics_is_stale(pico_zoo, tmp_path):
     from fedlab.records import stale_numerics
     from fedlab.runner import Results, execute
