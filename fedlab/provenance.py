@@ -11,6 +11,7 @@ patch as an MLflow artifact and beside the table's records (`fedlab.runner`, `fe
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 from pathlib import Path
 
@@ -50,18 +51,28 @@ def git_state(root: Path = ROOT) -> dict:
 
 
 def foreign_checkout(folder: Path, root: Path = ROOT) -> Path | None:
-    """The git checkout holding `folder` when it is another fedlab checkout than `root`, the one fedlab is imported
-    from (it holds `fedlab/__init__.py`); else None. A table script run from there would record `root`'s commit
-    while its plan and YAMLs come from the other checkout."""
+    """The git checkout holding `folder` (or its nearest existing parent) when it is another fedlab checkout than
+    `root`, the one fedlab is imported from (it holds `fedlab/__init__.py`); else None, also when git cannot
+    tell. A table script run from there would record `root`'s commit while its plan and YAMLs come from the
+    other checkout."""
+    folder = Path(folder).resolve()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
     try:
         top = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"], capture_output=True,
                              text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return None
-    if top.returncode != 0:
+    if top.returncode != 0 or not top.stdout.strip():
         return None
     other = Path(top.stdout.strip()).resolve()
-    return other if other != Path(root).resolve() and (other / "fedlab" / "__init__.py").is_file() else None
+    if not (other / "fedlab" / "__init__.py").is_file():
+        return None
+    try:
+        same = os.path.samefile(other, root)        # one folder, however its path is spelled (case, links)
+    except OSError:
+        same = other == Path(root).resolve()
+    return None if same else other
 
 
 def diff_sha256(diff: str) -> str:

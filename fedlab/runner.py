@@ -42,8 +42,8 @@ def check_tree(allow_dirty: bool, folder: Path | None = None) -> dict:
     other = provenance.foreign_checkout(folder) if folder is not None else None
     if other is not None:
         raise DirtyTree(f"table: {folder} lies in the fedlab checkout {other}, but this Python imports fedlab from "
-                        f"{provenance.ROOT}, so its records would name that checkout's commit while the plan and "
-                        f"YAMLs come from {other}; run it with PYTHONPATH={other}, or install that checkout")
+                        f"{provenance.ROOT}, so its records would name {provenance.ROOT}'s commit while the plan and "
+                        f"YAMLs come from {other}; run it with PYTHONPATH={other}, or `pip install -e {other}`")
     state = provenance.git_state()
     if state["clean"] is not True and not allow_dirty:
         what = ("fedlab is not a git checkout, so no record could name its source" if state["commit"] is None else

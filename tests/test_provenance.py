@@ -75,7 +75,7 @@ def test_a_table_refuses_a_dirty_tree_and_keeps_the_diff_when_allowed(pico_zoo, 
     assert (tmp_path / rec["diff"]).read_text() == DIRTY["diff"] and rec["diff"] == f"diffs/{sha[:16]}.patch"
 
 
-def test_a_table_in_another_fedlab_checkout_is_refused(pico_zoo, repo, tmp_path, capsys):
+def test_a_table_in_another_fedlab_checkout_is_refused(pico_zoo, repo, tmp_path, capsys, monkeypatch):
     """A table script in one fedlab checkout run with another checkout's fedlab imported would record the imported
     checkout's commit beside the other's plan and YAMLs: refused, even with --allow-dirty."""
     from fedlab.provenance import foreign_checkout
@@ -86,9 +86,21 @@ def test_a_table_in_another_fedlab_checkout_is_refused(pico_zoo, repo, tmp_path,
     assert foreign_checkout(folder) is None                       # a git checkout, but not fedlab's
     (repo / "fedlab").mkdir()
     (repo / "fedlab" / "__init__.py").write_text("")
+    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
+    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "fedlab")
     assert foreign_checkout(folder) == repo.resolve()
+    assert foreign_checkout(folder / "not-yet") == repo.resolve()  # a folder a table would create
     assert foreign_checkout(folder, root=repo) is None            # the checkout fedlab is imported from
-    assert foreign_checkout(tmp_path / "runs") is None            # not a git checkout
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    monkeypatch.chdir(repo)                                       # git's empty answer must not read as the cwd
+    assert foreign_checkout(plain) is None                        # not a git checkout
+    # a `git worktree add` of the same repository is another checkout: its folder is refused under the first
+    _git(repo, "worktree", "add", "-q", "--detach", str(tmp_path / "wt"))
+    in_wt = tmp_path / "wt" / "experiments" / "t"
+    in_wt.mkdir(parents=True)
+    assert foreign_checkout(in_wt, root=repo) == (tmp_path / "wt").resolve()
+    assert foreign_checkout(in_wt, root=tmp_path / "wt") is None
     for flags in ([], ["--allow-dirty"]):
         assert run_table(folder, lambda: _plan(tmp_path), lambda r: "", ["--seeds", "0", *flags]) == 2
         err = capsys.readouterr().err
