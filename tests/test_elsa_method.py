@@ -689,7 +689,10 @@ def test_table1_at_the_long_budget_reports_the_last_rounds_change_and_the_claims
     assert f"### Table 1 at {n} rounds (fedlab's longer budget; entailment, α̂ = 0.1)" in text
     assert f"### Table 1 at {n} rounds (fedlab's longer budget; topic" not in text and "(t1long.png)" not in text
     assert "(t1long_entailment.png)" in text and (tmp_path / "t1long_entailment.png").exists()
-    assert f"| ELSA > FedAvg, entailment, α̂ = 0.1, {n} rounds |" in text and "chance 50." in text
+    assert f"| ELSA > FedAvg, entailment, α̂ = 0.1, {n} rounds | Table 1 | 80.93 vs 79.21 (+1.72) |" in text
+    assert f"| ELSA > FedAvg (Random), entailment, α̂ = 0.1, {n} rounds | Table 1 | 80.93 vs 78.48 (+2.45) |" in text
+    assert f"| FedAvg > FedAvg (Random): trust-free grouping costs, entailment, α̂ = 0.1, {n} rounds | Table 1 text | " \
+           "79.21 vs 78.48 (+0.73) |" in text and "chance 50." in text
     assert f"| ELSA > FedCAda, entailment, α̂ = 0.1, {n} rounds | Table 1 | 80.93 vs 79.23 (+1.70) |" in text
 
 
