@@ -26,16 +26,20 @@ def affects_numbers(path: str) -> bool:
     return not (p.name in NOT_CODE_NAMES or p.suffix in NOT_CODE_SUFFIXES or p.parts[:1] == ("mlruns",))
 
 
+def run_git(where: Path, *args: str) -> subprocess.CompletedProcess:
+    """`git -C where args…`, its output as text (raises OSError without git, TimeoutExpired after 30 s)."""
+    return subprocess.run(["git", "-C", str(where), *args], capture_output=True, text=True, timeout=30)
+
+
 def git_state(root: Path = ROOT) -> dict:
     """{"commit": HEAD or None (not a git checkout), "clean": bool or None, "changed": [paths that affect
     numbers and differ from HEAD, untracked ones included], "diff": the patch of those paths ('' when clean)}."""
-    _git = lambda *args: subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30)
     unknown = {"commit": None, "clean": None, "changed": [], "diff": ""}
     try:
-        head = _git("rev-parse", "HEAD")
+        head = run_git(root, "rev-parse", "HEAD")
         if head.returncode != 0:
             return unknown
-        status = _git("status", "--porcelain", "--untracked-files=all").stdout.splitlines()
+        status = run_git(root, "status", "--porcelain", "--untracked-files=all").stdout.splitlines()
     except (OSError, subprocess.SubprocessError):
         return unknown
     tracked, untracked = [], []
@@ -43,9 +47,9 @@ def git_state(root: Path = ROOT) -> dict:
         path = line[3:].split(" -> ")[-1].strip('"')
         if affects_numbers(path):
             (untracked if line.startswith("??") else tracked).append(path)
-    diff = _git("diff", "HEAD", "--", *tracked).stdout if tracked else ""
+    diff = run_git(root, "diff", "HEAD", "--", *tracked).stdout if tracked else ""
     for path in untracked:     # a new file as a patch from nothing (exit status 1 means "they differ")
-        diff += _git("diff", "--no-index", "--", "/dev/null", path).stdout
+        diff += run_git(root, "diff", "--no-index", "--", "/dev/null", path).stdout
     return {"commit": head.stdout.strip(), "clean": not (tracked or untracked),
             "changed": sorted(tracked + untracked), "diff": diff}
 
@@ -59,8 +63,7 @@ def foreign_checkout(folder: Path, root: Path = ROOT) -> Path | None:
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     try:
-        top = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"], capture_output=True,
-                             text=True, timeout=30)
+        top = run_git(folder, "rev-parse", "--show-toplevel")
     except (OSError, subprocess.SubprocessError):
         return None
     if top.returncode != 0 or not top.stdout.strip():

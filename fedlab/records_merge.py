@@ -19,6 +19,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fedlab.provenance import run_git
 from fedlab.records import ROOT, Planned, Results, record_key, stale_reason
 
 COMPARED = ("final", "zero", "rounds")       # the numbers of a record that two runs of one config must share
@@ -89,8 +90,7 @@ def _commit_known(commit: str, cache: dict[str, bool]) -> bool:
         return False
     if commit not in cache:
         try:
-            r = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{commit}^{{commit}}"],
-                               capture_output=True, timeout=30)
+            r = run_git(ROOT, "cat-file", "-e", f"{commit}^{{commit}}")
             cache[commit] = r.returncode == 0
         except (OSError, subprocess.SubprocessError):
             cache[commit] = False
