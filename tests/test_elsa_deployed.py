@@ -93,9 +93,10 @@ def test_the_scored_split_path_is_the_pipeline_with_a_live_edge(bert_home, tmp_p
 
 
 def test_the_uncompressed_split_model_learns_an_iid_pico_task_and_ssop_alone_stays_near_it(bert_home, tmp_path):
-    """Positive control: Vanilla (ρ = 1, no SS-OP) ends ≥ 0.25 above chance (topic: 0.25) and its split-path accuracy
-    equals the whole model's at every evaluation; SS-OP alone (a rotation, no information lost) ends within
-    0.15 of it."""
+    """Positive control: Vanilla (ρ = 1, no SS-OP) ends ≥ 0.25 above chance (topic: 0.25); its link is the identity,
+    so its split path is scored by the whole model's computation (the test above shows the two agree bit for bit)
+    and the two accuracies are one number. SS-OP alone (a rotation, no information lost) is scored on its own
+    split path, reconstructs the activations exactly (cosine ≈ 1) and ends within 0.15 of Vanilla."""
     from fedlab.data.tasks import TASKS
     from fedlab.experiment import run_experiment
 
@@ -106,7 +107,10 @@ def test_the_uncompressed_split_model_learns_an_iid_pico_task_and_ssop_alone_sta
     assert len(evals) >= 2 and all(r["acc/mean"] == r["full/acc/mean"] for r in evals)
     assert "link/cosine" not in h.final           # raw floats: nothing to reconstruct
     assert 0 < h.final["top/task_topic"] < 1.0     # the split path's most frequent answer: not one constant
-    ssop = run_experiment(_cfg(tmp_path / "b", "method.ssop_rank=4", base=LEARN), progress=False).final["acc/mean"]
+    rotated = run_experiment(_cfg(tmp_path / "b", "method.ssop_rank=4", base=LEARN), progress=False)
+    scored = [(r["acc/mean"], r["full/acc/mean"]) for r in rotated.rounds if "acc/mean" in r]
+    assert any(a != f for a, f in scored), scored   # θ₂ learnt rotated inputs: the split path is not the whole model
+    ssop = rotated.final["acc/mean"]
     assert abs(vanilla - ssop) <= 0.15, (vanilla, ssop)
 
 
@@ -178,7 +182,10 @@ def test_simple_sl_trains_one_shared_theta2_and_differs_from_fedavg(bert_home, t
         Elsa.finalize = original
         elsa_method.round_seconds = timed
     assert turns == {"single": {True}, "nearest": {False}}      # Simple SL's clients queue for the cloud
-    assert any(not torch.equal(kept["single"][k], kept["nearest"][k]) for k in kept["single"])
+    # θ₂ differs by far more than float rounding could make it (0.010 when written): sequential steps on one
+    # θ₂ against per-edge copies averaged
+    gap = max(float((kept["single"][k] - kept["nearest"][k]).abs().max()) for k in kept["single"])
+    assert gap > 1e-3, gap
     # its link time counts two round trips a step to the cloud, which lies cloud_km away
     assert sl.rounds[1]["server/link_latency_seconds"] > 0
 
