@@ -96,7 +96,8 @@ def test_the_uncompressed_split_model_learns_an_iid_pico_task_and_ssop_alone_sta
     """Positive control: Vanilla (ρ = 1, no SS-OP) ends ≥ 0.25 above chance (topic: 0.25); its link is the identity,
     so its split path is scored by the whole model's computation (the test above shows the two agree bit for bit)
     and the two accuracies are one number. SS-OP alone (a rotation, no information lost) is scored on its own
-    split path, reconstructs the activations exactly (cosine ≈ 1) and ends within 0.15 of Vanilla."""
+    split path, which differs from the unrotated whole model's at some evaluation (θ₂ learnt rotated inputs),
+    and ends within 0.15 of Vanilla."""
     from fedlab.data.tasks import TASKS
     from fedlab.experiment import run_experiment
 
