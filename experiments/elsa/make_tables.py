@@ -374,8 +374,8 @@ RTE = {"0.1": {"fedavg": "80.93 vs 79.21 (+1.72)", "fedavg_random": "80.93 vs 78
 def paper_number(task: str, alpha: str, comparison: str) -> str:
     """The paper's Table 1 number for `comparison` (a RTE key: "fedavg", "fedavg_random", "fedavg>random",
     "fedcada") on `task` at α̂ = `alpha`: RTE's for entailment, else "no number for this task"."""
-    return RTE.get(alpha, {}).get(comparison, "no number for this task") if task == "entailment" else \
-        "no number for this task"
+    numbers = RTE.get(alpha, {}) if task == "entailment" else {}
+    return numbers.get(comparison, "no number for this task")
 
 
 def table1_claims(r: Results) -> list[Claim]:
