@@ -318,7 +318,12 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
     assert len(rows) == (len(mod.TASKS) * len(mod.ALPHAS) * len(mod.METHODS) + len(mod.RATIOS) + len(mod.DEPTHS)
                          + 2 * len(mod.WARMUPS) + len(mod.TASKS) * len(mod.CAL_SETTINGS)
                          + len(mod.CONTROL_RATIOS) * len(mod.SKETCH_CONTROLS) + 3 * len(mod.FINGERPRINTS)
-                         + len(mod.LONG_SETTINGS) * len(mod.LONG_METHODS) + len(mod.DEPTHS) - 1 + sum(map(len, mod.SIMPLE_SL_SETTINGS.values())) + (2 if installed("minilm-l6") else 0))
+                         + len(mod.LONG_SETTINGS) * len(mod.LONG_METHODS) + len(mod.DEPTHS) - 1 + sum(map(len, mod.SIMPLE_SL_SETTINGS.values()))
+                         + len(mod.CENTRAL_GRID) - 1 + (2 if installed("minilm-l6") else 0))
+    # the centralized paraphrase row's lr × τ grid: its (0.002, 0) corner is the calibration row, not planned twice
+    grid = {mod.central_grid_key(lr, tau): (float(lr), float(tau)) for lr, tau in mod.CENTRAL_GRID}
+    assert len(grid) == 4 and grid["cal/paraphrase/central/reference"] == (0.002, 0.0)
+    assert sum(p.key in grid for p in rows) == len(grid)
     for p in rows:
         cfg = load_config(p.config, list(p.overrides))
         m = cfg.method
@@ -328,12 +333,12 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
             assert m.ratio == 1 and m.ssop_rank == 0
         if p.key.startswith("cal/"):        # the positive control: uncompressed, every client, size weights
             assert m.ratio == 1 and m.ssop_rank == 0 and m.aggregation == "sizes" and m.grouping in ("nearest", "single")
-            assert (cfg.data.num_clients == 1) == p.key.endswith("/central/reference")
-            assert (m.grouping == "single") == p.key.endswith(("/simple_sl", "/central/reference"))  # Simple SL's own control
+            assert (cfg.data.num_clients == 1) == ("/central/" in p.key)
+            assert (m.grouping == "single") == (p.key.endswith("/simple_sl") or "/central/" in p.key)  # Simple SL's own control
             assert cfg.data.mislabeled_count == 0 and not cfg.data.mislabeled_clients
         if "/paraphrase/" in p.key:          # paraphrase's budget: 5e-3 with the logit-adjusted loss, every column;
-            central = p.key.endswith("/central/reference")        # the centralized control: 2e-3, plain loss
-            assert (cfg.federation.lr, m.logit_adjust) == ((0.002, 0.0) if central else (lr_of(p.key, 0.005), 1.0)), p.key
+            # the centralized control: 2e-3, plain loss; its grid: the lr and τ its key names, all else the same
+            assert (cfg.federation.lr, m.logit_adjust) == grid.get(p.key, (lr_of(p.key, 0.005), 1.0)), p.key
         elif p.key.startswith(("cal/", "t1/", "t1long/")):
             assert m.logit_adjust == 0, p.key
             task_lr = 0.002 if "/entailment/" in p.key else 0.005
@@ -348,7 +353,7 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
         # every row carries Adam's moments (the budget); only FedCAda adds its correction γ
         assert m.client_opt == "fedcada" and (m.fedcada_gamma > 0) == p.key.endswith("/fedcada")
         if p.key.startswith("cal/"):        # the centralized client takes the federation's steps of a round
-            central = p.key.endswith("/central/reference")
+            central = "/central/" in p.key
             assert m.rho_steps == (40 if central else 2) and cfg.federation.betas[1] == (0.95 if central else 0.999)
         if p.key.startswith("trust/"):      # the trust step alone: warm-up, fingerprints, no training round
             assert cfg.federation.rounds == 0 and m.warmup_steps == int(p.key.split("/w")[1])
@@ -370,10 +375,55 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
     f6, long = by_key[mod.f6_key(mod.TABLE_DEPTH)], by_key[mod.f6_key(mod.TABLE_DEPTH, long=True)]
     assert long.key == "t1long/topic/a0.1/elsa" and f"f6long/topic/p{mod.TABLE_DEPTH}" not in by_key
     assert load_config(f6.config, [*f6.overrides, *mod.LONG_BUDGET]) == load_config(long.config, list(long.overrides))
+    ref = by_key["cal/paraphrase/central/reference"]       # each grid cell: the calibration row, lr and τ changed
+    for key, (lr, tau) in grid.items():
+        assert load_config(by_key[key].config, list(by_key[key].overrides)) == load_config(
+            ref.config, [*ref.overrides, f"federation.lr={lr}", f"method.logit_adjust={tau}"]), key
     text = mod.render(Results(tmp_path / "results.json"))
     assert "Table 1" in text and "none yet" in text
+    assert "Which change lets the centralized" not in text    # no grid records: no grid section
     assert (tmp_path / "fig5.png").exists() and (tmp_path / "fig6.png").exists()
     assert (tmp_path / "table3.png").exists() and "(table3.png)" in text
+
+
+def test_the_central_grid_separates_the_learning_rate_from_the_logit_adjustment(tmp_path):
+    """The centralized paraphrase row's lr × τ grid from hand-made records: a 2 × 2 table (the calibration row at
+    lr 0.002, τ = 0) and each setting's effect at either value of the other, paired over seeds."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    from fedlab.runner import Results
+
+    path = Path(__file__).resolve().parents[1] / "experiments/elsa/make_tables.py"
+    spec = importlib.util.spec_from_file_location("elsa_tables_grid", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    # the lr alone matters: 0.93 + 0.01 s at 0.002, 0.74 at 0.005, whatever τ
+    acc = {("0.002", "0"): 0.93, ("0.002", "1"): 0.93, ("0.005", "0"): 0.74, ("0.005", "1"): 0.74}
+    records = {}
+    for (lr, tau), a in acc.items():
+        key = mod.central_grid_key(lr, tau)
+        for s in range(3):
+            v = a + (0.01 * s if lr == "0.002" else 0.0)
+            records[f"{key}@seed{s}"] = {"key": key, "seed": s, "label": key,
+                                         "final": {"acc/mean": v, "full/acc/mean": v}}
+    (tmp_path / "results.json").write_text(json.dumps(records))
+    r = Results(tmp_path / "results.json")
+    assert mod.central_grid_section(Results(tmp_path / "none.json")) == []
+    only_reference = {k: v for k, v in records.items() if k.startswith("cal/paraphrase/central/reference@")}
+    (tmp_path / "ref.json").write_text(json.dumps(only_reference))
+    assert mod.central_grid_section(Results(tmp_path / "ref.json")) == []   # the calibration row alone: no grid
+    lines = mod.central_grid_section(r)
+    assert "| lr | τ = 0 | τ = 1 |" in lines
+    row = {line.split(" | ")[0]: line for line in lines if line.startswith("| 0.00")}
+    assert row["| 0.002"].startswith("| 0.002 | 94.0 ± 2.5 (94.0 ± 2.5) (3 seeds) | 94.0 ± 2.5")
+    assert row["| 0.005"].startswith("| 0.005 | 74.0 ± 0.0 (74.0 ± 0.0) (3 seeds) | 74.0 ± 0.0")
+    diff = {line.split(" | ")[0]: line for line in lines if line.startswith(("| lr 0.005", "| τ = 1"))}
+    assert set(diff) == {"| lr 0.005 − lr 0.002, τ = 0", "| lr 0.005 − lr 0.002, τ = 1",
+                         "| τ = 1 − τ = 0, lr 0.002", "| τ = 1 − τ = 0, lr 0.005"}
+    assert diff["| lr 0.005 − lr 0.002, τ = 0"].startswith("| lr 0.005 − lr 0.002, τ = 0 | -20.0 ± 2.5 | 3 |")
+    assert diff["| τ = 1 − τ = 0, lr 0.005"].startswith("| τ = 1 − τ = 0, lr 0.005 | +0.0 ± 0.0 | 3 |")
 
 
 @pytest.mark.slow

@@ -84,6 +84,11 @@ CAL_SETTINGS = {"iid": ("iid", ("data.partition=iid", "data.mislabeled_count=0")
 # clean 4de1911); at 2e-3 with the plain loss (one client's prior is the data's, nearly uniform) it learns the task
 # (93.0, clean 47ce9ba)
 CENTRAL_BUDGET = {"paraphrase": ("federation.lr=0.002", "method.logit_adjust=0")}
+# which of those two changes lets the centralized paraphrase row learn: the 2 × 2 of lr × τ around it, each cell the
+# centralized reference with only those two settings changed; (0.002, 0) is CENTRAL_BUDGET's, the calibration row
+# itself (not run twice)
+CENTRAL_GRID_TASK = "paraphrase"
+CENTRAL_GRID = (("0.002", "0"), ("0.002", "1"), ("0.005", "0"), ("0.005", "1"))   # (federation.lr, logit_adjust τ)
 # Simple SL's own positive control (cal/{task}/…/simple_sl): Simple SL with the link uncompressed, no mislabeled
 # clients, iid and under the paper's skew. Its one θ₂ on the cloud takes the clients' steps in turn (ϱ × 20 a
 # round) while their own parts are averaged (SPEC §3.4). One-seed probes (seed 0, 2026-11-27) learnt iid (0.97 at
@@ -166,6 +171,13 @@ def f6_key(p: int, long: bool = False) -> str:
     return f"f6/topic/p{p}"
 
 
+def central_grid_key(lr: str, tau: str) -> str:
+    """The centralized paraphrase row at lr `lr` and logit adjustment τ = `tau`: CENTRAL_BUDGET's (0.002, 0) is
+    the calibration row `cal/paraphrase/central/reference`, the others `cal/paraphrase/central/lr{lr}_tau{tau}`."""
+    base = f"cal/{CENTRAL_GRID_TASK}/central"
+    return f"{base}/reference" if (lr, tau) == ("0.002", "0") else f"{base}/lr{lr}_tau{tau}"
+
+
 def long_figure_name(task: str) -> str:
     """The learning-curve figure of a LONG_SETTINGS cell (topic's keeps its first name, t1long.png)."""
     return "t1long.png" if task == "topic" else f"t1long_{task}.png"
@@ -179,6 +191,14 @@ def plan() -> list[Planned]:
                                 (f"data.tasks=[{task}]", *TASK_BUDGET.get(task, ()), *REFERENCE, *over,
                                  *(CENTRAL_BUDGET.get(task, ()) if key == "central" else ())),
                                 label=f"uncompressed reference, {label}", setting=f"{task} calibration"))
+    for lr, tau in CENTRAL_GRID:
+        if central_grid_key(lr, tau) != f"cal/{CENTRAL_GRID_TASK}/central/reference":
+            rows.append(Planned(central_grid_key(lr, tau), HERE / "dirichlet.yaml",
+                                (f"data.tasks=[{CENTRAL_GRID_TASK}]", *TASK_BUDGET.get(CENTRAL_GRID_TASK, ()),
+                                 *REFERENCE, *CAL_SETTINGS["central"][1], f"federation.lr={lr}",
+                                 f"method.logit_adjust={tau}"),
+                                label=f"uncompressed reference, centralized, lr {lr}, τ = {tau}",
+                                setting=f"{CENTRAL_GRID_TASK} calibration"))
     for task, keys in SIMPLE_SL_SETTINGS.items():
         for key in keys:
             label, over = CAL_SETTINGS[key]
@@ -323,7 +343,7 @@ def _acc_cell(r: Results, key: str, stale: set[str] = frozenset()) -> str:
     return _seeds_noted(r, key, split + (f" ({full})" if full and full != "-" else "")) + (" †" if key in stale else "")
 
 
-def calibration_section(r: Results, stale: set[str] = frozenset()) -> list[str]:
+def calibration_section(r: Results, stale: set[str] = frozenset(), outdated: set[str] = frozenset()) -> list[str]:
     """The positive control: the uncompressed reference per task and setting, final accuracy and chance,
     flagged when the row's mean ends below chance + 25 points."""
     lines = ["## Calibration: the uncompressed pipeline learns every task at the table's budget (positive control)", "",
@@ -360,7 +380,32 @@ def calibration_section(r: Results, stale: set[str] = frozenset()) -> list[str]:
                       + "`, which every Simple SL row carries): " + ". ".join(per_task) + ". A ✗ (the mean "
                       "below chance + 25 points) marks the claims against Simple SL in that setting: they cannot show "
                       "ELSA's effect."]
-    return lines + ["", "![calibration curves](calibration.png)", ""]
+    return lines + central_grid_section(r, stale, outdated) + ["", "![calibration curves](calibration.png)", ""]
+
+
+def central_grid_section(r: Results, stale: set[str] = frozenset(),
+                         outdated: set[str] = frozenset()) -> list[str]:
+    """The centralized paraphrase row's 2 × 2 of lr × τ (CENTRAL_GRID): split-path accuracy ×100 per cell, then
+    each setting's effect at either value of the other, paired over seeds ([] until a cell beside the calibration
+    row has records)."""
+    if not any(r.runs(central_grid_key(lr, tau)) for lr, tau in CENTRAL_GRID if (lr, tau) != ("0.002", "0")):
+        return []
+    lrs = sorted({lr for lr, _ in CENTRAL_GRID})
+    taus = sorted({tau for _, tau in CENTRAL_GRID})
+    lines = ["", f"**Which change lets the centralized {CENTRAL_GRID_TASK} row learn.** The centralized reference "
+             "with only the learning rate and the logit-adjusted loss's τ changed (τ = 0: plain cross-entropy; the "
+             f"federation's {CENTRAL_GRID_TASK} budget is lr 0.005 with τ = 1, the calibration row's 0.002 with "
+             "τ = 0); split-path accuracy ×100, the whole model's in brackets:", "",
+             "| lr | " + " | ".join(f"τ = {tau}" for tau in taus) + " |", "|---|" + "---|" * len(taus)]
+    for lr in lrs:
+        lines.append(f"| {lr} | " + " | ".join(_acc_cell(r, central_grid_key(lr, tau), stale) for tau in taus) + " |")
+    pairs = [(f"lr {lrs[1]} − lr {lrs[0]}, τ = {tau}", central_grid_key(lrs[1], tau), "acc/mean",
+              central_grid_key(lrs[0], tau), "acc/mean") for tau in taus]
+    pairs += [(f"τ = {taus[1]} − τ = {taus[0]}, lr {lr}", central_grid_key(lr, taus[1]), "acc/mean",
+               central_grid_key(lr, taus[0]), "acc/mean") for lr in lrs]
+    diffs = differences_table(r, pairs, digits=1, scale=100, outdated=outdated)
+    return lines + (["", "Each setting's effect at either value of the other, paired over seeds (accuracy ×100):",
+                     "", *diffs] if diffs else [])
 
 
 # the paper's Table 1 on RTE (entailment), ELSA (80.93 / 83.13 at α̂ = 0.1 / 0.2) against each baseline; the
@@ -602,7 +647,7 @@ def render(r: Results) -> str:
              "2 CPU cores). Each cell: mean ± 95 % interval over seeds; rows not run yet are absent. Accuracies are "
              "the split path as deployed (client Part 1 → its link → θ₂ → the link back → Part 3 and head); the "
              "whole uncompressed model's is in brackets.", ""]
-    lines += calibration_section(r, stale)
+    lines += calibration_section(r, stale, outdated)
     lines += table1(r, stale, outdated)
     lines += table1_long(r, stale, outdated)
     lines += table2(r, stale, outdated)
