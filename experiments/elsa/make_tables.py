@@ -82,8 +82,8 @@ CAL_SETTINGS = {"iid": ("iid", ("data.partition=iid", "data.mislabeled_count=0")
 # the centralized row's own budget where the federation's does not fit one client taking 40 steps a round:
 # paraphrase's 5e-3 with τ = 1 holds the centralized run at the shortcut or one answer (74, 50, 74 over seeds 0–2,
 # clean 4de1911); at 2e-3 with the plain loss (one client's prior is the data's, nearly uniform) it learns the task
-# (90.4 over seeds 0–4). The grid below shows the rate is what matters: at 2e-3 τ = 1 learns too (99.4), at 5e-3
-# neither loss leaves the shortcut (2026-11-28, the ELSA README)
+# (90.4 over seeds 0–4). The grid below shows the rate matters: at 5e-3 neither loss ends above the shortcut; at
+# 2e-3 τ = 1 learns too (99.4; its gain over τ = 0 is not detected at 5 seeds) (2026-11-28, the ELSA README)
 CENTRAL_BUDGET = {"paraphrase": ("federation.lr=0.002", "method.logit_adjust=0")}
 # which of those two changes lets the centralized paraphrase row learn: the 2 × 2 of lr × τ around it, each cell the
 # centralized reference with only those two settings changed; (0.002, 0) is CENTRAL_BUDGET's, the calibration row
