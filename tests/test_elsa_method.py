@@ -575,6 +575,8 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
     for s in range(5):
         records[f"cal/paraphrase/a0.1/reference@seed{s}"] = rec("cal/paraphrase/a0.1/reference", s, 0.70, 0.6)
         records[f"cal/topic/a0.1/reference@seed{s}"] = rec("cal/topic/a0.1/reference", s, 0.99, 0.1)
+        # a mean that passes (90) with one seed at one answer (50, below chance + 25): the cell says so, no ✗
+        records[f"cal/sentiment/a0.1/reference@seed{s}"] = rec("cal/sentiment/a0.1/reference", s, 0.5 if s == 4 else 1.0, 0.5)
         for m in mod.PAPER_METHODS:      # fedlab's ablation column not run: Table 2 must still have its row
             records[f"t1/paraphrase/a0.1/{m}@seed{s}"] = rec(f"t1/paraphrase/a0.1/{m}", s, 0.5, 1.0)
             acc = 0.9 + 0.01 * s if m == "elsa" else 0.8 + 0.005 * s
@@ -588,6 +590,11 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
     (tmp_path / "results.json").write_text(json.dumps(records))
     text = mod.render(Results(tmp_path / "results.json"))
     assert "| paraphrase | 0.1 ✗ |" in text and "| topic | 0.1 |" in text
+    calibration = text.split("## Table 1")[0]
+    # hand-made records name no config: † (another config made them) before the control's marks
+    assert "| paraphrase | 50 | - | 70.0 ± 0.0 (70.0 ± 0.0) † ✗ (5 of 5 seeds below chance + 25) | - |" in calibration
+    assert "| sentiment | 50 | - | 90.0 ± 27.8 (90.0 ± 27.8) † (1 of 5 seeds below chance + 25) | - |" in calibration
+    assert "| topic | 10 | - | 99.0 ± 0.0 (99.0 ± 0.0) † | - |" in calibration     # every seed learns: no count
     assert "**Constant answers**: on paraphrase α̂ = 0.1 every method" in text
     elsa_vs_fedavg = next(line for line in text.splitlines() if line.startswith("| ELSA > FedAvg, topic, α̂ = 0.1 |"))
     # hand-made records name no config: another config made them, so the rendered claim has no verdict; the same

@@ -344,6 +344,14 @@ def _acc_cell(r: Results, key: str, stale: set[str] = frozenset()) -> str:
     return _seeds_noted(r, key, split + (f" ({full})" if full and full != "-" else "")) + (" †" if key in stale else "")
 
 
+def _seeds_below_bar(r: Results, key: str, task: str) -> str:
+    """The suffix " (k of n seeds below chance + 25)" for a control row some of whose seeds end below
+    `control_bar` (a mean that passes can hide a seed that did not learn); "" when none does."""
+    vals = r.values(key, ACC)
+    low = sum(v < control_bar(task) for v in vals)
+    return f" ({low} of {len(vals)} seeds below chance + 25)" if low else ""
+
+
 def calibration_section(r: Results, stale: set[str] = frozenset(), outdated: set[str] = frozenset()) -> list[str]:
     """The positive control: the uncompressed reference per task and setting, final accuracy and chance,
     flagged when the row's mean ends below chance + 25 points."""
@@ -352,14 +360,16 @@ def calibration_section(r: Results, stale: set[str] = frozenset(), outdated: set
              "and no SS-OP, at the table's budget (`base.yaml`), without mislabeled clients (the adversity trust is "
              "meant to handle); centralized = one client holding all the data. Each "
              "cell: the split path's accuracy ×100 (the whole model's in brackets); ✗ marks a row whose mean is below "
-             "chance + 25 points; chance is the head's (topic: 10 domains).", "",
+             "chance + 25 points, and a cell some of whose seeds end below that bar says how many; chance is the "
+             "head's (topic: 10 domains).", "",
              "| task | chance | " + " | ".join(lab for lab, _ in CAL_SETTINGS.values()) + " |",
              "|---|---|" + "---|" * len(CAL_SETTINGS)]
     for task in TASKS:
         cells = []
         for key in CAL_SETTINGS:
             k = f"cal/{task}/{key}/reference"
-            cells.append(_acc_cell(r, k, stale) + (" ✗" if reference_fails(r, task, key) else ""))
+            cells.append(_acc_cell(r, k, stale) + (" ✗" if reference_fails(r, task, key) else "")
+                         + _seeds_below_bar(r, k, task))
         if any(c != "-" for c in cells):
             lines.append(f"| {task} | {100 * head_chance(task):.0f} | " + " | ".join(cells) + " |")
     per_task = []
@@ -370,9 +380,8 @@ def calibration_section(r: Results, stale: set[str] = frozenset(), outdated: set
             vals = r.values(key, ACC)
             if not vals:
                 continue
-            low = sum(v < control_bar(task) for v in vals)
             cells.append(f"{CAL_SETTINGS[k][0]} {_acc_cell(r, key, stale)}" + (" ✗" if simple_sl_fails(r, task, k) else "")
-                         + (f" ({low} of {len(vals)} seeds below chance + 25)" if low else ""))
+                         + _seeds_below_bar(r, key, task))
         if cells:
             per_task.append(f"{task} (chance {100 * head_chance(task):.0f}): " + "; ".join(cells))
     if per_task:
