@@ -90,6 +90,7 @@ CENTRAL_BUDGET = {"paraphrase": ("federation.lr=0.002", "method.logit_adjust=0")
 # itself (not run twice)
 CENTRAL_GRID_TASK = "paraphrase"
 CENTRAL_GRID = (("0.002", "0"), ("0.002", "1"), ("0.005", "0"), ("0.005", "1"))   # (federation.lr, logit_adjust τ)
+CENTRAL_GRID_ROW = ("0.002", "0")    # CENTRAL_BUDGET's (lr, τ): the grid's cell that is the calibration row
 # Simple SL's own positive control (cal/{task}/…/simple_sl): Simple SL with the link uncompressed, no mislabeled
 # clients, iid and under the paper's skew. Its one θ₂ on the cloud takes the clients' steps in turn (ϱ × 20 a
 # round) while their own parts are averaged (SPEC §3.4). One-seed probes (seed 0, 2026-11-27) learnt iid (0.97 at
@@ -176,7 +177,7 @@ def central_grid_key(lr: str, tau: str) -> str:
     """The centralized paraphrase row at lr `lr` and logit adjustment τ = `tau`: CENTRAL_BUDGET's (0.002, 0) is
     the calibration row `cal/paraphrase/central/reference`, the others `cal/paraphrase/central/lr{lr}_tau{tau}`."""
     base = f"cal/{CENTRAL_GRID_TASK}/central"
-    return f"{base}/reference" if (lr, tau) == ("0.002", "0") else f"{base}/lr{lr}_tau{tau}"
+    return f"{base}/reference" if (lr, tau) == CENTRAL_GRID_ROW else f"{base}/lr{lr}_tau{tau}"
 
 
 def long_figure_name(task: str) -> str:
@@ -193,7 +194,7 @@ def plan() -> list[Planned]:
                                  *(CENTRAL_BUDGET.get(task, ()) if key == "central" else ())),
                                 label=f"uncompressed reference, {label}", setting=f"{task} calibration"))
     for lr, tau in CENTRAL_GRID:
-        if central_grid_key(lr, tau) != f"cal/{CENTRAL_GRID_TASK}/central/reference":
+        if (lr, tau) != CENTRAL_GRID_ROW:
             rows.append(Planned(central_grid_key(lr, tau), HERE / "dirichlet.yaml",
                                 (f"data.tasks=[{CENTRAL_GRID_TASK}]", *TASK_BUDGET.get(CENTRAL_GRID_TASK, ()),
                                  *REFERENCE, *CAL_SETTINGS["central"][1], f"federation.lr={lr}",
@@ -398,7 +399,7 @@ def central_grid_section(r: Results, stale: set[str] = frozenset(),
     """The centralized paraphrase row's 2 × 2 of lr × τ (CENTRAL_GRID): split-path accuracy ×100 per cell, then
     each setting's effect at either value of the other, paired over seeds ([] until a cell beside the calibration
     row has records)."""
-    if not any(r.runs(central_grid_key(lr, tau)) for lr, tau in CENTRAL_GRID if (lr, tau) != ("0.002", "0")):
+    if not any(r.runs(central_grid_key(lr, tau)) for lr, tau in CENTRAL_GRID if (lr, tau) != CENTRAL_GRID_ROW):
         return []
     lrs = sorted({lr for lr, _ in CENTRAL_GRID})
     taus = sorted({tau for _, tau in CENTRAL_GRID})
