@@ -193,14 +193,12 @@ def plan() -> list[Planned]:
                                 (f"data.tasks=[{task}]", *TASK_BUDGET.get(task, ()), *REFERENCE, *over,
                                  *(CENTRAL_BUDGET.get(task, ()) if key == "central" else ())),
                                 label=f"uncompressed reference, {label}", setting=f"{task} calibration"))
-    for lr, tau in CENTRAL_GRID:
+    central = next(row for row in rows if row.key == central_grid_key(*CENTRAL_GRID_ROW))
+    for lr, tau in CENTRAL_GRID:     # the calibration row with its lr and τ overridden, every other setting its own
         if (lr, tau) != CENTRAL_GRID_ROW:
-            rows.append(Planned(central_grid_key(lr, tau), HERE / "dirichlet.yaml",
-                                (f"data.tasks=[{CENTRAL_GRID_TASK}]", *TASK_BUDGET.get(CENTRAL_GRID_TASK, ()),
-                                 *REFERENCE, *CAL_SETTINGS["central"][1], f"federation.lr={lr}",
-                                 f"method.logit_adjust={tau}"),
-                                label=f"uncompressed reference, centralized, lr {lr}, τ = {tau}",
-                                setting=f"{CENTRAL_GRID_TASK} calibration"))
+            rows.append(Planned(central_grid_key(lr, tau), central.config,
+                                (*central.overrides, f"federation.lr={lr}", f"method.logit_adjust={tau}"),
+                                label=f"{central.label}, lr {lr}, τ = {tau}", setting=central.setting))
     for task, keys in SIMPLE_SL_SETTINGS.items():
         for key in keys:
             label, over = CAL_SETTINGS[key]
