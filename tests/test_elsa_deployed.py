@@ -234,20 +234,22 @@ def test_trust_against_label_entropy_by_hand():
 
 
 @pytest.mark.slow
-def test_trust_ranks_the_flipped_clients_low_on_an_iid_split(tmp_path):
-    """The trust positive control (SPEC §3.4, third reading) at the table's scale: tiny-bert, 20 clients on an
-    iid topic split, 4 of them with half their labels flipped, in-domain probes (Q = 256), the prediction
-    fingerprint after 128 warm-up steps. Only the flipped labels set those 4 apart, so their trust must sit
-    below the clean clients' (AUC 0.92 / 1.00 / 0.98 on seeds 0–2, `experiments/elsa/make_tables.py --only
-    trust/indomain/`; chance 0.5); a fingerprint that stops seeing the warmed-up model falls to chance."""
+def test_trust_ranks_the_flipped_clients_lowest_on_an_iid_split(tmp_path):
+    """The trust positive control (SPEC §3.4, third reading: "on an iid split the mislabeled clients must rank
+    lowest") at the table's scale: tiny-bert, 20 clients on an iid topic split, 4 of them with half their labels
+    flipped, in-domain probes (Q = 256), the prediction fingerprint after 128 warm-up steps compared probe by
+    probe (`method.divergence=paired`). Only the flipped labels set those 4 apart, so they must be the 4 least
+    trusted (`experiments/elsa/make_tables.py --only trust/indomain/iid/predictions_paired/`); a divergence
+    that stops pairing the probes, or a fingerprint that stops seeing the warmed-up model, loses that."""
     from fedlab.experiment import run_experiment
 
     over = ["data.tasks=[topic]", "data.partition=iid", "data.public_source=holdout", "data.public_fraction=0.2",
-            "method.probe_size=256", "method.fingerprint=predictions", "method.warmup_steps=128",
-            "federation.rounds=0", "tracking.enabled=false", f"output_dir={tmp_path}/runs", "seed=0"]
+            "method.probe_size=256", "method.fingerprint=predictions", "method.divergence=paired",
+            "method.warmup_steps=128", "federation.rounds=0", "tracking.enabled=false", f"output_dir={tmp_path}/runs",
+            "seed=0"]
     from pathlib import Path
 
     cfg = load_config(Path(__file__).resolve().parents[1] / "experiments/elsa/dirichlet.yaml", over)
     final = run_experiment(cfg, progress=False).final
-    assert final["server/trust/auc_low"] >= 0.85, final["server/trust/auc_low"]
-    assert final["server/trust/recall_at_m"] >= 0.5
+    assert final["server/trust/recall_at_m"] == 1.0, final["server/trust/recall_at_m"]
+    assert final["server/trust/auc_low"] == 1.0, final["server/trust/auc_low"]

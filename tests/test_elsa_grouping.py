@@ -7,7 +7,13 @@ import torch
 
 from fedlab.splitfed.grouping import affinity, group_clients
 from fedlab.splitfed.topology import place
-from fedlab.splitfed.trust import divergence_matrix, log_trust, relative_trust
+from fedlab.splitfed.trust import (
+    divergence_matrix,
+    log_trust,
+    paired_divergence_matrix,
+    relative_trust,
+    trust_terms,
+)
 
 # six clients, two edges: clients 0–2 close to edge 0, 3–5 close to edge 1; two behaviour blocks
 LAT = np.array([[50, 300], [60, 250], [400, 400], [250, 40], [260, 50], [300, 60]], float)
@@ -89,6 +95,60 @@ def test_entropy_confidence_by_hand_and_the_diffuse_predictor_is_least_trusted()
     assert set(torch.argsort(w)[:2].tolist()) == {6, 7}
     with pytest.raises(ValueError, match="entropy, inverse_norm"):
         log_trust(preds, divergence_matrix(preds), "norm")
+
+
+def test_paired_divergence_by_hand():
+    """R(n, n') = mean_j Σ_y (p_n − p_n')(log p_n − log p_n'): the symmetric KL of each shared probe, averaged."""
+    a = torch.log(torch.tensor([[0.5, 0.5], [0.5, 0.5]], dtype=torch.float64))
+    b = torch.log(torch.tensor([[0.9, 0.1], [0.5, 0.5]], dtype=torch.float64))
+    # probe 0: (0.5 − 0.9)(ln 0.5 − ln 0.9) + (0.5 − 0.1)(ln 0.5 − ln 0.1) = 0.4 ln(9/5) + 0.4 ln 5; probe 1: 0
+    r = 0.5 * (0.4 * np.log(9 / 5) + 0.4 * np.log(5))
+    raw = paired_divergence_matrix([a, b, a], scale="raw")
+    assert torch.allclose(raw, torch.tensor([[0, r, 0], [r, 0, r], [0, r, 0]], dtype=torch.float64))
+    assert torch.allclose(paired_divergence_matrix([a, b, a], scale="per_dim"), raw / 2)     # C = 2 classes
+    assert torch.allclose(paired_divergence_matrix([a, b, a, b], scale="median"),
+                          paired_divergence_matrix([a, b, a, b], scale="raw") / r)
+    with pytest.raises(ValueError, match="same probes"):
+        paired_divergence_matrix([a, b[:1]])
+    with pytest.raises(ValueError, match="median, per_dim, raw"):
+        paired_divergence_matrix([a, b], scale="log")
+
+
+def test_the_gaussian_fingerprint_cannot_tell_which_probe_got_which_answer_the_paired_divergence_can():
+    """Client 1 gives client 0's answers to other probes (the same answers, shuffled): their Gaussians over the
+    probes are the same, so the Gaussian R is 0 while the paired R is the largest of the three pairs."""
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(64, 4, generator=g, dtype=torch.float64) * 3
+    p0 = torch.log_softmax(logits, -1)
+    p1 = p0[torch.randperm(64, generator=g)]
+    p2 = torch.log_softmax(logits + 0.3 * torch.randn(64, 4, generator=g, dtype=torch.float64), -1)
+    gauss = divergence_matrix([p0, p1, p2], scale="raw", shrinkage=0.1)
+    paired = paired_divergence_matrix([p0, p1, p2], scale="raw")
+    assert float(gauss[0, 1]) < 1e-9 < float(gauss[0, 2])
+    assert float(paired[0, 1]) > float(paired[0, 2]) > 0
+
+
+def test_trust_terms_are_what_log_trust_subtracts():
+    preds = [torch.log(torch.tensor([[0.5, 0.5], [0.9, 0.1]], dtype=torch.float64)),
+             torch.log(torch.tensor([[0.8, 0.2], [0.9, 0.1]], dtype=torch.float64))]
+    div = paired_divergence_matrix(preds, scale="raw")
+    conf, others = trust_terms(preds, div, "entropy")
+    h = lambda *p: -sum(x * np.log(x) for x in p)
+    assert torch.allclose(conf, torch.tensor([(h(.5, .5) + h(.9, .1)) / 2, (h(.8, .2) + h(.9, .1)) / 2],
+                                             dtype=torch.float64))
+    assert torch.allclose(others, torch.tensor([div[0, 1], div[0, 1]]))
+    assert torch.allclose(log_trust(preds, div, "entropy"), -conf - others)
+
+
+def test_rank_metrics_by_hand():
+    from fedlab.methods.elsa.method import rank_metrics
+
+    score = [0.9, 0.1, 0.5, 0.3, 0.8]        # clients 1 and 3 mislabeled
+    assert rank_metrics(score, {1, 3}) == {"trust/recall_at_m": 1.0, "trust/auc_low": 1.0}
+    # mislabeled {1, 4}: the two lowest are 1 and 3 → recall 1/2; of the 6 (mislabeled, clean) pairs, 0.1 is
+    # below all three clean scores and 0.8 below 0.9 only → AUC 4/6
+    assert rank_metrics(score, {1, 4}) == {"trust/recall_at_m": 0.5, "trust/auc_low": pytest.approx(4 / 6)}
+    assert rank_metrics([0.2, 0.4], {0, 1}) == {"trust/recall_at_m": 1.0}     # no clean client: no AUC
 
 
 def test_topology_is_seeded_and_feasibility_follows_tau_max():

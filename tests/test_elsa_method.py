@@ -218,6 +218,8 @@ def test_fedams_server_step_by_hand():
     (["method.tau_max_ms=1"], "method.tau_max_ms"),
     (["method.ssop_rank=32"], "method.ssop_rank"),
     (["method.logit_adjust=-1"], "method.logit_adjust"),
+    (["method.divergence=paired"], "method.divergence"),        # paired needs fingerprint: predictions
+    (["method.fingerprint=predictions", "method.divergence=kl"], "method.divergence"),
     (["data.tasks=[sentiment,describe]"], "data.tasks"),
     (["model.name=pico-llama"], "model.name"),
     (["model.lora.target_modules=[all-linear]"], "model.lora.target_modules"),
@@ -877,3 +879,33 @@ def test_logit_adjust_trains_each_client_with_its_own_class_prior(bert_home, tmp
     run_experiment(_cfg(tmp_path, "federation.rounds=1", "output_dir=" + str(tmp_path / "b")),
                    progress=False)
     assert seen and all(p is None for p in seen)
+
+
+def test_paired_divergence_sets_the_trust_and_each_terms_ranking_is_logged(bert_home, tmp_path, monkeypatch):
+    """method.divergence=paired: the cloud's R̂ is the paired divergence of the clients' probe predictions, trust is
+    exp(−entropy − mean R̂) of exactly those, and each term's own ranking of the mislabeled client is logged."""
+    import numpy as np
+
+    from fedlab.experiment import run_experiment
+    from fedlab.methods.elsa import method as elsa_method
+    from fedlab.splitfed.trust import relative_trust, trust_terms
+
+    seen = {}
+    real = elsa_method.paired_divergence_matrix
+
+    def spy(emb, scale):
+        seen["emb"], seen["div"] = emb, real(emb, scale)
+        return seen["div"]
+
+    monkeypatch.setattr(elsa_method, "paired_divergence_matrix", spy)
+    res = run_experiment(_cfg(tmp_path, "method.fingerprint=predictions", "method.divergence=paired",
+                              "data.mislabeled_clients=[1]", "federation.rounds=0"), progress=False)
+    first = res.rounds[0]
+    assert len(seen["emb"]) == 4 and seen["emb"][0].shape[0] == 8          # 4 clients, Q = 8 probes each
+    conf, others = trust_terms(seen["emb"], seen["div"], "entropy")
+    want = relative_trust(-conf - others).tolist()
+    assert [first[f"server/trust_client_{c}"] for c in range(4)] == pytest.approx(want, abs=1e-12)
+    for term, score in (("confidence", -conf), ("divergence", -others)):
+        want = elsa_method.rank_metrics(np.asarray(score), {1})
+        assert first[f"server/trust/auc_low_{term}"] == want["trust/auc_low"]
+        assert first[f"server/trust/recall_at_m_{term}"] == want["trust/recall_at_m"]

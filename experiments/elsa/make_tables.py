@@ -55,7 +55,11 @@ WARMUPS = (8, 32, 128)         # the trust step alone (no training round) after 
 # in-domain probes (issue 29): 20 % of the task's training data held out as the public set the probes come from
 # (the paper's probes are open benchmark text), Q = 256 ≥ D = 128 so the fingerprint's covariance has full rank
 IN_DOMAIN = ("data.public_source=holdout", "data.public_fraction=0.2", "method.probe_size=256")
-FINGERPRINTS = {"pooled": "the head's input (paper)", "predictions": "the head's log-probabilities"}
+# the trust rows' fingerprints: (what the table calls it, the overrides that choose it)
+FINGERPRINTS = {"pooled": ("the head's input (paper)", ("method.fingerprint=pooled",)),
+                "predictions": ("the head's log-probabilities", ("method.fingerprint=predictions",)),
+                "predictions_paired": ("the head's log-probabilities, compared probe by probe",
+                                       ("method.fingerprint=predictions", "method.divergence=paired"))}
 CONTROL_RATIOS = ("2.1", "4.2", "8.4")
 # the sketch's controls at each ρ (SPEC §3.4): what each changes against ELSA's sketch (Y = 3, hashes fixed)
 SKETCH_CONTROLS = {"y1": ("Y = 1", ("method.sketch_rows=1",)),
@@ -253,13 +257,13 @@ def plan() -> list[Planned]:
         rows.append(Planned(f"trust/topic/iid/w{w}", HERE / "dirichlet.yaml",
                             ("data.tasks=[topic]", "data.partition=iid", f"method.warmup_steps={w}",
                              "federation.rounds=0"), label=f"trust after {w} warm-up steps, iid", setting="topic iid"))
-    for fp in FINGERPRINTS:      # in-domain probes, each fingerprint: the iid positive control, then the skew
+    for fp, (_, chosen) in FINGERPRINTS.items():   # in-domain probes: the iid positive control, then the skew
         for part, over in (("iid", ("data.partition=iid",)), ("a0.1", ("data.alpha=0.1",))):
             for w in ((32, 128) if part == "iid" else (32,)):
                 rows.append(Planned(f"trust/indomain/{part}/{fp}/w{w}", HERE / "dirichlet.yaml",
-                                    ("data.tasks=[topic]", *over, *IN_DOMAIN, f"method.fingerprint={fp}",
+                                    ("data.tasks=[topic]", *over, *IN_DOMAIN, *chosen,
                                      f"method.warmup_steps={w}", "federation.rounds=0"),
-                                    label=f"trust, in-domain probes, {fp}, {w} warm-up steps",
+                                    label=f"trust, in-domain probes, {fp.replace('_', ', ')}, {w} warm-up steps",
                                     setting=f"topic {part}"))
     return rows
 
@@ -798,7 +802,7 @@ def mislabel_section(r: Results) -> list[str]:
             if r.runs(f"trust/topic/w{w}")]
     out += [row(f"topic, {w} warm-up steps, no training (positive control)", "iid", f"trust/topic/iid/w{w}")
             for w in WARMUPS if r.runs(f"trust/topic/iid/w{w}")]
-    for fp, what in FINGERPRINTS.items():
+    for fp, (what, _) in FINGERPRINTS.items():
         for part, alpha in (("iid", "iid"), ("a0.1", "0.1")):
             for w in (32, 128):
                 key = f"trust/indomain/{part}/{fp}/w{w}"

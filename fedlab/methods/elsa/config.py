@@ -40,6 +40,11 @@ class ElsaConfig(MethodConfig):
     fingerprint: str = "pooled"
     shrinkage: Optional[float] = None   # fingerprint covariance shrinkage; null: Ledoit–Wolf
     divergence_scale: str = "per_dim"   # per_dim: R/D (SPEC's temperature) | raw: R | median: R / median R
+    # how two clients' fingerprints are compared: gaussian — symmetric KL between Gaussians fitted to each client's
+    # probe vectors (the paper's) | paired — with fingerprint: predictions, the symmetric KL between the two
+    # clients' predictions on each shared probe, averaged over the probes (declared deviation: the Gaussian
+    # keeps no record of which probe gave which answer)
+    divergence: str = "gaussian"
     gamma: float = 1.0               # affinity exp(−γ R̂)
     w_excl: float = 0.1              # relative trust below which a client is excluded
     w_min: float = 0.3               # mean relative trust below which a group is merged
@@ -105,6 +110,9 @@ class ElsaConfig(MethodConfig):
         check(self.shrinkage is None or 0 <= self.shrinkage <= 1, f"{p}.shrinkage", self.shrinkage,
               "null or a number in [0, 1]")
         choose(self.divergence_scale, ["per_dim", "raw", "median"], f"{p}.divergence_scale")
+        choose(self.divergence, ("gaussian", "paired"), f"{p}.divergence")
+        check(self.divergence == "gaussian" or self.fingerprint == "predictions", f"{p}.divergence", self.divergence,
+              "'gaussian' unless method.fingerprint is 'predictions' (paired compares predictions probe by probe)")
         check(0 <= self.w_excl <= 1, f"{p}.w_excl", self.w_excl, "a number in [0, 1]")
         check(0 <= self.w_min <= 1, f"{p}.w_min", self.w_min, "a number in [0, 1]")
         check(self.num_edges >= 1, f"{p}.num_edges", self.num_edges, "an integer >= 1")

@@ -41,7 +41,7 @@ from fedlab.splitfed.aggregate import cloud_weights, state_distance, weighted_av
 from fedlab.splitfed.comm_model import client_seconds, round_bytes, round_seconds
 from fedlab.splitfed.grouping import Grouping, group_clients
 from fedlab.splitfed.topology import cloud_round_trips_ms, place
-from fedlab.splitfed.trust import divergence_matrix, log_trust, relative_trust
+from fedlab.splitfed.trust import divergence_matrix, paired_divergence_matrix, relative_trust, trust_terms
 
 
 class Elsa(FedMethod):
@@ -100,6 +100,7 @@ class Elsa(FedMethod):
         self.cloud_rtt_ms = cloud_round_trips_ms(self.topology.clients, m.area_km, m.cloud_km,
                                                  derive_seed(cfg.seed, "elsa-cloud"))
         self.trust = np.ones(n)
+        self.trust_terms: dict[str, np.ndarray] = {}    # each term of log trust alone (higher: more trusted)
         self.divergence = np.zeros((n, n))
         self.grouping: Grouping | None = None
         self.server = {"m": None, "v": None, "vhat": None}
@@ -124,10 +125,12 @@ class Elsa(FedMethod):
                 raise RuntimeError(f"elsa: {len(ctx.clients) - len(warm)} clients failed the warm-up; trust needs "
                                    "every client's fingerprint")
             emb = [warm[c].aux["probe"] for c in ctx.clients]
-            div = divergence_matrix(emb, m.divergence_scale, m.shrinkage)
+            div = (paired_divergence_matrix(emb, m.divergence_scale) if m.divergence == "paired"
+                   else divergence_matrix(emb, m.divergence_scale, m.shrinkage))
             self.divergence = div.numpy()
-            conf = "entropy" if m.fingerprint == "predictions" else "inverse_norm"
-            self.trust = relative_trust(log_trust(emb, div, conf)).numpy()
+            conf, others = trust_terms(emb, div, "entropy" if m.fingerprint == "predictions" else "inverse_norm")
+            self.trust_terms = {"confidence": (-conf).numpy(), "divergence": (-others).numpy()}
+            self.trust = relative_trust(-conf - others).numpy()
         self.grouping = self.make_grouping(0)
         ctx.log(self.trust_metrics(), prefix="server/")
         self.log_topology(ctx)
@@ -320,11 +323,9 @@ class Elsa(FedMethod):
             if flagged:                   # precision is undefined when nothing is flagged: no value, not 0
                 out["trust/precision"] = hit / len(flagged)
             out["trust/recall"] = hit / len(bad)
-            lowest = set(np.argsort(self.trust)[:len(bad)].tolist())
-            out["trust/recall_at_m"] = len(lowest & bad) / len(bad)
-            clean = [c for c in range(len(self.trust)) if c not in bad]
-            if clean:        # the rank AUC: P(a mislabeled client's trust < a clean one's); chance 0.5
-                out["trust/auc_low"] = float(np.mean([self.trust[b] < self.trust[c] for b in bad for c in clean]))
+            out.update(rank_metrics(self.trust, bad))
+            for term, score in self.trust_terms.items():     # which of the two terms ranks them low
+                out.update({f"{k}_{term}": v for k, v in rank_metrics(score, bad).items()})
         return out
 
     def log_topology(self, ctx) -> None:
@@ -390,3 +391,16 @@ def trust_entropy_spearman(trust, train) -> float:
         return float("nan")
     return float(spearmanr(trust, ent).statistic)
 
+
+
+def rank_metrics(score, bad: set[int]) -> dict:
+    """How a per-client score (higher: more trusted) ranks the m mislabeled clients `bad`: recall@m — the share
+    of them among the m lowest — and the rank AUC P(score of a mislabeled client < score of a clean one)
+    (chance 0.5; 1: every mislabeled client below every clean one; no AUC when no client is clean)."""
+    score = np.asarray(score)
+    lowest = set(np.argsort(score)[:len(bad)].tolist())
+    out = {"trust/recall_at_m": len(lowest & bad) / len(bad)}
+    clean = [c for c in range(len(score)) if c not in bad]
+    if clean:
+        out["trust/auc_low"] = float(np.mean([score[b] < score[c] for b in bad for c in clean]))
+    return out
