@@ -428,6 +428,38 @@ def test_the_central_grid_separates_the_learning_rate_from_the_logit_adjustment(
     assert diff["| τ = 1 − τ = 0, lr 0.005"].startswith("| τ = 1 − τ = 0, lr 0.005 | +0.0 ± 0.0 | 3 |")
 
 
+def test_the_trust_terms_table_says_which_term_ranks_the_mislabelled_clients_low(tmp_path):
+    """From hand-made records: per in-domain trust row, the trust's and each term's recall@4, AUC and the seeds
+    in which all 4 mislabelled clients are lowest; rows whose records lack the terms' metrics are left out."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    from fedlab.runner import Results
+
+    path = Path(__file__).resolve().parents[1] / "experiments/elsa/make_tables.py"
+    spec = importlib.util.spec_from_file_location("elsa_tables_terms", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    key, old = "trust/indomain/iid/predictions_paired/w128", "trust/indomain/iid/predictions/w128"
+    records = {}
+    for s, (both, conf, div) in enumerate([(1.0, 1.0, 0.5), (1.0, 1.0, 0.75), (0.75, 1.0, 0.5)]):
+        t = {"server/trust/recall_at_m": both, "server/trust/auc_low": 0.9 + 0.05 * s,
+             "server/trust/recall_at_m_confidence": conf, "server/trust/auc_low_confidence": 1.0,
+             "server/trust/recall_at_m_divergence": div, "server/trust/auc_low_divergence": 0.8}
+        records[f"{key}@seed{s}"] = {"key": key, "seed": s, "label": key, "final": {}, "summary": {"trust": t}}
+        records[f"{old}@seed{s}"] = {"key": old, "seed": s, "label": old, "final": {},   # made before the terms
+                                     "summary": {"trust": {"server/trust/recall_at_m": 0.75}}}
+    (tmp_path / "results.json").write_text(json.dumps(records))
+    lines = mod.trust_terms_section(Results(tmp_path / "results.json"))
+    rows = [line for line in lines if line.startswith("| iid")]
+    assert len(rows) == 1 and "compared probe by probe" in rows[0]
+    assert rows[0].endswith("| 128 | 0.92 ± 0.36 | 0.95 ± 0.12 | 2 of 3 | 1.00 ± 0.00 | 1.00 ± 0.00 | 3 of 3 | "
+                            "0.58 ± 0.36 | 0.80 ± 0.00 | 0 of 3 |"), rows[0]
+    (tmp_path / "old.json").write_text(json.dumps({k: v for k, v in records.items() if k.startswith(old)}))
+    assert mod.trust_terms_section(Results(tmp_path / "old.json")) == []
+
+
 @pytest.mark.slow
 def test_elsa_runs_on_hugging_face_rows_of_its_papers_data_sets(bert_home, tmp_path):
     """AG_News (4 topics) and CB (3 NLI labels) from rows shaped like the Hub's, through data.hf_dir."""

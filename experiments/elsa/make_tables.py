@@ -694,6 +694,7 @@ def render(r: Results) -> str:
                          f"{r.cell(k, lambda rec: rec.get('seconds'), 0)} |")
     lines += fig6_right(r, stale, outdated)
     lines += mislabel_section(r)
+    lines += trust_terms_section(r)
     figures(r, r.path.parent)
     lines += ["", "![Fig. 5 analogue](fig5.png)", "", "![Fig. 6 analogue](fig6.png)"]
     return "\n".join(lines) + "\n"
@@ -820,6 +821,38 @@ def mislabel_section(r: Results) -> list[str]:
             "| recall@4 (lowest trust) | AUC (mislabeled below clean) | Spearman(trust, label entropy) |",
             "|---|---|---|---|---|---|---|---|",
             *out]
+
+
+def trust_terms_section(r: Results) -> list[str]:
+    """Which term of log w_n = −c_n − mean R̂ ranks the mislabelled clients low, on the in-domain trust rows whose
+    records log each term's own ranking (`trust/recall_at_m_<term>`, `trust/auc_low_<term>`): recall@4, AUC and
+    the seeds in which all 4 are the 4 lowest (the positive control as SPEC §3.4 words it), for the trust and for
+    each term alone."""
+    def cells(key: str, suffix: str) -> str:
+        get = lambda m: lambda rec: (rec.get("summary") or {}).get("trust", {}).get(f"server/trust/{m}{suffix}")
+        at_m = r.values(key, get("recall_at_m"))
+        return (f"{r.cell(key, get('recall_at_m'), 2)} | {r.cell(key, get('auc_low'), 2)} | "
+                f"{sum(v == 1.0 for v in at_m)} of {len(at_m)}")
+
+    out = []
+    for fp, (what, _) in FINGERPRINTS.items():
+        for part, alpha in (("iid", "iid"), ("a0.1", "α̂ = 0.1")):
+            for w in (32, 128):
+                key = f"trust/indomain/{part}/{fp}/w{w}"
+                if r.values(key, lambda rec: (rec.get("summary") or {}).get("trust", {}).get(
+                        "server/trust/auc_low_confidence")):
+                    out.append(f"| {alpha} | {what} | {w} | {cells(key, '')} | {cells(key, '_confidence')} | "
+                               f"{cells(key, '_divergence')} |")
+    if not out:
+        return []
+    return ["", "## Which term of the trust ranks the mislabelled clients low (in-domain probes, Q = 256)", "",
+            "log w_n = −c_n − mean R̂(n, ·): c_n is the confidence term (mean 1/‖T‖ for the head's input, the mean "
+            "prediction entropy for its log-probabilities), mean R̂ the divergence term. Each block: recall@4, AUC "
+            "(mislabeled below clean) and the seeds in which the 4 mislabelled clients are the 4 lowest (on iid "
+            "splits, the positive control).", "",
+            "| split | fingerprint | warm-up steps | trust: recall@4 | AUC | all 4 lowest | confidence term alone: "
+            "recall@4 | AUC | all 4 lowest | divergence term alone: recall@4 | AUC | all 4 lowest |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|", *out]
 
 
 def figures(r: Results, folder: Path = HERE) -> None:
