@@ -322,9 +322,10 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
                          + len(mod.CONTROL_RATIOS) * len(mod.SKETCH_CONTROLS) + 3 * len(mod.FINGERPRINTS)
                          + len(mod.LONG_SETTINGS) * len(mod.LONG_METHODS) + len(mod.DEPTHS) - 1 + sum(map(len, mod.SIMPLE_SL_SETTINGS.values()))
                          + len(mod.CENTRAL_GRID) - 1 + (2 if installed("minilm-l6") else 0))
-    # the centralized paraphrase row's lr × τ grid: its (0.002, 0) corner is the calibration row, not planned twice
+    # the centralized paraphrase row's lr × τ grid: its (0.002, 1) corner is the calibration row (the task's loss, a
+    # lower rate), not planned twice
     grid = {mod.central_grid_key(lr, tau): (float(lr), float(tau)) for lr, tau in mod.CENTRAL_GRID}
-    assert len(grid) == 4 and grid["cal/paraphrase/central/reference"] == (0.002, 0.0)
+    assert len(grid) == 4 and grid["cal/paraphrase/central/reference"] == (0.002, 1.0)
     assert sum(p.key in grid for p in rows) == len(grid)
     for p in rows:
         cfg = load_config(p.config, list(p.overrides))
@@ -339,7 +340,7 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
             assert (m.grouping == "single") == (p.key.endswith("/simple_sl") or "/central/" in p.key)  # Simple SL's own control
             assert cfg.data.mislabeled_count == 0 and not cfg.data.mislabeled_clients
         if "/paraphrase/" in p.key:          # paraphrase's budget: 5e-3 with the logit-adjusted loss, every column;
-            # the centralized control: 2e-3, plain loss; its grid: the lr and τ its key names, all else the same
+            # the centralized control: 2e-3, the same loss; its grid: the lr and τ its key names, all else the same
             assert (cfg.federation.lr, m.logit_adjust) == grid.get(p.key, (lr_of(p.key, 0.005), 1.0)), p.key
         elif p.key.startswith(("cal/", "t1/", "t1long/")):
             assert m.logit_adjust == 0, p.key

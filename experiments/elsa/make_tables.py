@@ -85,16 +85,16 @@ CAL_SETTINGS = {"iid": ("iid", ("data.partition=iid", "data.mislabeled_count=0")
                                             "federation.betas=[0.9,0.95]"))}
 # the centralized row's own budget where the federation's does not fit one client taking 40 steps a round:
 # paraphrase's 5e-3 with τ = 1 holds the centralized run at the shortcut or one answer (74, 50, 74 over seeds 0–2,
-# clean 4de1911); at 2e-3 with the plain loss (one client's prior is the data's, nearly uniform) it learns the task
-# (90.4 over seeds 0–4). The grid below shows the rate matters: at 5e-3 neither loss ends above the shortcut; at
-# 2e-3 τ = 1 learns too (99.4; its gain over τ = 0 is not detected at 5 seeds) (2026-11-28, the ELSA README)
-CENTRAL_BUDGET = {"paraphrase": ("federation.lr=0.002", "method.logit_adjust=0")}
-# which of those two changes lets the centralized paraphrase row learn: the 2 × 2 of lr × τ around it, each cell the
-# centralized reference with only those two settings changed; (0.002, 0) is CENTRAL_BUDGET's, the calibration row
-# itself (not run twice)
+# clean 4de1911). The grid below shows the rate is what matters: at 5e-3 neither loss ends above the shortcut, at
+# 2e-3 both learn (τ = 0: 90.4, τ = 1: 99.4 over seeds 0–4; τ's gain not detected). So the row keeps the task's
+# loss (τ = 1) and lowers only the rate: it differs from the federation's budget by lr alone (2026-11-28; until
+# then the row also used the plain loss, now the grid's (2e-3, τ = 0) cell)
+CENTRAL_BUDGET = {"paraphrase": ("federation.lr=0.002",)}
+# the 2 × 2 of lr × τ around the centralized paraphrase row, each cell the centralized reference with only those two
+# settings changed; (0.002, 1) is CENTRAL_BUDGET's, the calibration row itself (not run twice)
 CENTRAL_GRID_TASK = "paraphrase"
 CENTRAL_GRID = (("0.002", "0"), ("0.002", "1"), ("0.005", "0"), ("0.005", "1"))   # (federation.lr, logit_adjust τ)
-CENTRAL_GRID_ROW = ("0.002", "0")    # CENTRAL_BUDGET's (lr, τ): the grid's cell that is the calibration row
+CENTRAL_GRID_ROW = ("0.002", "1")    # CENTRAL_BUDGET's lr with the task's τ: the grid's cell that is the calibration row
 # Simple SL's own positive control (cal/{task}/…/simple_sl): Simple SL with the link uncompressed, no mislabeled
 # clients, iid and under the paper's skew. Its one θ₂ on the cloud takes the clients' steps in turn (ϱ × 20 a
 # round) while their own parts are averaged (SPEC §3.4). One-seed probes (seed 0, 2026-11-27) learnt iid (0.97 at
@@ -178,7 +178,7 @@ def f6_key(p: int, long: bool = False) -> str:
 
 
 def central_grid_key(lr: str, tau: str) -> str:
-    """The centralized paraphrase row at lr `lr` and logit adjustment τ = `tau`: CENTRAL_BUDGET's (0.002, 0) is
+    """The centralized paraphrase row at lr `lr` and logit adjustment τ = `tau`: CENTRAL_GRID_ROW (0.002, 1) is
     the calibration row `cal/paraphrase/central/reference`, the others `cal/paraphrase/central/lr{lr}_tau{tau}`."""
     base = f"cal/{CENTRAL_GRID_TASK}/central"
     return f"{base}/reference" if (lr, tau) == CENTRAL_GRID_ROW else f"{base}/lr{lr}_tau{tau}"
@@ -407,8 +407,9 @@ def central_grid_section(r: Results, stale: set[str] = frozenset(),
     taus = sorted({tau for _, tau in CENTRAL_GRID})
     lines = ["", f"**Which change lets the centralized {CENTRAL_GRID_TASK} row learn.** The centralized reference "
              "with only the learning rate and the logit-adjusted loss's τ changed (τ = 0: plain cross-entropy; the "
-             f"federation's {CENTRAL_GRID_TASK} budget is lr 0.005 with τ = 1, the calibration row's 0.002 with "
-             "τ = 0); split-path accuracy ×100, the whole model's in brackets:", "",
+             f"federation's {CENTRAL_GRID_TASK} budget is lr 0.005 with τ = 1, the calibration row's "
+             f"{CENTRAL_GRID_ROW[0]} with τ = {CENTRAL_GRID_ROW[1]}); split-path accuracy ×100, the whole model's in "
+             "brackets:", "",
              "| lr | " + " | ".join(f"τ = {tau}" for tau in taus) + " |", "|---|" + "---|" * len(taus)]
     for lr in lrs:
         lines.append(f"| {lr} | " + " | ".join(_acc_cell(r, central_grid_key(lr, tau), stale) for tau in taus) + " |")
