@@ -12,6 +12,7 @@ as one line — naming the config key that pointed at the file, the file, what i
 module: it imports nothing of fedlab's but `validation`."""
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,23 @@ from typing import Any
 from fedlab.validation import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextlib.contextmanager
+def file_lock(path: Path):
+    """An exclusive advisory lock on `path` for the block (POSIX flock; without fcntl, no lock), for files that
+    several fedlab processes write: a table's records, a new MLflow store."""
+    try:
+        import fcntl
+    except ImportError:          # not POSIX: one process per file
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 class FileProblem(ConfigError):

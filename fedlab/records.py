@@ -11,7 +11,6 @@ commit.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
@@ -19,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from fedlab.files import file_lock
 from fedlab.stats import fmt_ci
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,22 +60,6 @@ def record_key(key: str, seed: int) -> str:
     return f"{key}@seed{seed}"
 
 
-@contextlib.contextmanager
-def _locked(path: Path):
-    """An exclusive advisory lock on `path` for the block (POSIX flock; without fcntl, no lock)."""
-    try:
-        import fcntl
-    except ImportError:          # not POSIX: one table process per file
-        yield
-        return
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 class Results:
     """The records of one table script (`results.json`), written atomically after every run."""
 
@@ -100,7 +84,7 @@ class Results:
         """Write the records atomically, merged with what is on disk now: records this object added or
         replaced win, every other record (another table process on the same file, e.g. a second `--only`)
         is kept, under an exclusive lock on `<file>.lock`."""
-        with _locked(self.path.with_suffix(".lock")):
+        with file_lock(self.path.with_suffix(".lock")):
             disk = self._read()
             mine = {k: v for k, v in self.records.items() if self._loaded.get(k) is not v}
             self.records = {**{k: v for k, v in disk.items() if k != "_meta"}, **mine}

@@ -3,6 +3,7 @@ metrics per round, artifacts (config YAML, final adapters, plots). Default store
 with artifacts under mlruns/."""
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from pathlib import Path
@@ -36,11 +37,24 @@ def setup_mlflow(uri: str, artifact_root: str, experiment: str):
 
     for name in ("mlflow", "alembic"):  # schema-migration chatter on a new store
         logging.getLogger(name).setLevel(logging.WARNING)
+    from fedlab.files import file_lock
+
     uri = absolute_uri(uri)
+    lock = contextlib.nullcontext()
     if uri.startswith("sqlite:///"):
         db = Path(uri[len("sqlite:///"):])
         db.parent.mkdir(parents=True, exist_ok=True)
+        # one process at a time creates or migrates the store and its experiment: two table runs starting together
+        # on a fresh clone otherwise both run the schema migration ("duplicate column name") or both create the
+        # experiment
+        lock = file_lock(db.with_name(db.name + ".lock"))
     mlflow.set_tracking_uri(uri)
+    with lock:
+        return _open_experiment(mlflow, uri, artifact_root, experiment)
+
+
+def _open_experiment(mlflow, uri: str, artifact_root: str, experiment: str):
+    """The experiment's id in the store at `uri`, the experiment created (tagged as model training) if new."""
     try:
         client = mlflow.MlflowClient()
         exp = client.get_experiment_by_name(experiment)

@@ -177,3 +177,28 @@ def test_mlflow_ui_shows_the_runs_and_the_per_round_accuracy(finished_run, tmp_p
 
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+def test_a_new_sqlite_store_is_made_by_one_process_at_a_time(tmp_path):
+    """Two table runs that start together on a fresh clone must not both migrate the new store (MLflow's
+    migration then fails with "duplicate column name"): setup_mlflow waits for `<db>.lock`, which another
+    process holding it keeps it from touching the store, and goes on once it is released."""
+    import fcntl
+    import threading
+
+    import mlflow.store.tracking.sqlalchemy_store  # noqa: F401  (imported here, so the wait below is the lock's)
+
+    from fedlab.tracking import setup_mlflow
+
+    db = tmp_path / "mlruns" / "mlflow.db"
+    db.parent.mkdir()
+    got = {}
+    with open(db.with_name("mlflow.db.lock"), "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)          # another process making the store
+        t = threading.Thread(target=lambda: got.update(exp=setup_mlflow(f"sqlite:///{db}", str(tmp_path / "a"), "x")))
+        t.start()
+        t.join(5.0)
+        assert t.is_alive() and not db.exists()  # waiting; the store untouched
+        fcntl.flock(held, fcntl.LOCK_UN)
+    t.join(60)
+    assert not t.is_alive() and got["exp"] and db.exists()
