@@ -8,7 +8,9 @@ the record's sha256, and one made outside git), and it is current (`fedlab.recor
 the row resolves to now, this machine's numerics, the zoo weights a run here would load). Where both files hold
 a current record of the same (row, seed) from two runs, this file's stays and the two are compared — final,
 zero-shot and per-round numbers: with pinned numerics they are equal, so a difference is a reproducibility
-failure, and the table script exits 1 after rendering.
+failure, and the table script exits 1 after rendering. Final metrics only one of the two logs (code that logs
+more, since) are not numbers they disagree on: where the incoming record holds every metric of this file's with
+the same values and more besides, it takes the place of this file's (`extended`).
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ class MergeReport:
     replaced: list[str] = field(default_factory=list)      # this file's record was stale, the incoming one current
     same: list[str] = field(default_factory=list)          # the same run (run id) is already here
     agree: list[str] = field(default_factory=list)         # both current, two runs, the same numbers
+    extended: list[str] = field(default_factory=list)      # the same numbers, the incoming one logs more: it is kept
     differ: dict[str, list[str]] = field(default_factory=dict)   # both current: what differs between them
     skipped: dict[str, list[str]] = field(default_factory=dict)  # reason → keys
 
@@ -48,6 +51,7 @@ class MergeReport:
         """The report as the table script prints it (one line, then one per disagreement and skip reason)."""
         out = [f"[fedlab] merge from {self.source}: {len(self.added)} added, {len(self.replaced)} replaced a stale "
                f"record, {len(self.same)} already here, {len(self.agree)} held here too with the same numbers, "
+               f"{len(self.extended)} replaced by a record with the same numbers and more metrics, "
                f"{len(self.differ)} held here with OTHER numbers, {sum(map(len, self.skipped.values()))} skipped"]
         for key, what in self.differ.items():
             out.append(f"[fedlab]   REPRODUCIBILITY FAILURE {key}: the same config and numerics gave other numbers "
@@ -55,7 +59,7 @@ class MergeReport:
         for reason, keys in self.skipped.items():
             shown = ", ".join(keys[:3]) + (f", … ({len(keys)} in all)" if len(keys) > 3 else "")
             out.append(f"[fedlab]   skipped, {reason}: {shown}")
-        if self.added or self.replaced:
+        if self.added or self.replaced or self.extended:
             out.append("[fedlab]   the merged records name their MLflow runs in the other machine's store (`run_id`)")
         return out
 
@@ -98,12 +102,20 @@ def _commit_known(commit: str, cache: dict[str, bool]) -> bool:
 
 
 def differing(a: dict, b: dict) -> list[str]:
-    """What two records of one (row, seed) do not share: final metrics that differ or that only one holds, and
-    `zero` / `rounds` as a whole (NaN equals NaN: both are compared as written to JSON)."""
+    """The numbers two records of one (row, seed) disagree on: final metrics both hold with other values, and
+    `zero` / `rounds` as a whole (NaN equals NaN: both are compared as written to JSON). Metrics only one holds
+    are `one_sided`'s."""
     dump = lambda x: json.dumps(x, sort_keys=True)
     fa, fb = a.get("final") or {}, b.get("final") or {}
-    out = [f"final {k}" for k in sorted(fa.keys() | fb.keys()) if k not in fa or k not in fb or dump(fa[k]) != dump(fb[k])]
+    out = [f"final {k}" for k in sorted(fa.keys() & fb.keys()) if dump(fa[k]) != dump(fb[k])]
     return out + [k for k in COMPARED[1:] if dump(a.get(k)) != dump(b.get(k))]
+
+
+def one_sided(a: dict, b: dict) -> tuple[list[str], list[str]]:
+    """(final metrics only `a` holds, final metrics only `b` holds): what one version of the code logs and the
+    other does not."""
+    fa, fb = a.get("final") or {}, b.get("final") or {}
+    return sorted(fa.keys() - fb.keys()), sorted(fb.keys() - fa.keys())
 
 
 def _patch_problem(rec: dict, src_folder: Path) -> str | None:
@@ -162,8 +174,12 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
             continue
         if mine is not None and stale_reason(mine, cfg) is None:
             what = differing(mine, rec)
+            only_mine, only_theirs = one_sided(mine, rec)
             if what:
                 report.differ[k] = what
+            elif only_theirs and not only_mine:     # the same numbers, and more: keep the fuller record
+                report.extended.append(k)
+                results.records[k] = rec
             else:
                 report.agree.append(k)
             continue
@@ -174,7 +190,7 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
                 shutil.copyfile(path.parent / rec["diff"], dst)
         (report.added if mine is None else report.replaced).append(k)
         results.records[k] = rec
-    if report.added or report.replaced:
+    if report.added or report.replaced or report.extended:
         results.save()
     return report
 

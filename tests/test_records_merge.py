@@ -99,7 +99,8 @@ def test_merge_takes_what_this_table_would_accept_and_compares_what_both_hold(tm
     assert "t/median@seed1" not in saved and "t/gone@seed0" not in saved
     text = "\n".join(report.lines())
     assert "1 added, 1 replaced a stale record, 1 already here, 1 held here too with the same numbers, " \
-           "1 held here with OTHER numbers, 11 skipped" in text
+           "0 replaced by a record with the same numbers and more metrics, 1 held here with OTHER numbers, " \
+           "11 skipped" in text
     assert "REPRODUCIBILITY FAILURE t/fedavg@seed2: the same config and numerics gave other numbers " \
            "(final acc/mean, rounds); this file's record is kept" in text
     # the trailing overrides of the command line are part of the row's config
@@ -164,12 +165,39 @@ def test_merge_from_on_the_command_line(tmp_path, capsys):
     assert (here / "RESULTS.md").read_text() == "fedavg 0.600 ± 1.271"
 
 
+def test_a_record_with_the_same_numbers_and_more_metrics_is_not_a_reproducibility_failure(tmp_path):
+    """Code that has learnt to log more (a new metric) re-runs a row: the same numbers plus the new metric. The
+    fuller record takes this file's place; a poorer incoming one leaves this file's as it is; neither is a
+    failure. A metric both hold with other values still is."""
+    from fedlab.records_merge import merge_records
+
+    fa, _ = ROWS
+    here, there = tmp_path / "here" / "results.json", tmp_path / "there" / "results.json"
+    richer = lambda rec: {**rec, "final": {**rec["final"], "new/metric": 1.0}}
+    _write(here, {"t/fedavg@seed0": _record(fa, 0, 0.5, "m0"),
+                  "t/fedavg@seed1": richer(_record(fa, 1, 0.6, "m1")),
+                  "t/fedavg@seed2": _record(fa, 2, 0.7, "m2")})
+    theirs = {"t/fedavg@seed0": richer(_record(fa, 0, 0.5, "t0")),                    # more: replaces
+              "t/fedavg@seed1": _record(fa, 1, 0.6, "t1"),                            # less: this file's stays
+              "t/fedavg@seed2": richer(_record(fa, 2, 0.75, "t2"))}                   # other numbers: a failure
+    _write(there, theirs)
+    report = merge_records(Results(here), there, ROWS)
+    assert report.extended == ["t/fedavg@seed0"] and report.agree == ["t/fedavg@seed1"]
+    assert report.differ == {"t/fedavg@seed2": ["final acc/mean", "rounds"]}
+    saved = json.loads(here.read_text())
+    assert saved["t/fedavg@seed0"]["run_id"] == "t0" and saved["t/fedavg@seed0"]["final"]["new/metric"] == 1.0
+    assert saved["t/fedavg@seed1"]["run_id"] == "m1" and saved["t/fedavg@seed2"]["run_id"] == "m2"
+    assert "1 replaced by a record with the same numbers and more metrics" in "\n".join(report.lines())
+
+
 def test_two_records_differ_by_any_number_they_do_not_share():
-    from fedlab.records_merge import differing
+    from fedlab.records_merge import differing, one_sided
 
     nan = float("nan")
     a = {"final": {"acc/mean": nan, "loss": 1.0}, "zero": {"acc/mean": 0.2}, "rounds": [{"round": 1}]}
     assert differing(a, json.loads(json.dumps(a))) == []                  # NaN equals NaN, as written to JSON
-    assert differing(a, {**a, "final": {"acc/mean": nan}}) == ["final loss"]          # one record lacks it
+    assert differing(a, {**a, "final": {"acc/mean": nan}}) == []          # one record lacks it: not a disagreement,
+    assert one_sided(a, {**a, "final": {"acc/mean": nan}}) == (["loss"], [])           # but one-sided
+    assert one_sided(a, {**a, "final": {**a["final"], "new": 2.0}}) == ([], ["new"])
     assert differing(a, {**a, "final": {"acc/mean": 0.5, "loss": 1.0}}) == ["final acc/mean"]
     assert differing(a, {**a, "zero": {"acc/mean": 0.3}, "rounds": []}) == ["zero", "rounds"]

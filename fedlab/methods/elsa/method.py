@@ -392,7 +392,6 @@ def trust_entropy_spearman(trust, train) -> float:
     return float(spearmanr(trust, ent).statistic)
 
 
-
 def rank_metrics(score, bad: set[int]) -> dict:
     """How a per-client score (higher: more trusted) ranks the m mislabeled clients `bad`: recall@m — the share
     of them among the m lowest — and the rank AUC P(score of a mislabeled client < score of a clean one)
