@@ -89,7 +89,10 @@ CAL_SETTINGS = {"iid": ("iid", ("data.partition=iid", "data.mislabeled_count=0")
 # 2e-3 both learn (τ = 0: 90.4, τ = 1: 99.4 over seeds 0–4; τ's gain not detected). So the row keeps the task's
 # loss (τ = 1) and lowers only the rate: it differs from the federation's budget by lr alone (2026-11-28; until
 # then the row also used the plain loss, now the grid's (2e-3, τ = 0) cell)
-CENTRAL_BUDGET = {"paraphrase": ("federation.lr=0.002",)}
+# Sentiment (2026-11-28): at the federation's 5e-3 the one client fits its data to near-zero loss and, in seed 4 of
+# 5 (clean 460de3f), the loss jumps at round 23 and the run ends at one answer (42.5); a one-seed probe of that seed
+# at 2e-3 stays at 1.00 to round 80, so the row runs at 2e-3, as entailment's already does
+CENTRAL_BUDGET = {"paraphrase": ("federation.lr=0.002",), "sentiment": ("federation.lr=0.002",)}
 # the 2 × 2 of lr × τ around the centralized paraphrase row, each cell the centralized reference with only those two
 # settings changed; (0.002, 1) is CENTRAL_BUDGET's, the calibration row itself (not run twice)
 CENTRAL_GRID_TASK = "paraphrase"
