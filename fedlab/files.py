@@ -23,20 +23,31 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @contextlib.contextmanager
-def file_lock(path: Path):
+def file_lock(path: Path, optional: bool = False):
     """An exclusive advisory lock on `path` for the block (POSIX flock; without fcntl, no lock), for files that
-    several fedlab processes write: a table's records, a new MLflow store."""
+    several fedlab processes write: a table's records, a new MLflow store. `optional`: where the lock file cannot
+    be made or locked (a read-only folder, a file system without flock), the block runs without it."""
     try:
         import fcntl
     except ImportError:          # not POSIX: one process per file
         yield
         return
-    with open(path, "a") as f:
+    f = None
+    try:
+        f = open(path, "a")
         fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    except OSError:
+        if f is not None:
+            f.close()
+        if not optional:
+            raise
+        yield
+        return
+    try:
+        yield
+    finally:
+        fcntl.flock(f, fcntl.LOCK_UN)
+        f.close()
 
 
 class FileProblem(ConfigError):

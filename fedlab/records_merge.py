@@ -8,9 +8,10 @@ the record's sha256, and one made outside git), and it is current (`fedlab.recor
 the row resolves to now, this machine's numerics, the zoo weights a run here would load). Where both files hold
 a current record of the same (row, seed) from two runs, this file's stays and the two are compared — final,
 zero-shot and per-round numbers: with pinned numerics they are equal, so a difference is a reproducibility
-failure, and the table script exits 1 after rendering. Final metrics only one of the two logs (code that logs
-more, since) are not numbers they disagree on: where the incoming record holds every metric of this file's with
-the same values and more besides, it takes the place of this file's (`extended`).
+failure, and the table script exits 1 after rendering. Final metrics only one of the two logs are a failure
+too when both records come from one commit; from two commits they are what the later code logs besides, not
+numbers the two disagree on: where the incoming record holds every metric of this file's with the same values
+and more besides, it takes the place of this file's (`extended`, its patch copied as an added record's is).
 """
 from __future__ import annotations
 
@@ -175,20 +176,25 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
         if mine is not None and stale_reason(mine, cfg) is None:
             what = differing(mine, rec)
             only_mine, only_theirs = one_sided(mine, rec)
+            if mine.get("git") == rec.get("git"):   # one commit's code logs the same metrics: a gap is a failure
+                what += [f"final {m} (only one record holds it)" for m in only_mine + only_theirs]
             if what:
                 report.differ[k] = what
-            elif only_theirs and not only_mine:     # the same numbers, and more: keep the fuller record
-                report.extended.append(k)
-                results.records[k] = rec
-            else:
+                continue
+            if not (only_theirs and not only_mine):     # nothing to gain from the incoming one
                 report.agree.append(k)
-            continue
+                continue
         if rec.get("diff"):            # a dirty tree's patch, kept beside the records it made
             dst = results.path.parent / rec["diff"]
             if not dst.exists():
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(path.parent / rec["diff"], dst)
-        (report.added if mine is None else report.replaced).append(k)
+        if mine is None:
+            report.added.append(k)
+        elif stale_reason(mine, cfg) is None:      # the same numbers and more metrics (newer code): the fuller one
+            report.extended.append(k)
+        else:
+            report.replaced.append(k)
         results.records[k] = rec
     if report.added or report.replaced or report.extended:
         results.save()

@@ -47,7 +47,7 @@ def setup_mlflow(uri: str, artifact_root: str, experiment: str):
         # one process at a time creates or migrates the store and its experiment: two table runs starting together
         # on a fresh clone otherwise both run the schema migration ("duplicate column name") or both create the
         # experiment
-        lock = file_lock(db.with_name(db.name + ".lock"))
+        lock = file_lock(db.with_name(db.name + ".lock"), optional=True)
     mlflow.set_tracking_uri(uri)
     with lock:
         return _open_experiment(mlflow, uri, artifact_root, experiment)

@@ -253,3 +253,5 @@ def test_trust_ranks_the_flipped_clients_lowest_on_an_iid_split(tmp_path):
     final = run_experiment(cfg, progress=False).final
     assert final["server/trust/recall_at_m"] == 1.0, final["server/trust/recall_at_m"]
     assert final["server/trust/auc_low"] == 1.0, final["server/trust/auc_low"]
+    # the paired divergence term alone does it too (the entropy term alone would pass the two lines above)
+    assert final["server/trust/recall_at_m_divergence"] == 1.0, final["server/trust/recall_at_m_divergence"]

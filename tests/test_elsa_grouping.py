@@ -110,6 +110,9 @@ def test_paired_divergence_by_hand():
                           paired_divergence_matrix([a, b, a, b], scale="raw") / r)
     with pytest.raises(ValueError, match="same probes"):
         paired_divergence_matrix([a, b[:1]])
+    ruled_out = torch.log(torch.tensor([[1.0, 0.0], [0.5, 0.5]], dtype=torch.float64))       # log 0 = −inf
+    with pytest.raises(ValueError, match="must be finite"):
+        paired_divergence_matrix([a, ruled_out])
     with pytest.raises(ValueError, match="median, per_dim, raw"):
         paired_divergence_matrix([a, b], scale="log")
 

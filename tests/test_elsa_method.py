@@ -220,6 +220,7 @@ def test_fedams_server_step_by_hand():
     (["method.logit_adjust=-1"], "method.logit_adjust"),
     (["method.divergence=paired"], "method.divergence"),        # paired needs fingerprint: predictions
     (["method.fingerprint=predictions", "method.divergence=kl"], "method.divergence"),
+    (["method.fingerprint=predictions", "method.divergence=paired", "method.shrinkage=0.1"], "method.shrinkage"),
     (["data.tasks=[sentiment,describe]"], "data.tasks"),
     (["model.name=pico-llama"], "model.name"),
     (["model.lora.target_modules=[all-linear]"], "model.lora.target_modules"),
@@ -392,7 +393,7 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
 
 def test_the_central_grid_separates_the_learning_rate_from_the_logit_adjustment(tmp_path):
     """The centralized paraphrase row's lr × τ grid from hand-made records: a 2 × 2 table (the calibration row at
-    lr 0.002, τ = 0) and each setting's effect at either value of the other, paired over seeds."""
+    lr 0.002, τ = 1) and each setting's effect at either value of the other, paired over seeds."""
     import importlib.util
     import json
     from pathlib import Path
@@ -452,6 +453,9 @@ def test_the_trust_terms_table_says_which_term_ranks_the_mislabelled_clients_low
         records[f"{key}@seed{s}"] = {"key": key, "seed": s, "label": key, "final": {}, "summary": {"trust": t}}
         records[f"{old}@seed{s}"] = {"key": old, "seed": s, "label": old, "final": {},   # made before the terms
                                      "summary": {"trust": {"server/trust/recall_at_m": 0.75}}}
+    key3 = f"{key}@seed3"            # a seed made before the terms were logged: left out of every column
+    records[key3] = {"key": key, "seed": 3, "label": key, "final": {},
+                     "summary": {"trust": {"server/trust/recall_at_m": 0.0, "server/trust/auc_low": 0.0}}}
     (tmp_path / "results.json").write_text(json.dumps(records))
     lines = mod.trust_terms_section(Results(tmp_path / "results.json"))
     rows = [line for line in lines if line.startswith("| iid")]
@@ -939,7 +943,10 @@ def test_paired_divergence_sets_the_trust_and_each_terms_ranking_is_logged(bert_
     conf, others = trust_terms(seen["emb"], seen["div"], "entropy")
     want = relative_trust(-conf - others).tolist()
     assert [first[f"server/trust_client_{c}"] for c in range(4)] == pytest.approx(want, abs=1e-12)
-    for term, score in (("confidence", -conf), ("divergence", -others)):
+    terms = {"confidence": -conf, "divergence": -others}
+    # the two terms rank client 1 apart here, so a swap of their names would fail below
+    assert elsa_method.rank_metrics(np.asarray(-conf), {1}) != elsa_method.rank_metrics(np.asarray(-others), {1})
+    for term, score in terms.items():
         want = elsa_method.rank_metrics(np.asarray(score), {1})
         assert first[f"server/trust/auc_low_{term}"] == want["trust/auc_low"]
         assert first[f"server/trust/recall_at_m_{term}"] == want["trust/recall_at_m"]

@@ -166,19 +166,28 @@ def test_merge_from_on_the_command_line(tmp_path, capsys):
 
 
 def test_a_record_with_the_same_numbers_and_more_metrics_is_not_a_reproducibility_failure(tmp_path):
-    """Code that has learnt to log more (a new metric) re-runs a row: the same numbers plus the new metric. The
-    fuller record takes this file's place; a poorer incoming one leaves this file's as it is; neither is a
-    failure. A metric both hold with other values still is."""
+    """Code that has learnt to log more (a new metric, a later commit) re-runs a row: the same numbers plus the
+    new metric. The fuller record takes this file's place; a poorer incoming one leaves this file's as it is;
+    neither is a failure. A metric both hold with other values still is, and so is a metric only one holds when
+    both records come from one commit."""
+    import subprocess
+
     from fedlab.records_merge import merge_records
 
     fa, _ = ROWS
     here, there = tmp_path / "here" / "results.json", tmp_path / "there" / "results.json"
-    richer = lambda rec: {**rec, "final": {**rec["final"], "new/metric": 1.0}}
-    _write(here, {"t/fedavg@seed0": _record(fa, 0, 0.5, "m0"),
+    head = _head()
+    parent = subprocess.run(["git", "rev-parse", f"{head}~1"], capture_output=True, text=True)
+    if parent.returncode:
+        pytest.skip("the checkout holds one commit: records of two commits cannot be made")
+    later = lambda rec: {**rec, "final": {**rec["final"], "new/metric": 1.0}}     # the later commit's record
+    earlier = lambda rec: {**rec, "git": parent.stdout.strip()}
+    richer = later
+    _write(here, {"t/fedavg@seed0": earlier(_record(fa, 0, 0.5, "m0")),
                   "t/fedavg@seed1": richer(_record(fa, 1, 0.6, "m1")),
-                  "t/fedavg@seed2": _record(fa, 2, 0.7, "m2")})
+                  "t/fedavg@seed2": earlier(_record(fa, 2, 0.7, "m2"))})
     theirs = {"t/fedavg@seed0": richer(_record(fa, 0, 0.5, "t0")),                    # more: replaces
-              "t/fedavg@seed1": _record(fa, 1, 0.6, "t1"),                            # less: this file's stays
+              "t/fedavg@seed1": earlier(_record(fa, 1, 0.6, "t1")),                   # less: this file's stays
               "t/fedavg@seed2": richer(_record(fa, 2, 0.75, "t2"))}                   # other numbers: a failure
     _write(there, theirs)
     report = merge_records(Results(here), there, ROWS)
@@ -188,9 +197,14 @@ def test_a_record_with_the_same_numbers_and_more_metrics_is_not_a_reproducibilit
     assert saved["t/fedavg@seed0"]["run_id"] == "t0" and saved["t/fedavg@seed0"]["final"]["new/metric"] == 1.0
     assert saved["t/fedavg@seed1"]["run_id"] == "m1" and saved["t/fedavg@seed2"]["run_id"] == "m2"
     assert "1 replaced by a record with the same numbers and more metrics" in "\n".join(report.lines())
+    # from one commit, a metric only one record holds is a failure (the same code logs the same metrics)
+    _write(here, {"t/fedavg@seed3": _record(fa, 3, 0.4, "m3")})
+    _write(there, {"t/fedavg@seed3": richer(_record(fa, 3, 0.4, "t3"))})
+    report = merge_records(Results(here), there, ROWS)
+    assert report.differ == {"t/fedavg@seed3": ["final new/metric (only one record holds it)"]}
 
 
-def test_two_records_differ_by_any_number_they_do_not_share():
+def test_two_records_differ_by_the_numbers_both_hold_and_one_sided_metrics_are_told_apart():
     from fedlab.records_merge import differing, one_sided
 
     nan = float("nan")

@@ -183,8 +183,9 @@ def test_a_new_sqlite_store_is_made_by_one_process_at_a_time(tmp_path):
     """Two table runs that start together on a fresh clone must not both migrate the new store (MLflow's
     migration then fails with "duplicate column name"): setup_mlflow waits for `<db>.lock`, which another
     process holding it keeps it from touching the store, and goes on once it is released."""
-    import fcntl
     import threading
+
+    fcntl = pytest.importorskip("fcntl")
 
     import mlflow.store.tracking.sqlalchemy_store  # noqa: F401  (imported here, so the wait below is the lock's)
 
@@ -202,3 +203,22 @@ def test_a_new_sqlite_store_is_made_by_one_process_at_a_time(tmp_path):
         fcntl.flock(held, fcntl.LOCK_UN)
     t.join(60)
     assert not t.is_alive() and got["exp"] and db.exists()
+
+
+def test_a_store_whose_lock_cannot_be_made_still_opens(tmp_path, monkeypatch):
+    """The store's lock is optional: where `<db>.lock` cannot be created (here: open refuses it), setup_mlflow
+    opens the store without it, as it did before the lock, instead of failing on a traceback."""
+    import builtins
+
+    from fedlab.tracking import setup_mlflow
+
+    db = tmp_path / "mlflow.db"
+    real_open = builtins.open
+
+    def refuse_lock(path, *a, **k):
+        if str(path).endswith("mlflow.db.lock"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", refuse_lock)
+    assert setup_mlflow(f"sqlite:///{db}", str(tmp_path / "a"), "x") and db.exists()

@@ -832,8 +832,11 @@ def trust_terms_section(r: Results) -> list[str]:
     records log each term's own ranking (`trust/recall_at_m_<term>`, `trust/auc_low_<term>`): recall@4, AUC and
     the seeds in which all 4 are the 4 lowest (the positive control as SPEC §3.4 words it), for the trust and for
     each term alone."""
-    def cells(key: str, suffix: str) -> str:
-        get = lambda m: lambda rec: (rec.get("summary") or {}).get("trust", {}).get(f"server/trust/{m}{suffix}")
+    trust = lambda rec: (rec.get("summary") or {}).get("trust", {})
+    with_terms = lambda rec: "server/trust/auc_low_confidence" in trust(rec)
+
+    def cells(key: str, suffix: str) -> str:    # over the seeds whose records log the terms, for every column
+        get = lambda m: lambda rec: trust(rec).get(f"server/trust/{m}{suffix}") if with_terms(rec) else None
         at_m = r.values(key, get("recall_at_m"))
         return (f"{r.cell(key, get('recall_at_m'), 2)} | {r.cell(key, get('auc_low'), 2)} | "
                 f"{sum(v == 1.0 for v in at_m)} of {len(at_m)}")
@@ -843,8 +846,7 @@ def trust_terms_section(r: Results) -> list[str]:
         for part, alpha in (("iid", "iid"), ("a0.1", "α̂ = 0.1")):
             for w in (32, 128):
                 key = f"trust/indomain/{part}/{fp}/w{w}"
-                if r.values(key, lambda rec: (rec.get("summary") or {}).get("trust", {}).get(
-                        "server/trust/auc_low_confidence")):
+                if any(with_terms(rec) for rec in r.runs(key)):
                     out.append(f"| {alpha} | {what} | {w} | {cells(key, '')} | {cells(key, '_confidence')} | "
                                f"{cells(key, '_divergence')} |")
     if not out:

@@ -39,15 +39,18 @@ def divergence_matrix(embeddings: list[torch.Tensor], scale: str = "per_dim",
 def paired_divergence_matrix(log_probs: list[torch.Tensor], scale: str = "median") -> torch.Tensor:
     """[N, N] R̂ between the clients' log-probabilities log p_n(y | probe j) [Q, C] on the same Q probes (module
     docstring): R(n, n') = mean_j Σ_y (p_n − p_n')(log p_n − log p_n'), then scaled as `divergence_matrix`
-    does (per_dim: R / C). 0 on the diagonal."""
+    does (per_dim: R / C). 0 on the diagonal. The log-probabilities must be finite (every p > 0, as a softmax
+    of finite logits gives): a class one client rules out (log p = −inf) makes the symmetric KL infinite."""
     _check_scale(scale)
     shapes = {tuple(t.shape) for t in log_probs}
     if len(shapes) != 1:
         raise ValueError(f"paired divergence: the clients' predictions must cover the same probes; shapes {sorted(shapes)}")
     logp = torch.stack([t.double() for t in log_probs])                       # [N, Q, C]
+    if not torch.isfinite(logp).all():
+        raise ValueError("paired divergence: the log-probabilities must be finite (a probability of 0 makes the "
+                         "symmetric KL infinite)")
     p = logp.exp()
     out = ((p[:, None] - p[None]) * (logp[:, None] - logp[None])).sum(-1).mean(-1)
-    out.fill_diagonal_(0.0)
     return _scaled(out, scale, logp.shape[-1])
 
 

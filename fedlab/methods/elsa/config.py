@@ -39,7 +39,9 @@ class ElsaConfig(MethodConfig):
     # literally; its confidence term is then the mean prediction entropy instead of mean 1/‖T‖)
     fingerprint: str = "pooled"
     shrinkage: Optional[float] = None   # fingerprint covariance shrinkage; null: Ledoit–Wolf
-    divergence_scale: str = "per_dim"   # per_dim: R/D (SPEC's temperature) | raw: R | median: R / median R
+    # per_dim: R/D (SPEC's temperature; D the fingerprint's width, the head's label set for predictions) | raw: R |
+    # median: R / median R
+    divergence_scale: str = "per_dim"
     # how two clients' fingerprints are compared: gaussian — symmetric KL between Gaussians fitted to each client's
     # probe vectors (the paper's) | paired — with fingerprint: predictions, the symmetric KL between the two
     # clients' predictions on each shared probe, averaged over the probes (declared deviation: the Gaussian
@@ -113,6 +115,8 @@ class ElsaConfig(MethodConfig):
         choose(self.divergence, ("gaussian", "paired"), f"{p}.divergence")
         check(self.divergence == "gaussian" or self.fingerprint == "predictions", f"{p}.divergence", self.divergence,
               "'gaussian' unless method.fingerprint is 'predictions' (paired compares predictions probe by probe)")
+        check(self.divergence == "gaussian" or self.shrinkage is None, f"{p}.shrinkage", self.shrinkage,
+              "null with method.divergence: paired (shrinkage is the Gaussian fingerprint's covariance)")
         check(0 <= self.w_excl <= 1, f"{p}.w_excl", self.w_excl, "a number in [0, 1]")
         check(0 <= self.w_min <= 1, f"{p}.w_min", self.w_min, "a number in [0, 1]")
         check(self.num_edges >= 1, f"{p}.num_edges", self.num_edges, "an integer >= 1")

@@ -1,12 +1,15 @@
 """ELSA (paper 002, SPEC.md §3), a method that owns its round.
 
 Before round 1 (`begin`):
-  1. every client warms up the whole model locally and sends the [CLS] embeddings of the public probe texts;
-  2. the cloud fits a Gaussian fingerprint per client, R̂ = symmetric KL / D, trust w_n (log domain,
-     `fedlab.splitfed.trust`), places clients and edges (`fedlab.splitfed.topology`) and groups the clients
-     under the edges (`fedlab.splitfed.grouping`: exclusion, spectral clustering, matching, repair);
+  1. every client warms up the whole model locally and sends the pooled embeddings of the public probe texts
+     (`fingerprint: predictions`: the head's log-probabilities on them);
+  2. the cloud fits a Gaussian fingerprint per client, R̂ = symmetric KL / D (`divergence: paired`: the symmetric
+     KL of the clients' predictions probe by probe), trust w_n (log domain, `fedlab.splitfed.trust`), places
+     clients and edges (`fedlab.splitfed.topology`) and groups the clients under the edges
+     (`fedlab.splitfed.grouping`: exclusion, spectral clustering, matching, repair);
   3. the topology plot and the trust of every client are logged; with mislabeled clients in the data, the
-     precision and recall of the low-trust exclusion.
+     precision and recall of the low-trust exclusion, and how the trust and each of its two terms alone rank
+     the mislabeled clients (recall@m, AUC).
 Global round g:
   1. each edge k receives θ₂ of θ_{g−1} for its members; each member receives [θ₁, θ₃, head] of θ_{g−1} and
      trains ϱ split steps with its edge (activations and gradients sketched; uplink SS-OP-rotated);
