@@ -173,7 +173,8 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
         if mine is not None and mine.get("run_id") == rec.get("run_id"):
             report.same.append(k)
             continue
-        if mine is not None and stale_reason(mine, cfg) is None:
+        mine_current = mine is not None and stale_reason(mine, cfg) is None
+        if mine_current:
             what = differing(mine, rec)
             only_mine, only_theirs = one_sided(mine, rec)
             if mine.get("git") == rec.get("git"):   # one commit's code logs the same metrics: a gap is a failure
@@ -191,7 +192,7 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
                 shutil.copyfile(path.parent / rec["diff"], dst)
         if mine is None:
             report.added.append(k)
-        elif stale_reason(mine, cfg) is None:      # the same numbers and more metrics (newer code): the fuller one
+        elif mine_current:      # the same numbers and more metrics (newer code): the fuller one
             report.extended.append(k)
         else:
             report.replaced.append(k)

@@ -60,6 +60,8 @@ FINGERPRINTS = {"pooled": ("the head's input (paper)", ("method.fingerprint=pool
                 "predictions": ("the head's log-probabilities", ("method.fingerprint=predictions",)),
                 "predictions_paired": ("the head's log-probabilities, compared probe by probe",
                                        ("method.fingerprint=predictions", "method.divergence=paired"))}
+# the in-domain trust rows' splits (the iid positive control, then the paper's skew) and their warm-ups
+INDOMAIN_SPLITS = {"iid": (("data.partition=iid",), (32, 128)), "a0.1": (("data.alpha=0.1",), (32,))}
 CONTROL_RATIOS = ("2.1", "4.2", "8.4")
 # the sketch's controls at each ρ (SPEC §3.4): what each changes against ELSA's sketch (Y = 3, hashes fixed)
 SKETCH_CONTROLS = {"y1": ("Y = 1", ("method.sketch_rows=1",)),
@@ -187,6 +189,15 @@ def central_grid_key(lr: str, tau: str) -> str:
     return f"{base}/reference" if (lr, tau) == CENTRAL_GRID_ROW else f"{base}/lr{lr}_tau{tau}"
 
 
+def indomain_trust_rows():
+    """(fingerprint, what the table calls it, split, warm-up steps, row key) of each in-domain trust row, in the
+    plan's order: FINGERPRINTS × INDOMAIN_SPLITS × the split's warm-ups."""
+    for fp, (what, _) in FINGERPRINTS.items():
+        for part, (_, warmups) in INDOMAIN_SPLITS.items():
+            for w in warmups:
+                yield fp, what, part, w, f"trust/indomain/{part}/{fp}/w{w}"
+
+
 def long_figure_name(task: str) -> str:
     """The learning-curve figure of a LONG_SETTINGS cell (topic's keeps its first name, t1long.png)."""
     return "t1long.png" if task == "topic" else f"t1long_{task}.png"
@@ -260,14 +271,12 @@ def plan() -> list[Planned]:
         rows.append(Planned(f"trust/topic/iid/w{w}", HERE / "dirichlet.yaml",
                             ("data.tasks=[topic]", "data.partition=iid", f"method.warmup_steps={w}",
                              "federation.rounds=0"), label=f"trust after {w} warm-up steps, iid", setting="topic iid"))
-    for fp, (_, chosen) in FINGERPRINTS.items():   # in-domain probes: the iid positive control, then the skew
-        for part, over in (("iid", ("data.partition=iid",)), ("a0.1", ("data.alpha=0.1",))):
-            for w in ((32, 128) if part == "iid" else (32,)):
-                rows.append(Planned(f"trust/indomain/{part}/{fp}/w{w}", HERE / "dirichlet.yaml",
-                                    ("data.tasks=[topic]", *over, *IN_DOMAIN, *chosen,
-                                     f"method.warmup_steps={w}", "federation.rounds=0"),
-                                    label=f"trust, in-domain probes, {fp.replace('_', ', ')}, {w} warm-up steps",
-                                    setting=f"topic {part}"))
+    for fp, _, part, w, key in indomain_trust_rows():   # in-domain probes: the iid positive control, then the skew
+        rows.append(Planned(key, HERE / "dirichlet.yaml",
+                            ("data.tasks=[topic]", *INDOMAIN_SPLITS[part][0], *IN_DOMAIN, *FINGERPRINTS[fp][1],
+                             f"method.warmup_steps={w}", "federation.rounds=0"),
+                            label=f"trust, in-domain probes, {fp.replace('_', ', ')}, {w} warm-up steps",
+                            setting=f"topic {part}"))
     return rows
 
 
@@ -807,13 +816,10 @@ def mislabel_section(r: Results) -> list[str]:
             if r.runs(f"trust/topic/w{w}")]
     out += [row(f"topic, {w} warm-up steps, no training (positive control)", "iid", f"trust/topic/iid/w{w}")
             for w in WARMUPS if r.runs(f"trust/topic/iid/w{w}")]
-    for fp, (what, _) in FINGERPRINTS.items():
-        for part, alpha in (("iid", "iid"), ("a0.1", "0.1")):
-            for w in (32, 128):
-                key = f"trust/indomain/{part}/{fp}/w{w}"
-                if r.runs(key):
-                    out.append(row(f"topic, in-domain probes (Q = 256), fingerprint of {what}, {w} warm-up steps"
-                                   + (" (positive control)" if part == "iid" else ""), alpha, key))
+    for _, what, part, w, key in indomain_trust_rows():
+        if r.runs(key):
+            out.append(row(f"topic, in-domain probes (Q = 256), fingerprint of {what}, {w} warm-up steps"
+                           + (" (positive control)" if part == "iid" else ""), "iid" if part == "iid" else "0.1", key))
     if not out:
         return []
     return ["", "## Mislabelled clients found by trust (ELSA rows; 4 of 20 clients with half their labels flipped)", "",
@@ -842,13 +848,10 @@ def trust_terms_section(r: Results) -> list[str]:
                 f"{sum(v == 1.0 for v in at_m)} of {len(at_m)}")
 
     out = []
-    for fp, (what, _) in FINGERPRINTS.items():
-        for part, alpha in (("iid", "iid"), ("a0.1", "α̂ = 0.1")):
-            for w in (32, 128):
-                key = f"trust/indomain/{part}/{fp}/w{w}"
-                if any(with_terms(rec) for rec in r.runs(key)):
-                    out.append(f"| {alpha} | {what} | {w} | {cells(key, '')} | {cells(key, '_confidence')} | "
-                               f"{cells(key, '_divergence')} |")
+    for _, what, part, w, key in indomain_trust_rows():
+        if any(with_terms(rec) for rec in r.runs(key)):
+            out.append(f"| {'iid' if part == 'iid' else 'α̂ = 0.1'} | {what} | {w} | {cells(key, '')} | "
+                       f"{cells(key, '_confidence')} | {cells(key, '_divergence')} |")
     if not out:
         return []
     return ["", "## Which term of the trust ranks the mislabelled clients low (in-domain probes, Q = 256)", "",
