@@ -158,7 +158,7 @@ def bench_fusion(args) -> list[list]:
 def summarize(passes: list[dict], args, m: int, r: int) -> list[list]:
     """Mean ms per token over the passes and each path's ratio to its baseline, mean ± 95 % interval over the
     passes (each pass measures every path on the same prompts, interleaved)."""
-    from fedlab.stats import mean_ci
+    from fedlab.evidence.stats import mean_ci
 
     def row(label, total, base, detail):
         ratios = [total(ms) / ms[base] for ms in passes]

@@ -51,7 +51,7 @@ def main() -> int:
                                  capture_output=True, text=True, check=True).stdout.split()
             caps[mode] = out[0]
             runs[mode].append(float(out[1]))
-    from fedlab.stats import mean_ci
+    from fedlab.evidence.stats import mean_ci
 
     ratios = [p / n for p, n in zip(runs["pinned"], runs["native"])]
     mean, half = mean_ci(ratios)

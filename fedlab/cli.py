@@ -7,7 +7,7 @@ from pathlib import Path
 
 from fedlab.config import ConfigError
 from fedlab.models.shipped import ZooError
-from fedlab.tables import final_table, format_table
+from fedlab.evidence.tables import final_table, format_table
 from fedlab.validation import seed_list
 
 
@@ -276,7 +276,7 @@ def group_by_seed(runs: list) -> list[list]:
 def cmd_report(args) -> int:
     import mlflow
 
-    from fedlab.stats import fmt_ci
+    from fedlab.evidence.stats import fmt_ci
     from fedlab.tracking import setup_mlflow
 
     setup_mlflow(args.uri, args.artifact_root, args.experiment)

@@ -154,7 +154,7 @@ def _record_environment(cfg, tracker) -> tuple[dict, str]:
     import sys
 
     from fedlab import numerics
-    from fedlab.provenance import git_state, mlflow_tags, run_environment
+    from fedlab.evidence.provenance import git_state, mlflow_tags, run_environment
     from fedlab.runtime.federation import run_dir
 
     state = git_state()

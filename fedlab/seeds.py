@@ -12,7 +12,7 @@ from fedlab.parallel import default_jobs, run_many
 def seed_summary(histories: list) -> dict:
     """Mean and 95 % half-width over seeds of every final metric the runs share (time and per-round
     bookkeeping left out): {metric: (mean, half-width)}."""
-    from fedlab.stats import mean_ci
+    from fedlab.evidence.stats import mean_ci
 
     keys = set.intersection(*[{k for k, v in h.final.items() if isinstance(v, (int, float))} for h in histories])
     keys = {k for k in keys if k.startswith(("acc", "llm", "rouge", "em/", "loss/", "bytes/"))}

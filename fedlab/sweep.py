@@ -271,7 +271,7 @@ def sweep_heatmap(rows: list[dict], axes: tuple[str, str], metric: str, path: Pa
 
 
 def format_ranked(rows: list[dict], keys: list[str], metric: str, limit: int = 20) -> str:
-    from fedlab.tables import format_table
+    from fedlab.evidence.tables import format_table
 
     table = [[i + 1, *[str(r[k]) for k in keys], r["acc_mean"], r["score"], r["status"]]
              for i, r in enumerate(rows[:limit])]
@@ -282,7 +282,7 @@ def format_ranked(rows: list[dict], keys: list[str], metric: str, limit: int = 2
 def over_seeds(rows: list[dict], keys: list[str], metric: str) -> list[dict]:
     """With `seed` among the grid's axes: one row per point of the other axes, the metric's mean over the
     seeds that finished, the half-width of its 95 % t-interval and the number of seeds; best mean first."""
-    from fedlab.stats import mean_ci
+    from fedlab.evidence.stats import mean_ci
 
     others = [k for k in keys if k != "seed"]
     points: dict[tuple, list[float]] = {}
@@ -297,7 +297,7 @@ def over_seeds(rows: list[dict], keys: list[str], metric: str) -> list[dict]:
 
 
 def format_over_seeds(rows: list[dict], keys: list[str], metric: str) -> str:
-    from fedlab.tables import format_table
+    from fedlab.evidence.tables import format_table
 
     summary = over_seeds(rows, keys, metric)
     others = [k for k in keys if k != "seed"]

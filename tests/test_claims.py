@@ -1,6 +1,6 @@
-"""fedlab.claims: verdicts of directional claims on hand-built records (paired t-interval over seeds)."""
-from fedlab.claims import BEGIN, END, Claim, check_claim, claims_table, differences_table, write_block
-from fedlab.runner import Results
+"""fedlab.evidence.claims: verdicts of directional claims on hand-built records (paired t-interval over seeds)."""
+from fedlab.evidence.claims import BEGIN, END, Claim, check_claim, claims_table, differences_table, write_block
+from fedlab.evidence.runner import Results
 
 
 def results(tmp_path, rows: dict[str, list[float]]) -> Results:
@@ -73,7 +73,7 @@ def test_two_seeds_show_the_difference_but_give_no_verdict(tmp_path):
 
 
 def test_mde_of_a_paired_t_test_matches_the_published_power_tables():
-    from fedlab.stats import mde_paired, paired_difference
+    from fedlab.evidence.stats import mde_paired, paired_difference
 
     # G*Power, paired t-test, two-sided α = 0.05, power 0.8: n = 10 needs d_z = 0.996, n = 30 needs 0.529
     assert abs(mde_paired(1.0, 10) - 0.996) < 1e-3 and abs(mde_paired(2.0, 30) - 2 * 0.529) < 2e-3
@@ -122,7 +122,7 @@ def test_the_baselines_table_gives_no_verdict_on_records_another_config_made(tmp
     import importlib.util
     from pathlib import Path
 
-    from fedlab.runner import Results
+    from fedlab.evidence.runner import Results
 
     path = Path(__file__).resolve().parents[1] / "experiments/baselines/make_table.py"
     spec = importlib.util.spec_from_file_location("baselines_table", path)

@@ -9,7 +9,7 @@ from fedlab.comm.messages import EvalRes
 from fedlab.data.tasks import Example
 from fedlab.eval.multiple_choice import top_answer_share
 from fedlab.eval.summary import summarize_eval
-from fedlab.runner import Results, constant_answer_note
+from fedlab.evidence.runner import Results, constant_answer_note
 
 
 def _ex(label: int) -> Example:

@@ -559,7 +559,7 @@ def _tables_module():
 def test_table_1_has_a_standalone_server_llm(tmp_path):
     """Issue 31: Table 1's Standalone row shows a server LLM too — the LLM tuned on the server's data alone, which
     is the w/o SAML run's LLM (it never sees the devices)."""
-    from fedlab.runner import Results
+    from fedlab.evidence.runner import Results
 
     mod = _tables_module()
     r = Results(tmp_path / "results.json")
@@ -666,7 +666,7 @@ def test_control_columns_are_the_tables_tasks_and_learnable_from_the_prompt():
 def test_control_table_marks_learnt_against_chance_and_flags_one_answer(tmp_path):
     """A task counts as learnt when the centralized runs' interval lies above chance, not above zero-shot (a
     model that never stopped after its answer scored EM 0 zero-shot, and one constant answer scores chance)."""
-    from fedlab.runner import Results
+    from fedlab.evidence.runner import Results
 
     mod = _tables_module()
     r = Results(tmp_path / "results.json")
@@ -685,7 +685,7 @@ def test_table_1_multiple_choice_half_and_the_per_round_curves(tmp_path):
     """Issue 31: Table 1's multiple-choice half (topic: generated Rouge-L / EM with the choice accuracy beside, per
     device and for the LLM), and the per-round curves of the server LLM and DPM averaged over seeds at the rounds
     every run scored (curves.png written)."""
-    from fedlab.runner import Results
+    from fedlab.evidence.runner import Results
 
     mod = _tables_module()
     r = Results(tmp_path / "results.json")
@@ -712,7 +712,7 @@ def test_table_1_multiple_choice_half_and_the_per_round_curves(tmp_path):
 def test_sweep_table_reads_table_1s_row_as_the_default_point(tmp_path):
     """The README's sweep is backed by records: each axis lists its values in order, the default (K = 16, κ = 0.5)
     being Table 1's Co-PLMs row at λ = 1."""
-    from fedlab.runner import Results
+    from fedlab.evidence.runner import Results
 
     mod = _tables_module()
     r = Results(tmp_path / "results.json")

@@ -61,7 +61,7 @@ def test_a_profile_without_a_rank_of_the_config_is_one_line():
 
 @pytest.mark.parametrize("kind", ["cut short", "wrong shape", "empty"])
 def test_a_damaged_results_file_is_one_line_from_a_table_script(kind, tmp_path, capsys):
-    from fedlab.runner import run_table
+    from fedlab.evidence.runner import run_table
 
     results = tmp_path / "results.json"
     results.write_bytes(_bad_files(tmp_path)[kind].read_bytes())

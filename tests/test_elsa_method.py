@@ -305,7 +305,7 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
     import importlib.util
     from pathlib import Path
 
-    from fedlab.runner import Results
+    from fedlab.evidence.runner import Results
 
     path = Path(__file__).resolve().parents[1] / "experiments/elsa/make_tables.py"
     spec = importlib.util.spec_from_file_location("elsa_tables", path)
@@ -398,7 +398,7 @@ def test_the_central_grid_separates_the_learning_rate_from_the_logit_adjustment(
     import json
     from pathlib import Path
 
-    from fedlab.runner import Results
+    from fedlab.evidence.runner import Results
 
     path = Path(__file__).resolve().parents[1] / "experiments/elsa/make_tables.py"
     spec = importlib.util.spec_from_file_location("elsa_tables_grid", path)
@@ -438,7 +438,7 @@ def test_the_trust_terms_table_says_which_term_ranks_the_mislabelled_clients_low
     import json
     from pathlib import Path
 
-    from fedlab.runner import Results
+    from fedlab.evidence.runner import Results
 
     path = Path(__file__).resolve().parents[1] / "experiments/elsa/make_tables.py"
     spec = importlib.util.spec_from_file_location("elsa_tables_terms", path)
@@ -598,7 +598,7 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
     import json
     from pathlib import Path
 
-    from fedlab.runner import Results
+    from fedlab.evidence.runner import Results
 
     path = Path(__file__).resolve().parents[1] / "experiments/elsa/make_tables.py"
     spec = importlib.util.spec_from_file_location("elsa_tables_t1", path)
@@ -701,7 +701,7 @@ def test_table1_at_the_long_budget_reports_the_last_rounds_change_and_the_claims
     import json
     from pathlib import Path
 
-    from fedlab.runner import Results
+    from fedlab.evidence.runner import Results
 
     path = Path(__file__).resolve().parents[1] / "experiments/elsa/make_tables.py"
     spec = importlib.util.spec_from_file_location("elsa_tables_long", path)
@@ -800,7 +800,7 @@ def test_fig6_right_reports_each_depth_at_both_budgets_and_the_papers_depth_clai
     import importlib.util
     from pathlib import Path
 
-    from fedlab.runner import Results
+    from fedlab.evidence.runner import Results
 
     path = Path(__file__).resolve().parents[1] / "experiments/elsa/make_tables.py"
     spec = importlib.util.spec_from_file_location("elsa_tables_f6", path)

@@ -20,7 +20,7 @@ SMALL = [*PICO, "data.num_clients=2", "data.tasks=[recall,sentiment]", "method.n
 def test_seeds_run_under_one_parent_and_report_groups_them(pico_zoo, tmp_path):
     import mlflow
 
-    from fedlab.stats import mean_ci
+    from fedlab.evidence.stats import mean_ci
 
     out = io.StringIO()
     with contextlib.chdir(tmp_path), contextlib.redirect_stdout(out):
@@ -79,7 +79,7 @@ def test_the_zoo_rebuilds_the_same_and_never_reuses_a_stale_entry(tmp_path, monk
 
 
 def test_runner_records_name_the_weights(pico_zoo, tmp_path):
-    from fedlab.runner import Planned, Results, execute
+    from fedlab.evidence.runner import Planned, Results, execute
 
     results = Results(tmp_path / "results.json")
     execute([Planned("r", None, (*SMALL, "tracking.enabled=false", f"output_dir={tmp_path}/runs"))], results, [0],
@@ -87,7 +87,7 @@ def test_runner_records_name_the_weights(pico_zoo, tmp_path):
     rec = json.loads((tmp_path / "results.json").read_text())["r@seed0"]
     assert set(rec["models"]["pico-llama"]) == {"fingerprint", "weights_sha256"}
     assert rec["git"] is None or len(rec["git"].split("+")[0]) == 40
-    env = rec["environment"]            # the environment fingerprint (fedlab.provenance.run_environment)
+    env = rec["environment"]            # the environment fingerprint (fedlab.evidence.provenance.run_environment)
     assert {"cpu", "capability", "numerics", "threads", "torch", "transformers", "tokenizers", "commit",
             "clean", "numerics_fingerprint"} <= set(env)
     assert env["threads"] == 1 and env["numerics"] == "pinned" and env["capability"] == "AVX2"

@@ -262,7 +262,7 @@ def _floe_tables():
 
 def test_floe_claims_show_floe_minus_llm_base_per_task(tmp_path):
     """Issue 30: the claims table says where Floe − LLM-base comes from, task by task, paired over seeds."""
-    from fedlab.runner import Results
+    from fedlab.evidence.runner import Results
 
     mod = _floe_tables()
     r = Results(tmp_path / "results.json")
@@ -281,7 +281,7 @@ def test_floe_claims_show_floe_minus_llm_base_per_task(tmp_path):
 
 
 def test_floe_tables_report_routing_alignment_per_task(tmp_path):
-    from fedlab.runner import Results
+    from fedlab.evidence.runner import Results
 
     mod = _floe_tables()
     r = Results(tmp_path / "results.json")
@@ -297,7 +297,7 @@ def test_floe_tables_report_routing_alignment_per_task(tmp_path):
 def test_floe_table_flags_a_task_every_row_answers_with_one_constant(tmp_path):
     """Issue 30: the per-task table says when every compared row answers a multiple-choice task with one
     answer in every seed — reading each row's scored model (Floe's fused, the LLM baselines' LLM)."""
-    from fedlab.runner import Results
+    from fedlab.evidence.runner import Results
 
     mod = _floe_tables()
 
@@ -329,7 +329,7 @@ def test_floe_table_flags_a_task_every_row_answers_with_one_constant(tmp_path):
 def test_floe_gate_table_shows_the_held_out_check_and_w_per_task(tmp_path):
     """Issue 30 item 3: RESULTS.md shows what the gate trained on, its held-out NLL against each model alone,
     whether the check passed, and its mean w per task."""
-    from fedlab.runner import Results
+    from fedlab.evidence.runner import Results
 
     mod = _floe_tables()
     r = Results(tmp_path / "results.json")
@@ -348,7 +348,7 @@ def test_floe_gate_table_shows_the_held_out_check_and_w_per_task(tmp_path):
 def test_floe_claims_give_no_verdict_on_records_another_config_made(tmp_path):
     """A claim that reads records made by another config than the script's shows its difference but no verdict;
     the outdated set is computed from the plan when the render does not pass it."""
-    from fedlab.runner import Results
+    from fedlab.evidence.runner import Results
 
     mod = _floe_tables()
     r = Results(tmp_path / "results.json")

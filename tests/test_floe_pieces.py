@@ -155,7 +155,7 @@ def test_a_floe_runs_closing_table_shows_the_fused_and_routed_models():
     from types import SimpleNamespace
 
     from fedlab.methods.floe.method import Floe
-    from fedlab.tables import final_table
+    from fedlab.evidence.tables import final_table
 
     zero = {"round": 0, "acc/task_recall": 0.28, "acc/mean": 0.28}
     final = {"round": 6, "acc/task_recall": 0.38, "acc/mean": 0.38, "routed/acc/recall": 0.36,

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from conftest import PICO
-from fedlab.provenance import affects_numbers, diff_sha256, git_state
+from fedlab.evidence.provenance import affects_numbers, diff_sha256, git_state
 
 
 def _git(repo, *args):
@@ -47,7 +47,7 @@ def test_outside_a_git_checkout_there_is_no_commit(tmp_path):
 
 
 def _plan(tmp_path):
-    from fedlab.runner import Planned
+    from fedlab.evidence.runner import Planned
 
     return [Planned("t/zeroshot", None, (*PICO, "data.num_clients=2", "data.tasks=[recall,sentiment]",
                                          "method.name=zeroshot", "tracking.enabled=false",
@@ -58,8 +58,8 @@ DIRTY = {"commit": "c" * 40, "clean": False, "changed": ["fedlab/x.py"], "diff":
 
 
 def test_a_table_refuses_a_dirty_tree_and_keeps_the_diff_when_allowed(pico_zoo, tmp_path, monkeypatch, capsys):
-    from fedlab import provenance
-    from fedlab.runner import DirtyTree, Results, execute, run_table
+    from fedlab.evidence import provenance
+    from fedlab.evidence.runner import DirtyTree, Results, execute, run_table
 
     monkeypatch.setattr(provenance, "git_state", lambda root=provenance.ROOT: dict(DIRTY))
     results = Results(tmp_path / "results.json")
@@ -78,8 +78,8 @@ def test_a_table_refuses_a_dirty_tree_and_keeps_the_diff_when_allowed(pico_zoo, 
 def test_a_table_in_another_fedlab_checkout_is_refused(pico_zoo, repo, tmp_path, capsys, monkeypatch):
     """A table script in one fedlab checkout run with another checkout's fedlab imported would record the imported
     checkout's commit beside the other's plan and YAMLs: refused, even with --allow-dirty."""
-    from fedlab.provenance import foreign_checkout
-    from fedlab.runner import run_table
+    from fedlab.evidence.provenance import foreign_checkout
+    from fedlab.evidence.runner import run_table
 
     folder = repo / "experiments" / "t"
     folder.mkdir(parents=True)
@@ -109,8 +109,8 @@ def test_a_table_in_another_fedlab_checkout_is_refused(pico_zoo, repo, tmp_path,
 
 
 def test_a_record_of_other_numerics_is_stale(pico_zoo, tmp_path):
-    from fedlab.records import stale_numerics
-    from fedlab.runner import Results, execute
+    from fedlab.evidence.records import stale_numerics
+    from fedlab.evidence.runner import Results, execute
 
     results = Results(tmp_path / "results.json")
     assert execute(_plan(tmp_path), results, [0], progress=False, allow_dirty=True) == 1
@@ -146,7 +146,7 @@ def test_a_run_tags_its_environment_in_mlflow(pico_zoo, tmp_path, tracking_overr
 def test_no_committed_record_comes_from_a_dirty_tree_without_its_diff():
     """Every record in the repository's results.json files names a commit, and a record from a dirty tree names
     its kept diff (a patch whose sha256 is the one the record holds)."""
-    from fedlab.provenance import ROOT
+    from fedlab.evidence.provenance import ROOT
 
     bad = []
     for path in sorted((ROOT / "experiments").rglob("results.json")):

@@ -75,7 +75,7 @@ def test_quickstart_main_job_verbatim(tmp_path):
     r"```\n(python experiments/[^\n]*)\n```", README)] if c.startswith("python experiments/") and "make_table" in c])
 def test_readme_table_commands_parse(cmd):
     """A table script's README line names an existing script and options it accepts."""
-    from fedlab.runner import table_parser
+    from fedlab.evidence.runner import table_parser
 
     script, *args = shlex.split(cmd)[1:]
     assert (ROOT / script).is_file()

@@ -9,14 +9,14 @@ import json
 import pytest
 
 from conftest import PICO
-from fedlab.runner import Planned, Results, run_table
+from fedlab.evidence.runner import Planned, Results, run_table
 
 ROWS = [Planned("t/fedavg", None, (*PICO, "method.name=fedavg"), "FedAvg", "t"),
         Planned("t/median", None, (*PICO, "method.name=fedavg", "method.aggregator=median"), "median", "t")]
 
 
 def _head() -> str:
-    from fedlab.provenance import git_state
+    from fedlab.evidence.provenance import git_state
 
     commit = git_state()["commit"]
     if commit is None:
@@ -53,7 +53,7 @@ def _write(path, records: dict) -> None:
 
 
 def test_merge_takes_what_this_table_would_accept_and_compares_what_both_hold(tmp_path):
-    from fedlab.records_merge import merge_records
+    from fedlab.evidence.merge import merge_records
 
     fa, fm = ROWS
     here, there = tmp_path / "here" / "results.json", tmp_path / "there" / "results.json"
@@ -114,7 +114,7 @@ def test_merge_takes_what_this_table_would_accept_and_compares_what_both_hold(tm
 
 
 def test_merge_keeps_this_files_meta_and_brings_a_dirty_records_patch_when_allowed(tmp_path):
-    from fedlab.records_merge import merge_records
+    from fedlab.evidence.merge import merge_records
 
     here, there = tmp_path / "here" / "results.json", tmp_path / "there" / "results.json"
     here.parent.mkdir()
@@ -172,7 +172,7 @@ def test_a_record_with_the_same_numbers_and_more_metrics_is_not_a_reproducibilit
     both records come from one commit."""
     import subprocess
 
-    from fedlab.records_merge import merge_records
+    from fedlab.evidence.merge import merge_records
 
     fa, _ = ROWS
     here, there = tmp_path / "here" / "results.json", tmp_path / "there" / "results.json"
@@ -205,7 +205,7 @@ def test_a_record_with_the_same_numbers_and_more_metrics_is_not_a_reproducibilit
 
 
 def test_two_records_differ_by_the_numbers_both_hold_and_one_sided_metrics_are_told_apart():
-    from fedlab.records_merge import differing, one_sided
+    from fedlab.evidence.merge import differing, one_sided
 
     nan = float("nan")
     a = {"final": {"acc/mean": nan, "loss": 1.0}, "zero": {"acc/mean": 0.2}, "rounds": [{"round": 1}]}

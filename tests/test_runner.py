@@ -8,9 +8,9 @@ import math
 import pytest
 
 from conftest import PICO
-from fedlab.records import stale_models
-from fedlab.runner import Planned, Results, execute, run_table
-from fedlab.stats import fmt_ci, mean_ci, paired_difference
+from fedlab.evidence.records import stale_models
+from fedlab.evidence.runner import Planned, Results, execute, run_table
+from fedlab.evidence.stats import fmt_ci, mean_ci, paired_difference
 
 
 def test_mean_ci_by_hand():
@@ -62,7 +62,7 @@ def test_runner_records_resumes_and_reruns_what_changed(pico_zoo, tmp_path):
     assert stale_models(again.records["t/zeroshot@seed1"]) == ["pico-llama"]
     # a record whose resolved method config differs from today's (a changed default keeps the run key) is stale
     from fedlab.config import load_config
-    from fedlab.records import method_drift
+    from fedlab.evidence.records import method_drift
 
     fed = again.records["t/fedavg@seed0"]
     cfg = load_config(None, [*_plan(tmp_path, lr="0.02")[0].overrides, "seed=0"])
@@ -93,7 +93,7 @@ def test_run_table_renders_from_records(pico_zoo, tmp_path, capsys):
 
 
 def test_only_takes_several_prefixes_and_exact_keys(tmp_path, capsys):
-    from fedlab.runner import select_rows
+    from fedlab.evidence.runner import select_rows
 
     plan = _plan(tmp_path) + [Planned("deep/x", None, (), "x", "d")]
     assert [p.key for p in select_rows(plan, None)] == ["t/fedavg", "t/zeroshot", "deep/x"]
@@ -156,7 +156,7 @@ def test_table_figures_go_to_the_tables_parent_run(tmp_path, monkeypatch):
     import mlflow
 
     from fedlab.config import load_config
-    from fedlab.runner import Results, _parent_run, log_to_parent
+    from fedlab.evidence.runner import Results, _parent_run, log_to_parent
 
     monkeypatch.chdir(tmp_path)                       # the default store: sqlite:///mlruns/mlflow.db here
     results = Results(tmp_path / "results.json")

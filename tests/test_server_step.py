@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from fedlab.config import load_config
-from fedlab.runner import Results
+from fedlab.evidence.runner import Results
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,15 +7,15 @@ small CPU budget).
     python experiments/baselines/make_table.py --render-only        # RESULTS.md from results.json
 
 Each run's record (command, resolved method config, MLflow run id, metrics) is in results.json;
-RESULTS.md is rendered from it alone (`fedlab.runner`)."""
+RESULTS.md is rendered from it alone (`fedlab.evidence.runner`)."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from fedlab.claims import differences_table
+from fedlab.evidence.claims import differences_table
 from fedlab.data.tasks import TASKS as TASK_SPECS
-from fedlab.runner import Planned, Results, constant_answer_note, run_table
+from fedlab.evidence.runner import Planned, Results, constant_answer_note, run_table
 
 HERE = Path(__file__).resolve().parent
 METHODS = ["zeroshot", "standalone", "fedavg", "fedprox", "centralized"]

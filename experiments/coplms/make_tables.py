@@ -15,8 +15,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from fedlab.claims import differences_table
-from fedlab.runner import Planned, Results, run_table
+from fedlab.evidence.claims import differences_table
+from fedlab.evidence.runner import Planned, Results, run_table
 
 HERE = Path(__file__).resolve().parent
 LAMBDAS = (("1", "1.0"), ("0.1", "0.1"))
@@ -104,7 +104,7 @@ def control_table(r: Results) -> list[str]:
     answer's accuracy) with the centralized runs' 95 % interval; a task is learnt when that interval lies above
     chance (one constant answer scores about chance), and a model that answers one constant is flagged."""
     from fedlab.data.tasks import TASKS
-    from fedlab.stats import mean_ci
+    from fedlab.evidence.stats import mean_ci
 
     models = [m for m in CONTROL_MODELS if r.runs(f"control/{m}/centralized")]
     if not models:

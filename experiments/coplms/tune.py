@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from fedlab.runner import Planned, Results, run_table
+from fedlab.evidence.runner import Planned, Results, run_table
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "tune"

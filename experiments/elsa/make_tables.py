@@ -32,9 +32,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from fedlab.claims import Claim, claims_table, differences_table
-from fedlab.runner import Planned, Results, run_table
-from fedlab.stats import fmt_ci
+from fedlab.evidence.claims import Claim, claims_table, differences_table
+from fedlab.evidence.runner import Planned, Results, run_table
+from fedlab.evidence.stats import fmt_ci
 
 HERE = Path(__file__).resolve().parent
 TASKS = ("topic", "sentiment", "entailment", "paraphrase")
@@ -872,7 +872,7 @@ def figures(r: Results, folder: Path = HERE) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from fedlab.stats import mean_ci
+    from fedlab.evidence.stats import mean_ci
 
     def point(key, fn):
         v = [x for x in r.values(key, fn) if x is not None]
@@ -962,7 +962,7 @@ def long_figure(r: Results, path: Path, task: str = "topic", alpha: str = "0.1")
     and no file without the cell's rows). Each method keeps its colour while rows are being filled."""
     import matplotlib.pyplot as plt
 
-    from fedlab.stats import mean_ci
+    from fedlab.evidence.stats import mean_ci
 
     if not any(r.runs(long_key(task, alpha, m)) for m in LONG_METHODS):
         return []

@@ -61,7 +61,7 @@ def one_seed(model, tok, layer: int, seed: int, n_texts: int) -> dict:
 
 
 def render(results: dict, model_name: str, layer: int) -> str:
-    from fedlab.stats import fmt_ci
+    from fedlab.evidence.stats import fmt_ci
 
     seeds = sorted(results)
     lines = [f"# ELSA privacy (Table 4 analogue, {model_name}, layer-{layer} activations)", "",

@@ -1,6 +1,6 @@
 """Run the FedMKT experiments behind the paper's Tables 2–4 at embedded scale and write
 experiments/fedmkt/RESULTS.md and rounds.png (every number from the runs this script makes; all logged to
-MLflow under one parent run; each run's record in results.json, `fedlab.runner`).
+MLflow under one parent run; each run's record in results.json, `fedlab.evidence.runner`).
 
     python experiments/fedmkt/make_tables.py                  # all settings, seeds 0,1,2 (resumable)
     python experiments/fedmkt/make_tables.py --only hetero/   # one setting
@@ -11,9 +11,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from fedlab.claims import Claim, claims_table, write_block
-from fedlab.runner import Planned, Results, run_table
-from fedlab.stats import fmt_ci
+from fedlab.evidence.claims import Claim, claims_table, write_block
+from fedlab.evidence.runner import Planned, Results, run_table
+from fedlab.evidence.stats import fmt_ci
 
 HERE = Path(__file__).resolve().parent
 TASKS = ["recall", "two_hop", "arithmetic", "category", "sentiment", "paraphrase", "entailment", "topic"]
@@ -273,7 +273,7 @@ def llm(which: str):
 
 
 CLAIMS_NOTE = ("The paper's numbers are means over its data sets (computed from its tables); ours are means over the "
-               "eight embedded tasks. Verdicts: `fedlab.claims` (reproduced: the 95 % interval of a − b lies above 0, "
+               "eight embedded tasks. Verdicts: `fedlab.evidence.claims` (reproduced: the 95 % interval of a − b lies above 0, "
                "or for \"comparable\" above −tolerance; contradicted: below 0, or below −tolerance). The paper has no "
                "DualMinCE ablation: our *w/o DualMinCE* row has no claim to test.")
 _PT = tuple(f"task/{t}/fedmkt" for t in TASKS)

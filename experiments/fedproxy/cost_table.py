@@ -70,7 +70,7 @@ def main() -> int:
     from fedlab.data.federated import build_federated_data
     from fedlab.methods.fedproxy.method import FedProxy
     from fedlab.methods.fedproxy.offsite import OffsiteTuning
-    from fedlab.tables import format_table
+    from fedlab.evidence.tables import format_table
     from fedlab.transforms.compress import n_dropped
 
     out = []

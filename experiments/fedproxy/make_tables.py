@@ -1,6 +1,6 @@
 """Run the FedProxy experiments behind the paper's Tables 2, 3 and 5–9 at embedded scale and write
 experiments/fedproxy/RESULTS.md (every number from the runs this script makes; all logged to MLflow under
-one parent run; each run's record in results.json, `fedlab.runner`).
+one parent run; each run's record in results.json, `fedlab.evidence.runner`).
 
     python experiments/fedproxy/make_tables.py                 # every row, seeds 0,1,2 (resumable)
     python experiments/fedproxy/make_tables.py --only homo/    # one setting
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from fedlab.claims import Claim, claims_table, write_block
-from fedlab.runner import Planned, Results, run_table
+from fedlab.evidence.claims import Claim, claims_table, write_block
+from fedlab.evidence.runner import Planned, Results, run_table
 
 HERE = Path(__file__).resolve().parent
 BASE = HERE.parent / "baselines"
@@ -193,7 +193,7 @@ def deep_tables(r: Results, table) -> None:
 
 CLAIMS_NOTE = ("The paper's columns average QA and GLUE over eight data sets (ALL); ours are the fused LLM's entailment "
                "accuracy (homogeneous) or the mean of QA and CLS (heterogeneous), at embedded scale. Verdicts: "
-               "`fedlab.claims` (reproduced: the 95 % interval of a − b lies above 0; contradicted: below 0).")
+               "`fedlab.evidence.claims` (reproduced: the 95 % interval of a − b lies above 0; contradicted: below 0).")
 _homo, _het = metric("mean"), metric("ALL")
 CLAIMS = [
     Claim("FedProxy above FedOT (homogeneous, κ = 0.5)", "Table 2", "69.9 vs 53.0 (+16.9)",

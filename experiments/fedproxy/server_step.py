@@ -19,8 +19,8 @@ import math
 import sys
 from pathlib import Path
 
-from fedlab.claims import differences_table
-from fedlab.runner import Planned, Results, run_table
+from fedlab.evidence.claims import differences_table
+from fedlab.evidence.runner import Planned, Results, run_table
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "server_step"

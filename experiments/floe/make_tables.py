@@ -16,8 +16,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from fedlab.claims import differences_table
-from fedlab.runner import Planned, Results, constant_answer_note, log_to_parent, run_table
+from fedlab.evidence.claims import differences_table
+from fedlab.evidence.runner import Planned, Results, constant_answer_note, log_to_parent, run_table
 
 HERE = Path(__file__).resolve().parent
 CFG = HERE / "base.yaml"
@@ -311,7 +311,7 @@ def figures(r: Results) -> None:
     """fig14_experts.png (accuracy against M) and fig12_tasks.png (per-task scores of Floe, its ablations and
     SLM-Local), means over seeds with 95 % intervals."""
     from fedlab.plots import bars_with_intervals, line_with_intervals
-    from fedlab.stats import mean_ci
+    from fedlab.evidence.stats import mean_ci
 
     pts = []
     for m in (1, 2, 3, 5, 8):

@@ -32,7 +32,7 @@ class History:
     headline: str = "acc/mean"   # the method's headline metric (FedMethod.headline)
     backend: dict = field(default_factory=dict)   # where the clients ran: workers, nodes
     models: dict = field(default_factory=dict)    # model name -> what identifies its weights (zoo recipe, sha256)
-    environment: dict = field(default_factory=dict)   # numerics, libraries, source (fedlab.provenance)
+    environment: dict = field(default_factory=dict)   # numerics, libraries, source (fedlab.evidence.provenance)
     diff: str = ""               # the uncommitted changes the run was made with ('' from a clean tree)
 
     def metric(self, name: str) -> list[tuple[int, float]]:

@@ -16,7 +16,7 @@ def final_table(history) -> str:
     declared for its own server-side models (`FedMethod.table_columns`: which round, "first" or "final",
     metric prefix, header; `{round}` in a header is the final round). Given several histories (one per
     seed), each cell is the mean ± the half-width of its 95 % interval."""
-    from fedlab.stats import fmt_ci
+    from fedlab.evidence.stats import fmt_ci
 
     histories = history if isinstance(history, (list, tuple)) else [history]
     first = histories[0]

@@ -6,7 +6,7 @@ versions, fedlab's git commit and whether the tree was clean. A tree is clean wh
 number differs from the commit: documentation (`*.md`), figures and the table records themselves
 (`results.json`) are left out, so a table script writing its own records does not make the next run dirty.
 A dirty tree's diff (tracked changes and untracked files) travels with the run: its sha256 in the record, the
-patch as an MLflow artifact and beside the table's records (`fedlab.runner`, `fedlab.records`).
+patch as an MLflow artifact and beside the table's records (`fedlab.evidence.runner`, `fedlab.evidence.records`).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import os
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # files whose changes cannot change a number: documentation, figures, and the records tables are made of
 NOT_CODE_SUFFIXES = (".md", ".png", ".svg", ".pdf", ".csv", ".txt")
 NOT_CODE_NAMES = ("results.json", "RESULTS.md", ".gitignore")

@@ -1,7 +1,7 @@
 """Claims tables: a paper's claim "row a scores above row b" tested on the seeds both rows of a table hold.
 
 For each claim the paired difference d_s = 100·(f(a, s) − f(b, s)) over the common seeds s gives a mean, its
-95 % t-interval and the paired t-test (`fedlab.stats.paired_difference`). The verdict:
+95 % t-interval and the paired t-test (`fedlab.evidence.stats.paired_difference`). The verdict:
 
     reproduced     the interval lies above 0 (a > b, as the paper says)
     contradicted   the interval lies below 0 (b > a)
@@ -19,7 +19,7 @@ For each claim the paired difference d_s = 100·(f(a, s) − f(b, s)) over the c
 
 Beside each verdict stands the minimum detectable effect (MDE): the true difference a paired t-test on these
 seeds finds with 80 % power at two-sided α = 0.05, from the paired differences' spread
-(`fedlab.stats.mde_paired`). The paper's effect is the signed number in parentheses of `paper`
+(`fedlab.evidence.stats.mde_paired`). The paper's effect is the signed number in parentheses of `paper`
 ("61.2 vs 58.9 (+2.3)"), or `effect`.
 
 A claim "a is comparable to b" (`at_least=True`, e.g. "FedMKT's LLM is comparable to centralized training")
@@ -75,10 +75,10 @@ def claim_keys(c: Claim) -> list[str]:
 
 
 def assess(results, c: Claim, outdated: frozenset[str] | set[str] = frozenset()) -> dict:
-    """The claim on `results` (a `fedlab.records.Results`): {"ours", "mde", "verdict"} as table cells, and the
+    """The claim on `results` (a `fedlab.evidence.records.Results`): {"ours", "mde", "verdict"} as table cells, and the
     paired difference ("diff", None when it cannot be computed). A claim reading a row in `outdated` (keys whose
     records another config made, `Results.outdated`) shows its difference without a verdict."""
-    from fedlab.stats import paired_difference
+    from fedlab.evidence.stats import paired_difference
 
     keys = claim_keys(c)
     if not all(results.runs(k) for k in keys):
@@ -118,7 +118,7 @@ def assess(results, c: Claim, outdated: frozenset[str] | set[str] = frozenset())
 
 
 def check_claim(results, c: Claim) -> tuple[str, str]:
-    """(ours, verdict) of one claim on `results` (a `fedlab.records.Results`)."""
+    """(ours, verdict) of one claim on `results` (a `fedlab.evidence.records.Results`)."""
     a = assess(results, c)
     return a["ours"], a["verdict"]
 

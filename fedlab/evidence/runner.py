@@ -12,9 +12,9 @@ A table script is its plan and its rendering:
 run again), writes each record as soon as its run ends (kill it at any moment; run it again to continue),
 then renders `RESULTS.md`. `--seeds 0,1,2`, `--only PREFIX` (or `KEY$`, one row exactly), `--rerun`,
 `--render-only` and trailing `key=value` overrides for every run; `--merge-from OTHER/results.json` first
-takes the records another clone or machine made of the table (`fedlab.records_merge`). Every run is logged to
+takes the records another clone or machine made of the table (`fedlab.evidence.merge`). Every run is logged to
 MLflow under one parent run per table. The rows and their records (`Planned`, `Results`, what a record holds and
-when it is stale) are `fedlab.records`; table scripts take `Planned` and `Results` from here.
+when it is stale) are `fedlab.evidence.records`; table scripts take `Planned` and `Results` from here.
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from fedlab.records import Planned, Results, keep_diff, make_record, record_key, stale_reason
-from fedlab.records_merge import MergeError, merge_all
+from fedlab.evidence.records import Planned, Results, keep_diff, make_record, record_key, stale_reason
+from fedlab.evidence.merge import MergeError, merge_all
 
 
 class DirtyTree(RuntimeError):
@@ -37,7 +37,7 @@ def check_tree(allow_dirty: bool, folder: Path | None = None) -> dict:
     unless `allow_dirty` — then every record carries the diff's sha256 and the diff itself is kept. A table
     `folder` inside another fedlab checkout than the imported one is refused always: its records would name the
     imported checkout's commit while its plan and YAMLs come from the other."""
-    from fedlab import provenance
+    from fedlab.evidence import provenance
 
     other = provenance.foreign_checkout(folder) if folder is not None else None
     if other is not None:

@@ -1,7 +1,7 @@
 """A table's records: the rows a table script plans (`Planned`), one record per (row, seed) in a resumable
 `results.json` (`Results`, written atomically after every run, under a lock), what a record holds
 (`make_record`) and when it is no longer current (`stale_reason`: another config, other numerics or other zoo
-weights made it). The runner (`fedlab.runner`) makes the records; `fedlab.records_merge` takes those made
+weights made it). The runner (`fedlab.evidence.runner`) makes the records; `fedlab.evidence.merge` takes those made
 elsewhere.
 
 A record holds what recomputes a table without MLflow: key, label, setting, seed, the resolved method
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fedlab.files import file_lock
-from fedlab.stats import fmt_ci
+from fedlab.evidence.stats import fmt_ci
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # the per-round numbers a record keeps (for learning curves): accuracy and generated-answer Rouge-L of the
 # clients, of a server LLM and of a server proxy (`dpm/`), the task loss and the bytes each way
 ROUND_KEYS = ("acc/mean", "llm/acc/mean", "loss/task", "bytes/up", "bytes/down", "rougeL/mean", "llm/rougeL/mean",
@@ -113,7 +113,7 @@ class Results:
         seeds = sorted(set(x) & set(y))
         if len(seeds) < 2:
             return None
-        from fedlab.stats import paired_difference
+        from fedlab.evidence.stats import paired_difference
 
         return {**paired_difference([scale * x[s] for s in seeds], [scale * y[s] for s in seeds]),
                 "seeds": len(seeds)}

@@ -4,7 +4,7 @@ clone, worktree or machine runs part of a table, and the table is rendered as on
 An incoming record joins only when it is one this table would not run again and can trace: its row is in the
 table's plan (and in `--only`; every seed it holds, not only `--seeds`), it was made from a committed tree at a
 commit this checkout holds (`--allow-dirty` also takes a dirty tree's record, with its patch, checked against
-the record's sha256, and one made outside git), and it is current (`fedlab.records.stale_reason`: the config
+the record's sha256, and one made outside git), and it is current (`fedlab.evidence.records.stale_reason`: the config
 the row resolves to now, this machine's numerics, the zoo weights a run here would load). Where both files hold
 a current record of the same (row, seed) from two runs, this file's stays and the two are compared — final,
 zero-shot and per-round numbers: with pinned numerics they are equal, so a difference is a reproducibility
@@ -22,8 +22,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fedlab.provenance import run_git
-from fedlab.records import ROOT, Planned, Results, record_key, stale_reason
+from fedlab.evidence.provenance import run_git
+from fedlab.evidence.records import ROOT, Planned, Results, record_key, stale_reason
 
 COMPARED = ("final", "zero", "rounds")       # the numbers of a record that two runs of one config must share
 NOT_A_ROW = "no row of this table by that key (or outside --only)"
@@ -126,7 +126,7 @@ def _patch_problem(rec: dict, src_folder: Path) -> str | None:
     src = (src_folder / rec["diff"]).resolve()
     if not src.is_relative_to(src_folder.resolve()) or not src.is_file():
         return "its patch (diffs/) is missing beside the other results.json"
-    from fedlab.provenance import diff_sha256
+    from fedlab.evidence.provenance import diff_sha256
 
     if diff_sha256(src.read_text()) != (rec.get("environment") or {}).get("diff_sha256"):
         return "its patch does not match the sha256 the record holds"

@@ -1,0 +1,10 @@
+"""Evidence: from a table's records to the pages a researcher reads.
+
+A table script is a plan of runs and a rendering. The records of its runs (`records`: one per row and seed, in a
+resumable `results.json`) are made by `runner`, merged from other machines by `merge`, traced to their source by
+`provenance`, and summarised by `stats` (means with intervals, paired differences, minimum detectable effects).
+A paper's claims are `claims.Claim`s, each resting on a declared `controls.Control` (the reference that must
+learn every task the claim reads); `verdicts` holds the one vocabulary every page uses, `collapse` flags seeds
+that answer one class, `forest` draws a system's claims, `page` assembles a system's RESULTS.md and `summary` the
+one-row-per-system overview. `spotcheck` re-runs recorded (row, seed) pairs at HEAD and compares them.
+"""
