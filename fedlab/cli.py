@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 from fedlab.config import ConfigError
-from fedlab.models.shipped import ZooError
 from fedlab.evidence.tables import final_table, format_table
+from fedlab.models.shipped import ZooError
 from fedlab.validation import seed_list
 
 

@@ -663,22 +663,28 @@ def test_control_columns_are_the_tables_tasks_and_learnable_from_the_prompt():
     assert cfg.data.choices_as_text and cfg.eval.mc_generate
 
 
-def test_control_table_marks_learnt_against_chance_and_flags_one_answer(tmp_path):
-    """A task counts as learnt when the centralized runs' interval lies above chance, not above zero-shot (a
-    model that never stopped after its answer scored EM 0 zero-shot, and one constant answer scores chance)."""
+def test_the_control_holds_against_chance_in_every_seed_and_flags_one_answer(tmp_path):
+    """A task counts as learnt when every seed's centralized exact match ends 10 points above chance, not above
+    zero-shot (a model that never stopped after its answer scored EM 0 zero-shot, and one constant answer scores
+    chance); the rows' detail table flags the seeds that answer one class."""
+    from fedlab.evidence.controls import check
     from fedlab.evidence.runner import Results
 
     mod = _tables_module()
     r = Results(tmp_path / "results.json")
     for seed, (learnt, constant) in enumerate([(0.90, 0.50), (0.92, 0.52), (0.88, 0.48)]):
-        final = {"em/task_sentiment": learnt, "top/task_sentiment": 0.6,
-                 "em/task_entailment": constant, "top/task_entailment": 1.0}
+        final = {"em/task_sentiment": learnt, "acc/task_sentiment": learnt, "top/task_sentiment": 0.6,
+                 "em/task_entailment": constant, "acc/task_entailment": constant, "top/task_entailment": 1.0,
+                 "em/task_paraphrase": 0.8, "em/task_topic": 0.8}
         r.records[f"c@{seed}"] = {"key": "control/tiny-llama/centralized", "seed": seed, "final": final}
         r.records[f"z@{seed}"] = {"key": "control/tiny-llama/zeroshot", "seed": seed,
                                   "final": {"em/task_sentiment": 0.0, "em/task_entailment": 0.0}}
+    st = check(r, mod.learns("tiny-llama"))
+    assert not st.holds and st.failing() == "entailment in every seed"       # 0.5 is chance, not 0.5 + 0.1
+    assert check(r, mod.learns("tiny-llama").on(["sentiment", "paraphrase", "topic"])).holds
     row = next(ln for ln in mod.control_table(r) if ln.startswith("| tiny-llama |")).split("|")
-    assert row[2].strip() == "0.0 → 90.0 ± 5.0 ✓"
-    assert row[3].strip().endswith("✗ ⚠")
+    assert row[2].strip() == "0.0 ± 0.0 → 90.0 ± 5.0"
+    assert row[3].strip().endswith("⚠3/3")
 
 
 def test_table_1_multiple_choice_half_and_the_per_round_curves(tmp_path):

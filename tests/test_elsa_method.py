@@ -633,17 +633,20 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
     calibration = text.split("## Table 1")[0]
     # hand-made records name no config: † (another config made them) before the control's marks
     assert "| paraphrase | 50 | - | 70.0 ± 0.0 (70.0 ± 0.0) † ✗ (5 of 5 seeds below chance + 25) | - |" in calibration
-    assert "| sentiment | 50 | - | 90.0 ± 27.8 (90.0 ± 27.8) † (1 of 5 seeds below chance + 25) | - |" in calibration
+    assert "| sentiment | 50 | - | 90.0 ± 27.8 (90.0 ± 27.8) † ✗ (1 of 5 seeds below chance + 25) | - |" in calibration
     assert "| topic | 10 | - | 99.0 ± 0.0 (99.0 ± 0.0) † | - |" in calibration     # every seed learns: no count
     assert "**Constant answers**: on paraphrase α̂ = 0.1 every method" in text
     elsa_vs_fedavg = next(line for line in text.splitlines() if line.startswith("| ELSA > FedAvg, topic, α̂ = 0.1 |"))
-    # hand-made records name no config: another config made them, so the rendered claim has no verdict; the same
-    # records as current ones give it
-    assert "+11.0 ± 1.0 pts (5 seeds)" in elsa_vs_fedavg and "| no verdict: records made by another config" in elsa_vs_fedavg
-    current = next(line for line in mod.table1(Results(tmp_path / "results.json"), set())
-                   if line.startswith("| ELSA > FedAvg, topic, α̂ = 0.1 |"))
-    assert current.endswith("| reproduced |")
-    assert any(line.startswith("| ELSA > FedAvg, paraphrase, α̂ = 0.1 (reference ✗) |") for line in text.splitlines())
+    # hand-made records name no config: another config made them, so the rendered claim is stale; the same
+    # records as current ones give its verdict behind topic's reference (99 in every seed, above 10 + 25)
+    assert "+11.0 ± 1.0 pts (5 seeds)" in elsa_vs_fedavg and "| stale (records made by another config" in elsa_vs_fedavg
+    from fedlab.evidence.claims import assess
+
+    claims = {c.claim: c for c in mod.claims()}
+    r = Results(tmp_path / "results.json")
+    assert str(assess(r, claims["ELSA > FedAvg, topic, α̂ = 0.1"]).verdict) == "reproduced (sign only)"
+    # paraphrase's reference ends at 70, below 50 + 25, in every seed: its claims have no control
+    assert str(assess(r, claims["ELSA > FedAvg, paraphrase, α̂ = 0.1"]).verdict) == "no control (reference, paraphrase a0.1)"
     assert "## Table 2" in text and "†" in text          # hand-made records name no config: marked stale
     table2 = text.split("## Table 2")[1].split("## Table 3")[0]
     assert "| topic | 0.1 | 81.0 † |" in table2           # the paper's 8 methods set the target (FedAvg's 81.0), all
@@ -766,11 +769,15 @@ def test_table1_at_the_long_budget_reports_the_last_rounds_change_and_the_claims
     text = mod.render(Results(tmp_path / "results.json"))
     assert ("topic (chance 10): iid 99.0 ± 0.0 (99.0 ± 0.0) (3 seeds) †; α̂ = 0.1 11.0 ± 0.0 (11.0 ± 0.0) (3 seeds) † ✗ (3 of 3 seeds "
             "below chance + 25). sentiment (chance 50)" in text)
-    assert f"| ELSA > Simple SL, topic, α̂ = 0.1, {n} rounds (Simple SL ✗ uncompressed) |" in text
-    assert "| ELSA > Simple SL, topic, α̂ = 0.1 (Simple SL ✗ uncompressed) |" in text
-    # sentiment's own control (chance 50): its line and its claim's mark
+    claim_line = lambda start: next(line for line in text.splitlines() if line.startswith(start))
+    assert "Simple SL uncompressed, topic a0.1: fails (topic in every seed) |" in claim_line(
+        f"| ELSA > Simple SL, topic, α̂ = 0.1, {n} rounds |")
+    assert "Simple SL uncompressed, topic a0.1: fails (topic in every seed)" in claim_line(
+        "| ELSA > Simple SL, topic, α̂ = 0.1 |")
+    # sentiment's own control (chance 50): its line and its claim's control
     assert "sentiment (chance 50): α̂ = 0.1 50.0 ± 0.0 (50.0 ± 0.0) (3 seeds) † ✗ (3 of 3 seeds below chance + 25). A ✗" in text
-    assert "| ELSA > Simple SL, sentiment, α̂ = 0.1 (Simple SL ✗ uncompressed) |" in text
+    assert "Simple SL uncompressed, sentiment a0.1: fails (sentiment in every seed)" in claim_line(
+        "| ELSA > Simple SL, sentiment, α̂ = 0.1 |")
     assert mod.long_figure(r, tmp_path / "t1long.png") == [f"{mod.METHODS[m][0]} (5 seeds)" for m in mod.LONG_METHODS]
     (tmp_path / "results.json").write_text(json.dumps(records(1.0)))
     assert f"every method gives one constant answer in every seed at {n} rounds" in "\n".join(
@@ -821,8 +828,11 @@ def test_fig6_right_reports_each_depth_at_both_budgets_and_the_papers_depth_clai
     lines = mod.fig6_right(r)
     assert "| 2 | [2, 3, 1] | 12.0 ± 0.0 (12.0 ± 0.0) (3 seeds) | 32.0 ± 5.0 (32.0 ± 5.0) (3 seeds) |" in lines
     assert "| 3 | [3, 2, 1] | 13.0 ± 0.0 (13.0 ± 0.0) (3 seeds) | 23.0 ± 7.5 (23.0 ± 7.5) (3 seeds) |" in lines
-    claim = next(line for line in lines if line.startswith(f"| ELSA p = 2 > p = 4: a client part of half the blocks "
-                                                          f"or more costs, {n} rounds | Fig. 6 right |"))
+    from fedlab.evidence.claims import claims_table
+
+    claim = next(line for line in claims_table(r, mod.f6_claims())
+                 if line.startswith(f"| ELSA p = 2 > p = 4: a client part of half the blocks or more costs, {n} rounds "
+                                    "| Fig. 6 right |"))
     assert "+18.0 ± 5.0 pts (3 seeds)" in claim
     # p = 3 at 80 rounds is run again beside Table 1's ELSA row (the same config): the section compares the curves
     assert not any("reproduction check" in line for line in lines)          # no Table 1 ELSA record yet

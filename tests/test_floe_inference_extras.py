@@ -273,11 +273,15 @@ def test_floe_claims_show_floe_minus_llm_base_per_task(tmp_path):
         base.update({"acc/mean": 0.5, "rougeL/mean": 0.5})
         for key, final in (("floe/floe", floe), ("floe/llm_base", base)):
             r.records[f"{key}@seed{seed}"] = {"key": key, "seed": seed, "final": final}
-    text = "\n".join(mod.differences(r))
-    assert "### Floe − LLM-base per task, paired over seeds" in text
+    from fedlab.evidence.claims import claims_table
+
+    text = "\n".join(claims_table(r, mod.CLAIMS))
     for t in mod.TASKS:
-        assert f"| Floe − LLM-base, {t} (" in text
-    assert "| Floe − LLM-base, sentiment (acc) | +0.110 ± 0.025 | 3 |" in text
+        assert f"| Floe above LLM-base, {t} (" in text
+    row = next(ln for ln in text.splitlines() if ln.startswith("| Floe above LLM-base, sentiment (acc) |"))
+    # no pooled-data SLM records: the difference is shown, the claim has no control
+    assert "| +11.0 ± 2.5 pts (3 seeds) |" in row and row.endswith(
+        "| no control (pooled-data SLM, multiple-choice tasks not run); a: collapse unknown; b: collapse unknown |")
 
 
 def test_floe_tables_report_routing_alignment_per_task(tmp_path):
@@ -345,9 +349,9 @@ def test_floe_gate_table_shows_the_held_out_check_and_w_per_task(tmp_path):
     assert cells[6].startswith("1.00") and [c.split()[0] for c in cells[7:]] == ["0.10", "0.20", "0.30", "0.40", "0.50"]
 
 
-def test_floe_claims_give_no_verdict_on_records_another_config_made(tmp_path):
-    """A claim that reads records made by another config than the script's shows its difference but no verdict;
-    the outdated set is computed from the plan when the render does not pass it."""
+def test_floe_claims_on_records_another_config_made_are_stale(tmp_path):
+    """A claim that reads records made by another config than the script's shows its difference with the verdict
+    "stale"; the render computes the outdated set from the plan."""
     from fedlab.evidence.runner import Results
 
     mod = _floe_tables()
@@ -356,9 +360,12 @@ def test_floe_claims_give_no_verdict_on_records_another_config_made(tmp_path):
         for key, final in (("floe/floe", {"fused/acc/mean": 0.6 + 0.01 * seed, "fused/rougeL/mean": 0.6}),
                            ("floe/llm_base", {"acc/mean": 0.5, "rougeL/mean": 0.5})):
             r.records[f"{key}@seed{seed}"] = {"key": key, "seed": seed, "final": final}
-    # hand-made records name no config, so another config made them
-    assert "no verdict (another config)" in "\n".join(mod.differences(r))
-    assert "no verdict (another config)" not in "\n".join(mod.differences(r, outdated=set()))
-    # the render passes the set it computes with the † set (one pass): its claims carry no verdict either
+    from fedlab.evidence.claims import assess
+
+    claim = next(c for c in mod.CLAIMS if c.claim == "Floe above LLM-base (acc)")
+    # hand-made records name no config, so another config made them: stale, however the control stands
+    assert str(assess(r, claim, r.outdated(mod.plan())).verdict).startswith("stale (")
+    assert not str(assess(r, claim, set()).verdict).startswith("stale")
     mod.figures = lambda r: None        # the figures would be written into experiments/floe
-    assert "no verdict (another config)" in mod.render(r)
+    row = next(ln for ln in mod.render(r).splitlines() if ln.startswith("| Floe above LLM-base (acc) |"))
+    assert "| stale (records made by another config" in row

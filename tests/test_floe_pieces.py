@@ -154,8 +154,8 @@ def test_a_floe_runs_closing_table_shows_the_fused_and_routed_models():
     `acc/task_<task>` and leaves out the columns a run does not have (no proxy/ without LLM-FedMoE)."""
     from types import SimpleNamespace
 
-    from fedlab.methods.floe.method import Floe
     from fedlab.evidence.tables import final_table
+    from fedlab.methods.floe.method import Floe
 
     zero = {"round": 0, "acc/task_recall": 0.28, "acc/mean": 0.28}
     final = {"round": 6, "acc/task_recall": 0.38, "acc/mean": 0.38, "routed/acc/recall": 0.36,

@@ -13,8 +13,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from fedlab.evidence.claims import differences_table
 from fedlab.data.tasks import TASKS as TASK_SPECS
+from fedlab.evidence.claims import differences_table
 from fedlab.evidence.runner import Planned, Results, constant_answer_note, run_table
 
 HERE = Path(__file__).resolve().parent

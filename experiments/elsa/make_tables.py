@@ -32,7 +32,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from fedlab.evidence.claims import Claim, claims_table, differences_table
+from fedlab.evidence import Claim, System, above_chance, differences_table, metric_shares, page
 from fedlab.evidence.runner import Planned, Results, run_table
 from fedlab.evidence.stats import fmt_ci
 
@@ -327,9 +327,10 @@ def control_bar(task: str) -> float:
 
 
 def control_fails(r: Results, key: str, task: str) -> bool:
-    """Whether the control row `key`'s mean accuracy on `task` ends below `control_bar` (False without records)."""
+    """Whether some seed of the control row `key` ends below `control_bar` on `task` — the control does not hold
+    (the Controls table's rule; False without records)."""
     vals = r.values(key, lambda rec: 100 * rec["final"]["acc/mean"])
-    return bool(vals) and sum(vals) / len(vals) < control_bar(task)
+    return any(v < control_bar(task) for v in vals)
 
 
 def reference_fails(r: Results, task: str, setting: str) -> bool:
@@ -368,13 +369,13 @@ def _seeds_below_bar(r: Results, key: str, task: str) -> str:
 
 
 def calibration_section(r: Results, stale: set[str] = frozenset(), outdated: set[str] = frozenset()) -> list[str]:
-    """The positive control: the uncompressed reference per task and setting, final accuracy and chance,
-    flagged when the row's mean ends below chance + 25 points."""
+    """The positive control's rows: the uncompressed reference per task and setting, final accuracy and chance,
+    flagged when some seed ends below chance + 25 points (the Controls table's rule)."""
     lines = ["## Calibration: the uncompressed pipeline learns every task at the table's budget (positive control)", "",
              "The reference: FedAvg in the split pipeline (nearest edge, size weights, every client included) with ρ = 1 "
              "and no SS-OP, at the table's budget (`base.yaml`), without mislabeled clients (the adversity trust is "
              "meant to handle); centralized = one client holding all the data. Each "
-             "cell: the split path's accuracy ×100 (the whole model's in brackets); ✗ marks a row whose mean is below "
+             "cell: the split path's accuracy ×100 (the whole model's in brackets); ✗ marks a row some seed of which ends below "
              "chance + 25 points, and a cell some of whose seeds end below that bar says how many; chance is the "
              "head's (topic: 10 domains).", "",
              "| task | chance | " + " | ".join(lab for lab, _ in CAL_SETTINGS.values()) + " |",
@@ -402,9 +403,8 @@ def calibration_section(r: Results, stale: set[str] = frozenset(), outdated: set
     if per_task:
         lines += ["", "**Simple SL's own positive control** (the link uncompressed, no mislabeled clients; its one "
                       "θ₂ on the cloud takes the clients' steps in turn; at its own budget `" + " ".join(SIMPLE_SL_BUDGET)
-                      + "`, which every Simple SL row carries): " + ". ".join(per_task) + ". A ✗ (the mean "
-                      "below chance + 25 points) marks the claims against Simple SL in that setting: they cannot show "
-                      "ELSA's effect."]
+                      + "`, which every Simple SL row carries): " + ". ".join(per_task) + ". A ✗ (some seed "
+                      "below chance + 25 points) leaves the claims against Simple SL in that setting without a control."]
     return lines + central_grid_section(r, stale, outdated) + ["", "![calibration curves](calibration.png)", ""]
 
 
@@ -449,30 +449,58 @@ def paper_number(task: str, alpha: str, comparison: str) -> str:
     return numbers.get(comparison, "no number for this task")
 
 
-def table1_claims(r: Results) -> list[Claim]:
-    """The paper's Table 1 and Figs. 5–6 claims on each task and α̂, scored on the split path as deployed; a task
-    whose skewed reference failed the positive control says so in the claim (no comparison on it can show an
-    effect). The paper's numbers: RTE for entailment (Table 1); Fig. 4 (topic, sentiment: curves, no number);
-    Fig. 6 left's smallest gain over Simple SL."""
-    acc = lambda rec: rec["final"]["acc/mean"]
+def reference(task: str, setting: str):
+    """The positive control of a task in a calibration setting (a key of CAL_SETTINGS): the uncompressed reference
+    ends at `control_bar` or above in every seed."""
+    return above_chance(f"reference, {task} {setting}", [f"cal/{task}/{setting}/reference"], [task],
+                        lambda rec, _t: rec["final"].get("acc/mean"), head_chance, 25)
+
+
+def simple_sl_control(task: str, setting: str):
+    """Simple SL's own control (uncompressed, at its own rate) where the calibration plans it, else None."""
+    if setting.removeprefix("a") not in [k.removeprefix("a") for k in SIMPLE_SL_SETTINGS.get(task, ())]:
+        return None
+    return above_chance(f"Simple SL uncompressed, {task} {setting}", [f"cal/{task}/{setting}/simple_sl"], [task],
+                        lambda rec, _t: rec["final"].get("acc/mean"), head_chance, 25)
+
+
+ACC_MEAN = lambda rec: rec["final"]["acc/mean"]
+SHARES = metric_shares("acc/mean")
+
+
+def _claim(text, source, paper, a, b, control, **kw):
+    return Claim(text, source, paper, a, b, ACC_MEAN, control=control, shares=SHARES, **kw)
+
+
+def table1_claims(r: Results = None) -> list[Claim]:
+    """The paper's Table 1 and Figs. 5–6 claims on each task and α̂, scored on the split path as deployed, each
+    resting on the reference of its task and skew (and Simple SL's own control for the claims against it). The
+    paper's numbers: RTE for entailment (Table 1); Fig. 4 (topic, sentiment: curves, no number); Fig. 6 left's
+    smallest gain over Simple SL."""
     out = []
     for task in TASKS:
         for alpha in ALPHAS:
             k = lambda m, task=task, alpha=alpha: f"t1/{task}/a{alpha}/{m}"
-            where = f"{task}, α̂ = {alpha}" + (" (reference ✗)" if reference_fails(r, task, f"a{alpha}") else "")
+            where = f"{task}, α̂ = {alpha}"
+            ref = reference(task, f"a{alpha}")
             paper = lambda c, task=task, alpha=alpha: paper_number(task, alpha, c)
-            out += [Claim(f"ELSA > FedAvg, {where}", "Table 1", paper("fedavg"), k("elsa"), k("fedavg"), acc),
-                    Claim(f"ELSA > FedAvg (Random), {where}", "Table 1", paper("fedavg_random"), k("elsa"),
-                          k("fedavg_random"), acc),
-                    Claim(f"FedAvg > FedAvg (Random): trust-free grouping costs, {where}", "Table 1 text",
-                          paper("fedavg>random"), k("fedavg"), k("fedavg_random"), acc)]
+            out += [_claim(f"ELSA > FedAvg, {where}", "Table 1", paper("fedavg"), k("elsa"), k("fedavg"), ref),
+                    _claim(f"ELSA > FedAvg (Random), {where}", "Table 1", paper("fedavg_random"), k("elsa"),
+                           k("fedavg_random"), ref),
+                    _claim(f"FedAvg > FedAvg (Random): trust-free grouping costs, {where}", "Table 1 text",
+                           paper("fedavg>random"), k("fedavg"), k("fedavg_random"), ref)]
             if alpha == "0.1":
-                out += [Claim(f"ELSA ≈ uncompressed Vanilla (within 2 points), {where}", "Fig. 5",
-                              "comparable at fewer link bytes", k("elsa"), k("vanilla"), acc, at_least=True),
-                        Claim(f"ELSA > Simple SL, {where}" + (" (Simple SL ✗ uncompressed)" if simple_sl_fails(
-                            r, task, f"a{alpha}") else ""), "Fig. 6 left", "+1.4 to +3.8 (+1.4)", k("elsa"),
-                              k("simple_sl"), acc)]
+                sl = simple_sl_control(task, f"a{alpha}")
+                out += [_claim(f"ELSA ≈ uncompressed Vanilla (within 2 points), {where}", "Fig. 5",
+                               "comparable at fewer link bytes", k("elsa"), k("vanilla"), ref, at_least=True),
+                        _claim(f"ELSA > Simple SL, {where}", "Fig. 6 left", "+1.4 to +3.8 (+1.4)", k("elsa"),
+                               k("simple_sl"), (ref, sl) if sl else ref)]
     return out
+
+
+def claims(r: Results = None) -> list[Claim]:
+    """Every claim of the system: Table 1 at 80 rounds, at LONG_ROUNDS rounds, and Fig. 6 right."""
+    return table1_claims(r) + [c for task, alpha in LONG_SETTINGS for c in long_claims(task, alpha)] + f6_claims()
 
 
 def table1(r: Results, stale: set[str], outdated: set[str] = frozenset()) -> list[str]:
@@ -497,9 +525,8 @@ def table1(r: Results, stale: set[str], outdated: set[str] = frozenset()) -> lis
     if const:
         lines += ["", f"**Constant answers**: on {', '.join(const)} every method gives one constant answer in every "
                       "seed — those rows cannot separate the methods."]
-    claims = table1_claims(r)
-    if any(r.runs(c.a) and r.runs(c.b) for c in claims):
-        lines += ["", "### The paper's claims, paired over seeds (split-path accuracy)", "", *claims_table(r, claims, outdated)]
+    lines += ["", "The paper's claims on this table are in the Claims table at the top of the page (split-path accuracy, "
+              "each behind its task's reference)."]
     ablation = differences_table(r, [(f"Vanilla − FedAvg (both ρ = 1, no SS-OP), {task}, α̂ = {alpha}",
                                       f"t1/{task}/a{alpha}/vanilla", "acc/mean", f"t1/{task}/a{alpha}/fedavg_raw",
                                       "acc/mean") for task in TASKS for alpha in ALPHAS], digits=1, scale=100,
@@ -603,21 +630,24 @@ def table1_long_cell(r: Results, task: str, alpha: str, stale: set[str] = frozen
     if "constant" in r.constant_answers([k for k in keys.values() if r.runs(k)]).values():
         lines += ["", f"**Constant answers**: every method gives one constant answer in every seed at {LONG_ROUNDS} "
                       "rounds."]
-    acc = lambda rec: rec["final"]["acc/mean"]
+    return lines + ["", f"![Table 1 at {LONG_ROUNDS} rounds, {task}: learning curves]({long_figure_name(task)})"]
+
+
+def long_claims(task: str, alpha: str) -> list[Claim]:
+    """The Table 1 claims of one LONG_SETTINGS cell at LONG_ROUNDS rounds, behind the same references as at 80."""
+    keys = {m: long_key(task, alpha, m) for m in LONG_METHODS}
     where = f"{task}, α̂ = {alpha}, {LONG_ROUNDS} rounds"
     paper = lambda c: paper_number(task, alpha, c)
-    claims = [Claim(f"ELSA > FedAvg, {where}", "Table 1", paper("fedavg"), keys["elsa"], keys["fedavg"], acc),
-              Claim(f"ELSA > FedAvg (Random), {where}", "Table 1", paper("fedavg_random"), keys["elsa"],
-                    keys["fedavg_random"], acc),
-              Claim(f"ELSA > Simple SL, {where}" + (" (Simple SL ✗ uncompressed)" if simple_sl_fails(r, task, f"a{alpha}")
-                                                     else ""), "Fig. 6 left", "+1.4 to +3.8 (+1.4)", keys["elsa"],
-                    keys["simple_sl"], acc),
-              Claim(f"FedAvg > FedAvg (Random): trust-free grouping costs, {where}", "Table 1 text",
-                    paper("fedavg>random"), keys["fedavg"], keys["fedavg_random"], acc),
-              Claim(f"ELSA > FedCAda, {where}", "Table 1", paper("fedcada"), keys["elsa"], keys["fedcada"], acc)]
-    if any(r.runs(c.a) and r.runs(c.b) for c in claims):
-        lines += ["", *claims_table(r, claims, outdated)]
-    return lines + ["", f"![Table 1 at {LONG_ROUNDS} rounds, {task}: learning curves]({long_figure_name(task)})"]
+    ref = reference(task, f"a{alpha}")
+    sl = simple_sl_control(task, f"a{alpha}")
+    return [_claim(f"ELSA > FedAvg, {where}", "Table 1", paper("fedavg"), keys["elsa"], keys["fedavg"], ref),
+            _claim(f"ELSA > FedAvg (Random), {where}", "Table 1", paper("fedavg_random"), keys["elsa"],
+                   keys["fedavg_random"], ref),
+            _claim(f"ELSA > Simple SL, {where}", "Fig. 6 left", "+1.4 to +3.8 (+1.4)", keys["elsa"],
+                   keys["simple_sl"], (ref, sl) if sl else ref),
+            _claim(f"FedAvg > FedAvg (Random): trust-free grouping costs, {where}", "Table 1 text",
+                   paper("fedavg>random"), keys["fedavg"], keys["fedavg_random"], ref),
+            _claim(f"ELSA > FedCAda, {where}", "Table 1", paper("fedcada"), keys["elsa"], keys["fedcada"], ref)]
 
 
 def table2(r: Results, stale: set[str] = frozenset(), outdated: set[str] = frozenset()) -> list[str]:
@@ -665,14 +695,19 @@ def table2(r: Results, stale: set[str] = frozenset(), outdated: set[str] = froze
     return lines
 
 
+INTRO = ("Accuracies are the split path as deployed (client Part 1 → its link → θ₂ → the link back → Part 3 and "
+         "head); the whole uncompressed model's is in brackets. Rows not run yet are absent. Every claim rests on the "
+         "uncompressed reference of its task and skew learning it (chance + 25 points, in every seed; the head's "
+         "chance: topic is 10-way), and those against Simple SL on Simple SL's own uncompressed control too.")
+
+
 def render(r: Results) -> str:
-    seeds = sorted({rec["seed"] for rec in r.records.values()})
     stale, outdated = r.stale_and_outdated(plan())   # † on the first; no verdict, no Table 2 target from the second
-    lines = ["# ELSA results (embedded scale)", "",
-             f"Produced by `python experiments/elsa/make_tables.py` (seeds {', '.join(map(str, seeds)) or 'none yet'}; "
-             "2 CPU cores). Each cell: mean ± 95 % interval over seeds; rows not run yet are absent. Accuracies are "
-             "the split path as deployed (client Part 1 → its link → θ₂ → the link back → Part 3 and head); the "
-             "whole uncompressed model's is in brackets.", ""]
+    return page(r, SYSTEM, INTRO, body(r, stale, outdated), outdated)
+
+
+def body(r: Results, stale: set[str], outdated: set[str]) -> list[str]:
+    lines = []
     lines += calibration_section(r, stale, outdated)
     lines += table1(r, stale, outdated)
     lines += table1_long(r, stale, outdated)
@@ -710,7 +745,7 @@ def render(r: Results) -> str:
     lines += trust_terms_section(r)
     figures(r, r.path.parent)
     lines += ["", "![Fig. 5 analogue](fig5.png)", "", "![Fig. 6 analogue](fig6.png)"]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def fig6_right(r: Results, stale: set[str] = frozenset(), outdated: set[str] = frozenset()) -> list[str]:
@@ -729,13 +764,16 @@ def fig6_right(r: Results, stale: set[str] = frozenset(), outdated: set[str] = f
         lines.append(f"| {p} | [{p}, {5 - p}, 1] | "
                      + " | ".join(_acc_cell(r, f6_key(p, long), stale) for long, _ in F6_BUDGETS) + " |")
     lines += depth_reproduction(r)
-    acc = lambda rec: rec["final"]["acc/mean"]
-    claims = [Claim(f"ELSA p = 2 > p = {p}: a client part of half the blocks or more costs, {label}", "Fig. 6 right",
-                    "drops sharply at p ≥ half the blocks (no number)", f6_key(2, long), f6_key(p, long), acc)
-              for long, label in F6_BUDGETS for p in DEPTHS if p > 2]
-    if any(r.runs(c.a) and r.runs(c.b) for c in claims):
-        lines += ["", *claims_table(r, claims, outdated)]
     return lines
+
+
+def f6_claims() -> list[Claim]:
+    """Fig. 6 right: accuracy drops once the client holds half the blocks or more (p ≥ 3 of 6), against p = 2, the
+    deepest client part under half; behind topic α̂ = 0.1's reference."""
+    ref = reference("topic", "a0.1")
+    return [_claim(f"ELSA p = 2 > p = {p}: a client part of half the blocks or more costs, {label}", "Fig. 6 right",
+                   "drops sharply at p ≥ half the blocks (no number)", f6_key(2, long), f6_key(p, long), ref)
+            for long, label in F6_BUDGETS for p in DEPTHS if p > 2]
 
 
 def depth_reproduction(r: Results) -> list[str]:
@@ -1041,6 +1079,10 @@ def sketch_figure(r: Results, path: Path, point, acc, dim: int) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+SYSTEM = System("ELSA", "ELSA: split learning under edges, fingerprints and trust, sketched activations",
+                "experiments/elsa/make_tables.py", lambda: plan(), claims)
 
 
 if __name__ == "__main__":

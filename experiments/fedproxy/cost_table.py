@@ -68,9 +68,9 @@ def main() -> int:
 
     from fedlab.config import load_config
     from fedlab.data.federated import build_federated_data
+    from fedlab.evidence.tables import format_table
     from fedlab.methods.fedproxy.method import FedProxy
     from fedlab.methods.fedproxy.offsite import OffsiteTuning
-    from fedlab.evidence.tables import format_table
     from fedlab.transforms.compress import n_dropped
 
     out = []

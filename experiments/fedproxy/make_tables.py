@@ -14,8 +14,17 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from fedlab.evidence.claims import Claim, claims_table, write_block
-from fedlab.evidence.runner import Planned, Results, run_table
+from fedlab.evidence import (
+    Claim,
+    Planned,
+    Results,
+    System,
+    above_zero_shot,
+    metric_shares,
+    page,
+    run_table,
+    task_accuracy,
+)
 
 HERE = Path(__file__).resolve().parent
 BASE = HERE.parent / "baselines"
@@ -122,13 +131,19 @@ def metric(col: str):
     return lambda rec: llm_metrics(rec["final"]).get(col)
 
 
+INTRO = ("tiny-llama (6 blocks) is the LLM; each run's command and resolved config are in `results.json`. Accuracy of "
+         "the LLM after fusion (FedProxy family) or of the LLM itself (zero-shot, CentSFT). The paper's columns "
+         "average QA and GLUE over eight data sets (ALL) for LLaMA-2-7B; ours are the fused LLM's entailment accuracy "
+         "(homogeneous) or the mean of QA and CLS (heterogeneous), at embedded scale.")
+
+
 def render(r: Results) -> str:
-    seeds = sorted({rec["seed"] for rec in r.records.values()})
-    L = ["# FedProxy at embedded scale — measured tables", "",
-         f"Produced by `python experiments/fedproxy/make_tables.py` (tiny-llama: 6 blocks; seeds "
-         f"{', '.join(map(str, seeds))}; 2 CPU cores); each run's command and resolved config are in "
-         "`results.json`. Accuracy of the LLM after fusion (FedProxy family) or of the LLM itself (zero-shot, "
-         "CentSFT); each cell is the mean over seeds ± the half-width of its 95 % t-interval.", ""]
+    return page(r, SYSTEM, INTRO, body(r))
+
+
+def body(r: Results) -> list[str]:
+    """The paper's tables at embedded scale, each from its rows' records."""
+    L = []
 
     def label(key: str) -> str:
         base = r.label(key, key)
@@ -136,7 +151,7 @@ def render(r: Results) -> str:
         return f"{base} (κ={kappa})" if kappa in ("0.3", "0.5", "0.7") else base
 
     def table(title, keys, cols, head):
-        rows = [[label(k), *[r.cell(k, metric(c)) for c in cols]] for k in keys if r.runs(k)]
+        rows = [[label(k), *[r.cell(k, metric(c), shares=column_shares(c)) for c in cols]] for k in keys if r.runs(k)]
         if not rows:
             return
         L.extend([f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)])
@@ -157,10 +172,12 @@ def render(r: Results) -> str:
     if r.runs(k):
         L.extend(["## Table 7 — standalone proxy SLM vs LLM (homogeneous, κ = 0.5)", "",
                   "| model | entailment acc |", "|---|---|",
-                  f"| LLM zero-shot | {r.cell(k, metric('llm_zeroshot'))} |",
-                  f"| FedProxy-SLM zero-shot (proxy, round 0) | {r.cell(k, metric('proxy_zeroshot'))} |",
-                  f"| FedProxy-SLM after federated tuning | {r.cell(k, metric('proxy_final'))} |",
-                  f"| FedProxy-LLM (after fusion) | {r.cell(k, metric('mean'))} |", ""])
+                  f"| LLM zero-shot | {r.cell(k, metric('llm_zeroshot'), shares=column_shares('llm_zeroshot'))} |",
+                  f"| FedProxy-SLM zero-shot (proxy, round 0) | "
+                  f"{r.cell(k, metric('proxy_zeroshot'), shares=column_shares('proxy_zeroshot'))} |",
+                  f"| FedProxy-SLM after federated tuning | "
+                  f"{r.cell(k, metric('proxy_final'), shares=column_shares('proxy_final'))} |",
+                  f"| FedProxy-LLM (after fusion) | {r.cell(k, metric('mean'), shares=column_shares('mean'))} |", ""])
     table("Table 8 — compression ratio (homogeneous)", ["homo/fedproxy/0.3", "homo/fedproxy/0.5", "homo/fedproxy/0.7"],
           ["mean"], ["method", "entailment acc"])
     table("Table 9 — plug-in fusion vs proxy tuning (homogeneous, as the paper ran it)",
@@ -171,12 +188,7 @@ def render(r: Results) -> str:
     deep_tables(r, table)
     table("Table 3 with a real LLM — SmolLM2-135M-Instruct (30 blocks, proxy 15), heterogeneous, κ = 0.5",
           REAL_KEYS, cols, ["method", "QA", "CLS", "ALL"])
-    lines = claims_table(r, CLAIMS, r.outdated(plan()))   # no verdict on records another config made
-    if r.path.parent == HERE:          # the real table (not a test's copy) keeps the README's block current
-        write_block(HERE / "README.md", lines)
-    L.extend(["## Claims (the paper's LLaMA-2-7B numbers; ours: the difference a − b in points, paired by seed)", "",
-              CLAIMS_NOTE, "", *lines, ""])
-    return "\n".join(L)
+    return L
 
 
 def deep_tables(r: Results, table) -> None:
@@ -191,72 +203,110 @@ def deep_tables(r: Results, table) -> None:
           ["method", "entailment acc"])
 
 
-CLAIMS_NOTE = ("The paper's columns average QA and GLUE over eight data sets (ALL); ours are the fused LLM's entailment "
-               "accuracy (homogeneous) or the mean of QA and CLS (heterogeneous), at embedded scale. Verdicts: "
-               "`fedlab.evidence.claims` (reproduced: the 95 % interval of a − b lies above 0; contradicted: below 0).")
-_homo, _het = metric("mean"), metric("ALL")
+def column_shares(col: str):
+    """A record → {task: answer share} of the model and tasks a column of `llm_metrics` reads (`metric`): the LLM
+    after fusion (or the LLM itself), the proxy, or the LLM's zero-shot; QA and CLS their four tasks each."""
+    def fn(rec):
+        final = rec["final"]
+        if col == "proxy_zeroshot":
+            return metric_shares("acc/mean", "zero")(rec)
+        if col == "proxy_final":
+            return metric_shares("acc/mean")(rec)
+        prefix = "llm_zeroshot/" if col == "llm_zeroshot" else "llm/" if "llm/acc/mean" in final else ""
+        got = metric_shares(f"{prefix}acc/mean")(rec)
+        keep = QA if col == "QA" else CLS if col == "CLS" else None
+        return got if keep is None or got is None else {t: v for t, v in got.items() if t in keep}
+    return fn
+
+
+# The positive control: CentSFT (the LLM LoRA-tuned on the pooled data) learns every task a setting scores — it
+# ends MARGIN points above its own zero-shot (round 0 of the same run) on each, in every seed. Every claim of a
+# setting compares variants of the LLM tuned on that setting's data, so each rests on its setting's CentSFT.
+MARGIN = 2.0
+SETTING_TASKS = {"homo": ("entailment",), "hetero": (*QA, *CLS)}
+
+
+def centsft(setting: str):
+    """The control of `setting` ("homo", "hetero", "deep/homo", "deep/hetero", "real/hetero")."""
+    tasks = SETTING_TASKS[setting.rsplit("/", 1)[-1]]
+    return above_zero_shot(f"CentSFT ({setting})", [f"{setting}/centsft"], tasks, task_accuracy(),
+                           task_accuracy(which="zero"), MARGIN)
+
+
+def claim(text, source, paper, a, b, col, col_b=None, setting=None):
+    """A claim on the column `col` of `llm_metrics` (row b's `col_b` when given), resting on the CentSFT of the
+    setting its rows belong to."""
+    setting = setting or "/".join(a.split("/")[:2] if a.startswith(("deep/", "real/")) else a.split("/")[:1])
+    return Claim(text, source, paper, a, b, metric(col), fn_b=metric(col_b) if col_b else None,
+                 control=centsft(setting), shares=column_shares(col), shares_b=column_shares(col_b or col))
+
+
 CLAIMS = [
-    Claim("FedProxy above FedOT (homogeneous, κ = 0.5)", "Table 2", "69.9 vs 53.0 (+16.9)",
-          "homo/fedproxy/0.5", "homo/fedot/0.5", _homo),
-    Claim("FedProxy above FedBiOT (homogeneous, κ = 0.5)", "Table 2", "69.9 vs 55.4 (+14.5)",
-          "homo/fedproxy/0.5", "homo/fedbiot/0.5", _homo),
-    Claim("FedProxy above Offsite-Tuning (homogeneous, κ = 0.5)", "Table 2", "69.9 vs 51.2 (+18.7)",
-          "homo/fedproxy/0.5", "homo/ot/0.5", _homo),
-    Claim("CentSFT above FedProxy (homogeneous; the upper bound)", "Table 2", "77.2 vs 69.9 (+7.4)",
-          "homo/centsft", "homo/fedproxy/0.5", _homo),
-    Claim("FedProxy above FedOT (heterogeneous, κ = 0.5)", "Table 3", "69.8 vs 53.4 (+16.4)",
-          "hetero/fedproxy/0.5", "hetero/fedot/0.5", _het),
-    Claim("FedProxy above FedBiOT (heterogeneous, κ = 0.5)", "Table 3", "69.8 vs 51.6 (+18.2)",
-          "hetero/fedproxy/0.5", "hetero/fedbiot/0.5", _het),
-    Claim("FedProxy above the LLM's zero-shot (heterogeneous)", "Table 3", "69.8 vs 50.5 (+19.3)",
-          "hetero/fedproxy/0.5", "hetero/zeroshot", _het),
-    Claim("CentSFT above FedProxy (heterogeneous; the upper bound)", "Table 3", "77.2 vs 69.8 (+7.5)",
-          "hetero/centsft", "hetero/fedproxy/0.5", _het),
-    Claim("PCR helps (full above w/o PCR)", "Table 5", "69.8 vs 69.0 (+0.7)", "hetero/fedproxy/0.5", "hetero/wo_pcr", _het),
-    Claim("H-TIES helps (full above w/o H-TIES)", "Table 5", "69.8 vs 67.9 (+1.9)",
-          "hetero/fedproxy/0.5", "hetero/wo_htiess", _het),
-    Claim("FedProxy above FedAvg on the proxy", "Table 5", "69.8 vs 68.1 (+1.7)", "hetero/fedproxy/0.5", "hetero/fedavg", _het),
-    Claim("FedProxy above FedProx on the proxy", "Table 5", "69.8 vs 67.8 (+2.0)", "hetero/fedproxy/0.5", "hetero/fedprox", _het),
-    Claim("FedProxy above TIES-Merging on the proxy", "Table 5", "69.8 vs 69.6 (+0.2)", "hetero/fedproxy/0.5", "hetero/ties", _het),
-    Claim("the proxy SLM above the Offsite-Tuning emulator (FedOT-ET)", "Table 6", "69.9 vs 53.1 (+16.7)",
-          "homo/fedproxy/0.5", "homo/fedot_et/0.5", _homo),
-    Claim("federated tuning lifts the proxy SLM over its zero-shot", "Table 7", "64.3 vs 37.3 (+27.1)",
-          "homo/fedproxy/0.5", "homo/fedproxy/0.5", metric("proxy_final"), fn_b=metric("proxy_zeroshot")),
-    Claim("the fused LLM above the tuned proxy SLM", "Table 7", "69.9 vs 64.3 (+5.6)",
-          "homo/fedproxy/0.5", "homo/fedproxy/0.5", _homo, fn_b=metric("proxy_final")),
-    Claim("the fused LLM above the LLM's zero-shot (homogeneous)", "Table 7", "69.9 vs 50.5 (+19.4)",
-          "homo/fedproxy/0.5", "homo/fedproxy/0.5", _homo, fn_b=metric("llm_zeroshot")),
-    Claim("κ = 0.3 above κ = 0.5 (less compression, higher accuracy)", "Table 8", "74.7 vs 69.9 (+4.8)",
-          "homo/fedproxy/0.3", "homo/fedproxy/0.5", _homo),
-    Claim("κ = 0.5 above κ = 0.7", "Table 8", "69.9 vs 56.7 (+13.2)", "homo/fedproxy/0.5", "homo/fedproxy/0.7", _homo),
-    Claim("proxy tuning above plug-in fusion (homogeneous, κ = 0.5; ALL)", "Table 9", "72.0 vs 69.9 (+2.1)",
-          "homo/pt/0.5", "homo/fedproxy/0.5", _homo),
-    Claim("proxy tuning above plug-in fusion (homogeneous, κ = 0.7; ALL)", "Table 9", "60.5 vs 56.7 (+3.8)",
-          "homo/pt/0.7", "homo/fedproxy/0.7", _homo),
-    Claim("plug-in fusion above proxy tuning on QA (heterogeneous, κ = 0.5)", "Table 9 (QA)", "59.4 vs 56.7 (+2.7)",
-          "hetero/fedproxy/0.5", "hetero/pt/0.5", metric("QA")),
+    claim("FedProxy above FedOT (homogeneous, κ = 0.5)", "Table 2", "69.9 vs 53.0 (+16.9)",
+          "homo/fedproxy/0.5", "homo/fedot/0.5", "mean"),
+    claim("FedProxy above FedBiOT (homogeneous, κ = 0.5)", "Table 2", "69.9 vs 55.4 (+14.5)",
+          "homo/fedproxy/0.5", "homo/fedbiot/0.5", "mean"),
+    claim("FedProxy above Offsite-Tuning (homogeneous, κ = 0.5)", "Table 2", "69.9 vs 51.2 (+18.7)",
+          "homo/fedproxy/0.5", "homo/ot/0.5", "mean"),
+    claim("CentSFT above FedProxy (homogeneous; the upper bound)", "Table 2", "77.2 vs 69.9 (+7.4)",
+          "homo/centsft", "homo/fedproxy/0.5", "mean"),
+    claim("FedProxy above FedOT (heterogeneous, κ = 0.5)", "Table 3", "69.8 vs 53.4 (+16.4)",
+          "hetero/fedproxy/0.5", "hetero/fedot/0.5", "ALL"),
+    claim("FedProxy above FedBiOT (heterogeneous, κ = 0.5)", "Table 3", "69.8 vs 51.6 (+18.2)",
+          "hetero/fedproxy/0.5", "hetero/fedbiot/0.5", "ALL"),
+    claim("FedProxy above the LLM's zero-shot (heterogeneous)", "Table 3", "69.8 vs 50.5 (+19.3)",
+          "hetero/fedproxy/0.5", "hetero/zeroshot", "ALL"),
+    claim("CentSFT above FedProxy (heterogeneous; the upper bound)", "Table 3", "77.2 vs 69.8 (+7.5)",
+          "hetero/centsft", "hetero/fedproxy/0.5", "ALL"),
+    claim("PCR helps (full above w/o PCR)", "Table 5", "69.8 vs 69.0 (+0.7)", "hetero/fedproxy/0.5", "hetero/wo_pcr", "ALL"),
+    claim("H-TIES helps (full above w/o H-TIES)", "Table 5", "69.8 vs 67.9 (+1.9)",
+          "hetero/fedproxy/0.5", "hetero/wo_htiess", "ALL"),
+    claim("FedProxy above FedAvg on the proxy", "Table 5", "69.8 vs 68.1 (+1.7)", "hetero/fedproxy/0.5", "hetero/fedavg", "ALL"),
+    claim("FedProxy above FedProx on the proxy", "Table 5", "69.8 vs 67.8 (+2.0)", "hetero/fedproxy/0.5", "hetero/fedprox", "ALL"),
+    claim("FedProxy above TIES-Merging on the proxy", "Table 5", "69.8 vs 69.6 (+0.2)", "hetero/fedproxy/0.5", "hetero/ties", "ALL"),
+    claim("the proxy SLM above the Offsite-Tuning emulator (FedOT-ET)", "Table 6", "69.9 vs 53.1 (+16.7)",
+          "homo/fedproxy/0.5", "homo/fedot_et/0.5", "mean"),
+    claim("federated tuning lifts the proxy SLM over its zero-shot", "Table 7", "64.3 vs 37.3 (+27.1)",
+          "homo/fedproxy/0.5", "homo/fedproxy/0.5", "proxy_final", "proxy_zeroshot"),
+    claim("the fused LLM above the tuned proxy SLM", "Table 7", "69.9 vs 64.3 (+5.6)",
+          "homo/fedproxy/0.5", "homo/fedproxy/0.5", "mean", "proxy_final"),
+    claim("the fused LLM above the LLM's zero-shot (homogeneous)", "Table 7", "69.9 vs 50.5 (+19.4)",
+          "homo/fedproxy/0.5", "homo/fedproxy/0.5", "mean", "llm_zeroshot"),
+    claim("κ = 0.3 above κ = 0.5 (less compression, higher accuracy)", "Table 8", "74.7 vs 69.9 (+4.8)",
+          "homo/fedproxy/0.3", "homo/fedproxy/0.5", "mean"),
+    claim("κ = 0.5 above κ = 0.7", "Table 8", "69.9 vs 56.7 (+13.2)", "homo/fedproxy/0.5", "homo/fedproxy/0.7", "mean"),
+    claim("proxy tuning above plug-in fusion (homogeneous, κ = 0.5; ALL)", "Table 9", "72.0 vs 69.9 (+2.1)",
+          "homo/pt/0.5", "homo/fedproxy/0.5", "mean"),
+    claim("proxy tuning above plug-in fusion (homogeneous, κ = 0.7; ALL)", "Table 9", "60.5 vs 56.7 (+3.8)",
+          "homo/pt/0.7", "homo/fedproxy/0.7", "mean"),
+    claim("plug-in fusion above proxy tuning on QA (heterogeneous, κ = 0.5)", "Table 9 (QA)", "59.4 vs 56.7 (+2.7)",
+          "hetero/fedproxy/0.5", "hetero/pt/0.5", "QA"),
     # the same comparisons on the 12-block tiny-llama-deep, where κ changes the Offsite-Tuning model too
-    Claim("deep LLM: FedProxy above FedOT (homogeneous, κ = 0.5)", "Table 2", "69.9 vs 53.0 (+16.9)",
-          "deep/homo/fedproxy/0.5", "deep/homo/fedot/0.5", _homo),
-    Claim("deep LLM: FedProxy above FedBiOT (homogeneous, κ = 0.5)", "Table 2", "69.9 vs 55.4 (+14.5)",
-          "deep/homo/fedproxy/0.5", "deep/homo/fedbiot/0.5", _homo),
-    Claim("deep LLM: FedProxy above Offsite-Tuning (homogeneous, κ = 0.5)", "Table 2", "69.9 vs 51.2 (+18.7)",
-          "deep/homo/fedproxy/0.5", "deep/homo/ot/0.5", _homo),
-    Claim("deep LLM: FedProxy above FedOT (heterogeneous, κ = 0.5)", "Table 3", "69.8 vs 53.4 (+16.4)",
-          "deep/hetero/fedproxy/0.5", "deep/hetero/fedot/0.5", _het),
-    Claim("deep LLM: FedProxy above FedBiOT (heterogeneous, κ = 0.5)", "Table 3", "69.8 vs 51.6 (+18.2)",
-          "deep/hetero/fedproxy/0.5", "deep/hetero/fedbiot/0.5", _het),
-    Claim("deep LLM: FedProxy above Offsite-Tuning (heterogeneous, κ = 0.5)", "Table 3", "69.8 vs 51.2 (+18.6)",
-          "deep/hetero/fedproxy/0.5", "deep/hetero/ot/0.5", _het),
-    Claim("deep LLM: the proxy SLM above the OT emulator (FedOT-ET)", "Table 6", "69.9 vs 53.1 (+16.7)",
-          "deep/homo/fedproxy/0.5", "deep/homo/fedot_et/0.5", _homo),
-    Claim("SmolLM2-135M: FedProxy above the LLM's zero-shot (heterogeneous)", "Table 3", "69.8 vs 50.5 (+19.3)",
-          "real/hetero/fedproxy/0.5", "real/hetero/zeroshot", _het),
-    Claim("SmolLM2-135M: FedProxy above Offsite-Tuning (heterogeneous, κ = 0.5)", "Table 3", "69.8 vs 51.2 (+18.6)",
-          "real/hetero/fedproxy/0.5", "real/hetero/ot/0.5", _het),
-    Claim("SmolLM2-135M: CentSFT above FedProxy (the upper bound)", "Table 3", "77.2 vs 69.8 (+7.5)",
-          "real/hetero/centsft", "real/hetero/fedproxy/0.5", _het),
+    claim("deep LLM: FedProxy above FedOT (homogeneous, κ = 0.5)", "Table 2", "69.9 vs 53.0 (+16.9)",
+          "deep/homo/fedproxy/0.5", "deep/homo/fedot/0.5", "mean"),
+    claim("deep LLM: FedProxy above FedBiOT (homogeneous, κ = 0.5)", "Table 2", "69.9 vs 55.4 (+14.5)",
+          "deep/homo/fedproxy/0.5", "deep/homo/fedbiot/0.5", "mean"),
+    claim("deep LLM: FedProxy above Offsite-Tuning (homogeneous, κ = 0.5)", "Table 2", "69.9 vs 51.2 (+18.7)",
+          "deep/homo/fedproxy/0.5", "deep/homo/ot/0.5", "mean"),
+    claim("deep LLM: FedProxy above FedOT (heterogeneous, κ = 0.5)", "Table 3", "69.8 vs 53.4 (+16.4)",
+          "deep/hetero/fedproxy/0.5", "deep/hetero/fedot/0.5", "ALL"),
+    claim("deep LLM: FedProxy above FedBiOT (heterogeneous, κ = 0.5)", "Table 3", "69.8 vs 51.6 (+18.2)",
+          "deep/hetero/fedproxy/0.5", "deep/hetero/fedbiot/0.5", "ALL"),
+    claim("deep LLM: FedProxy above Offsite-Tuning (heterogeneous, κ = 0.5)", "Table 3", "69.8 vs 51.2 (+18.6)",
+          "deep/hetero/fedproxy/0.5", "deep/hetero/ot/0.5", "ALL"),
+    claim("deep LLM: the proxy SLM above the OT emulator (FedOT-ET)", "Table 6", "69.9 vs 53.1 (+16.7)",
+          "deep/homo/fedproxy/0.5", "deep/homo/fedot_et/0.5", "mean"),
+    claim("SmolLM2-135M: FedProxy above the LLM's zero-shot (heterogeneous)", "Table 3", "69.8 vs 50.5 (+19.3)",
+          "real/hetero/fedproxy/0.5", "real/hetero/zeroshot", "ALL"),
+    claim("SmolLM2-135M: FedProxy above Offsite-Tuning (heterogeneous, κ = 0.5)", "Table 3", "69.8 vs 51.2 (+18.6)",
+          "real/hetero/fedproxy/0.5", "real/hetero/ot/0.5", "ALL"),
+    claim("SmolLM2-135M: CentSFT above FedProxy (the upper bound)", "Table 3", "77.2 vs 69.8 (+7.5)",
+          "real/hetero/centsft", "real/hetero/fedproxy/0.5", "ALL"),
 ]
+
+
+SYSTEM = System("FedProxy", "FedProxy: a block-influence proxy SLM, PCR, H-TIES and plug-in fusion",
+                "experiments/fedproxy/make_tables.py", lambda: plan(), lambda _r: CLAIMS)
 
 
 if __name__ == "__main__":

@@ -18,9 +18,9 @@ from pathlib import Path
 import torch
 
 from fedlab.data.privacy_prompts import privacy_prompts
+from fedlab.evidence.stats import fmt_ci
 from fedlab.models.zoo import load_encoder
 from fedlab.privacy.detector import PrivacyDetector, evaluate_detector
-from fedlab.evidence.stats import fmt_ci
 
 HERE = Path(__file__).resolve().parent
 KEYS = ["precision", "recall", "f1", "recall/pattern", "recall/words", "recall/legal", "false_positives",

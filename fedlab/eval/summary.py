@@ -23,6 +23,8 @@ def summarize_eval(results: dict) -> dict:
             out[f"acc/client_{cid}"] = per_client[cid]
             if len(accs) > 1:   # clients holding several tasks: each task too (FedMKT's per-model tables)
                 out.update({f"acc_client_{cid}/{t}": a for t, a in accs.items()})
+            # each client's answer share per task: whether this client's model answers one class there
+            out.update({f"top_client_{cid}/{k[4:]}": v for k, v in r.metrics.items() if k.startswith("top/")})
         for t, a in accs.items():
             per_task[t].append(a)
         for k, v in r.metrics.items():
@@ -49,4 +51,4 @@ def server_summary(results: dict) -> dict:
     """`summarize_eval` of one server-side model scored on every client's tasks, without the per-client
     copies of the same numbers."""
     return {k: v for k, v in summarize_eval(results).items()
-            if not k.startswith(("acc/client_", "acc_client_", "rougeL/client_", "em/client_"))}
+            if not k.startswith(("acc/client_", "acc_client_", "top_client_", "rougeL/client_", "em/client_"))}

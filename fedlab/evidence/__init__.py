@@ -8,3 +8,12 @@ learn every task the claim reads); `verdicts` holds the one vocabulary every pag
 that answer one class, `forest` draws a system's claims, `page` assembles a system's RESULTS.md and `summary` the
 one-row-per-system overview. `spotcheck` re-runs recorded (row, seed) pairs at HEAD and compares them.
 """
+from fedlab.evidence.claims import Claim, differences_table
+from fedlab.evidence.collapse import metric_shares
+from fedlab.evidence.controls import Control, above_chance, above_zero_shot, task_accuracy
+from fedlab.evidence.page import System, page
+from fedlab.evidence.records import Planned, Results
+from fedlab.evidence.runner import constant_answer_note, log_to_parent, run_table
+
+__all__ = ["Claim", "Control", "Planned", "Results", "System", "above_chance", "above_zero_shot",
+           "constant_answer_note", "differences_table", "log_to_parent", "metric_shares", "page", "run_table", "task_accuracy"]

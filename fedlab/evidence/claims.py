@@ -1,31 +1,14 @@
-"""Claims tables: a paper's claim "row a scores above row b" tested on the seeds both rows of a table hold.
+"""Claims: a paper's "row a scores above row b" tested on the seeds both rows of a table hold.
 
 For each claim the paired difference d_s = 100·(f(a, s) − f(b, s)) over the common seeds s gives a mean, its
-95 % t-interval and the paired t-test (`fedlab.evidence.stats.paired_difference`). The verdict:
+95 % t-interval, the paired t-test and the minimum detectable effect (`stats.paired_difference`). The verdict
+comes from `verdicts` (the one vocabulary), behind the claim's control (`controls`: the reference that must
+learn every task the claim reads; a claim without one, or whose control fails, gets "no control"), and beside
+it stands whether any seed of either side answers one class (`collapse`). The paper's effect is the signed
+number in parentheses of `paper` ("61.2 vs 58.9 (+2.3)"), or `effect`.
 
-    reproduced     the interval lies above 0 (a > b, as the paper says)
-    contradicted   the interval lies below 0 (b > a)
-    inconclusive   the interval covers 0
-    too few seeds  fewer than MIN_SEEDS (3) common seeds: the difference and its interval are shown, no verdict
-                   (at 2 seeds one seed can carry the interval, and a fifth seed has overturned a 4-seed reading)
-    no verdict     a row's records were made by another config than the one the script runs now
-                   (`Results.outdated`; a table marks such cells †): the difference is shown, no verdict until the
-                   row is re-run. Records stale only by numerics (another CPU kind) or weights keep their verdict
-
-    underpowered   the interval covers 0 and the paper's effect is smaller than the MDE: these seeds could not
-                   have detected it, so its absence says nothing
-    inconclusive   the interval covers 0 while the seeds could have detected the paper's effect; the verdict
-                   names the effects the interval excludes (a paper effect among them is ruled out)
-
-Beside each verdict stands the minimum detectable effect (MDE): the true difference a paired t-test on these
-seeds finds with 80 % power at two-sided α = 0.05, from the paired differences' spread
-(`fedlab.evidence.stats.mde_paired`). The paper's effect is the signed number in parentheses of `paper`
-("61.2 vs 58.9 (+2.3)"), or `effect`.
-
-A claim "a is comparable to b" (`at_least=True`, e.g. "FedMKT's LLM is comparable to centralized training")
-is reproduced when the interval's lower end is above −`tolerance` points (a is at most that much worse, with
-95 % confidence), contradicted when its upper end is below −`tolerance`, inconclusive otherwise
-(underpowered when the interval is wider than the tolerance on either side: then no outcome could show it)."""
+A claim "a is comparable to b" (`at_least=True`) is judged against `tolerance` points (`verdicts.tolerance`).
+"""
 from __future__ import annotations
 
 import re
@@ -33,9 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-MIN_SEEDS = 3                                   # the fewest common seeds a verdict is given on
+from fedlab.evidence import verdicts as V
+from fedlab.evidence.collapse import Collapse, Shares, of_records
+from fedlab.evidence.controls import Control, Status, check
+from fedlab.evidence.verdicts import MIN_SEEDS, Verdict
 
-BEGIN, END = "<!-- claims: written by make_tables.py -->", "<!-- /claims -->"
+BEGIN, END = "<!-- claims: written by fedlab.evidence -->", "<!-- /claims -->"
 
 
 @dataclass(frozen=True)
@@ -50,6 +36,12 @@ class Claim:
     at_least: bool = False                      # a comparable to b: not more than `tolerance` points below
     tolerance: float = 2.0
     effect: float | None = None                 # the paper's a − b in points (default: read from `paper`)
+    control: Control | tuple[Control, ...] | None = None   # the reference(s) that must learn what it reads
+    shares: Shares | None = None                # record → {task: answer share} of the model `fn` scores
+    shares_b: Shares | None = None              # the same for b (default: `shares`)
+
+    def controls(self) -> tuple[Control, ...]:
+        return () if self.control is None else (self.control,) if isinstance(self.control, Control) else self.control
 
     def paper_effect(self) -> float | None:
         if self.effect is not None:
@@ -66,108 +58,156 @@ def per_seed(results, keys: str | tuple[str, ...], fn) -> dict[int, float]:
     return {s: sum(d[s] for d in by_key) / len(by_key) for s in seeds}
 
 
-NO_VERDICT = "no verdict: records made by another config than the script's (re-run the row)"
-
-
 def claim_keys(c: Claim) -> list[str]:
     """Every row key a claim reads (both sides)."""
     return [k for side in (c.a, c.b) for k in ((side,) if isinstance(side, str) else side)]
 
 
-def assess(results, c: Claim, outdated: frozenset[str] | set[str] = frozenset()) -> dict:
-    """The claim on `results` (a `fedlab.evidence.records.Results`): {"ours", "mde", "verdict"} as table cells, and the
-    paired difference ("diff", None when it cannot be computed). A claim reading a row in `outdated` (keys whose
-    records another config made, `Results.outdated`) shows its difference without a verdict."""
+@dataclass
+class Assessment:
+    """A claim on the records: the paired difference (None when it cannot be computed), its seeds, the verdict,
+    the control's status (None when the claim names none) and the collapse of either side's seeds."""
+    claim: Claim
+    diff: dict | None
+    seeds: int
+    verdict: Verdict
+    control: list[Status] | None = None
+    collapse: dict[str, Collapse] | None = None
+
+    @property
+    def ours(self) -> str:
+        d = self.diff
+        return "-" if d is None else f"{d['mean']:+.1f} ± {d['half']:.1f} pts ({self.seeds} seeds)"
+
+    @property
+    def mde(self) -> str:
+        return "-" if self.diff is None else f"{self.diff['mde']:.1f} pts"
+
+    def control_cell(self) -> str:
+        if not self.control:
+            return "none declared"
+        return "; ".join(f"{st.control.name}: {st.word()}" + ("" if st.holds or not st.run else f" ({st.failing()})")
+                         for st in self.control)
+
+    def collapse_words(self) -> str:
+        """Which side collapses in which seeds ("a: collapse in seeds 1, 3 (sentiment)"), "" when neither does,
+        "collapse not checked" for a claim without share readers."""
+        if self.collapse is None:
+            return "collapse not checked"
+        return "; ".join(f"{side}: {w}" for side, col in self.collapse.items() if (w := col.words()))
+
+    def verdict_cell(self) -> str:
+        note = self.collapse_words()
+        return str(self.verdict) + (f"; {note}" if note else "")
+
+
+def _keys(side) -> tuple[str, ...]:
+    return (side,) if isinstance(side, str) else tuple(side)
+
+
+def _collapse(results, c: Claim, seeds: list[int]) -> dict[str, Collapse] | None:
+    """{"a": …, "b": …}: the collapse of each side's records over the claim's common seeds (None without share
+    readers)."""
+    if c.shares is None and c.shares_b is None:
+        return None
+    out = {}
+    for name, side, shares in (("a", c.a, c.shares), ("b", c.b, c.shares_b or c.shares)):
+        if shares is None:
+            continue
+        col = Collapse(seeds=len(seeds))
+        for k in _keys(side):
+            col = col.merge(of_records([rec for rec in results.runs(k) if rec["seed"] in set(seeds)], shares))
+        out[name] = col
+    return out
+
+
+def assess(results, c: Claim, outdated: frozenset[str] | set[str] = frozenset()) -> Assessment:
+    """The claim on `results` (a `fedlab.evidence.records.Results`); a claim reading a row in `outdated` (keys
+    whose records another config made, `Results.outdated`) shows its difference with the verdict "stale"."""
     from fedlab.evidence.stats import paired_difference
 
     keys = claim_keys(c)
+    status = [check(results, ctl) for ctl in c.controls()] or None
     if not all(results.runs(k) for k in keys):
-        return {"ours": "-", "mde": "-", "verdict": "not run yet", "diff": None}
+        return Assessment(c, None, 0, Verdict(V.NOT_RUN), status)
     xa, xb = per_seed(results, c.a, c.fn), per_seed(results, c.b, c.fn_b or c.fn)
     seeds = sorted(set(xa) & set(xb))
+    collapse = _collapse(results, c, seeds)
+    few = Verdict(V.TOO_FEW_SEEDS, f"{len(seeds)}; a verdict needs {MIN_SEEDS}")
     if len(seeds) < 2:
-        return {"ours": "-", "mde": "-", "verdict": f"too few seeds ({len(seeds)}; a verdict needs {MIN_SEEDS})",
-                "diff": None}
+        return Assessment(c, None, len(seeds), few, status, collapse)
     d = paired_difference([100 * xa[s] for s in seeds], [100 * xb[s] for s in seeds])
-    lo, hi = d["mean"] - d["half"], d["mean"] + d["half"]
-    out = {"ours": f"{d['mean']:+.1f} ± {d['half']:.1f} pts ({len(seeds)} seeds)", "mde": f"{d['mde']:.1f} pts",
-           "diff": d}
+    out = Assessment(c, d, len(seeds), few, status, collapse)
     if any(k in outdated for k in keys):
-        return {**out, "verdict": NO_VERDICT}
-    if len(seeds) < MIN_SEEDS:
-        return {**out, "verdict": f"too few seeds ({len(seeds)}; a verdict needs {MIN_SEEDS})"}
-    if c.at_least:
-        if lo >= -c.tolerance:
-            verdict = "reproduced"
-        elif hi < -c.tolerance:
-            verdict = "contradicted"
-        elif d["half"] > c.tolerance:
-            verdict = f"underpowered (interval ± {d['half']:.1f} wider than the tolerance {c.tolerance:g})"
-        else:
-            verdict = "inconclusive"
-        return {**out, "verdict": verdict}
-    if d["significant"]:
-        return {**out, "verdict": "reproduced" if d["mean"] > 0 else "contradicted"}
-    paper = c.paper_effect()
-    if paper is not None and abs(paper) < d["mde"]:
-        return {**out, "verdict": f"underpowered (paper {paper:+.1f} < MDE {d['mde']:.1f})"}
-    excluded = f"excludes < {lo:+.1f} and > {hi:+.1f}"
-    if paper is not None and not lo <= paper <= hi:
-        excluded += f": the paper's {paper:+.1f} is ruled out"
-    return {**out, "verdict": f"inconclusive ({excluded})"}
+        out.verdict = Verdict(V.STALE, "records made by another config than the script's: re-run the row")
+    elif len(seeds) < MIN_SEEDS:
+        pass
+    elif status is None:
+        out.verdict = Verdict(V.NO_CONTROL, "none declared")
+    elif not all(st.holds for st in status):
+        out.verdict = Verdict(V.NO_CONTROL, ", ".join(st.control.name + ("" if st.run else " not run")
+                                                       for st in status if not st.holds))
+    elif c.at_least:
+        out.verdict = V.tolerance(d["mean"], d["half"], c.tolerance)
+    else:
+        out.verdict = V.directional(d["mean"], d["half"], d["mde"], c.paper_effect())
+    return out
 
 
 def check_claim(results, c: Claim) -> tuple[str, str]:
-    """(ours, verdict) of one claim on `results` (a `fedlab.evidence.records.Results`)."""
+    """(ours, verdict) of one claim on `results`."""
     a = assess(results, c)
-    return a["ours"], a["verdict"]
+    return a.ours, str(a.verdict)
 
 
-def claims_table(results, claims: list[Claim], outdated: frozenset[str] | set[str] = frozenset()) -> list[str]:
-    """Markdown lines: claim · paper's table · paper's number · ours (a − b, mean ± 95 %) · MDE · verdict (none
-    for a claim on a row in `outdated`)."""
-    out = ["| claim | paper | paper's number | ours (a − b) | MDE (80 % power) | verdict |", "|---|---|---|---|---|---|"]
-    for c in claims:
-        a = assess(results, c, outdated)
-        out.append(f"| {c.claim} | {c.source} | {c.paper} | {a['ours']} | {a['mde']} | {a['verdict']} |")
-    out.append("")
-    out.append("MDE: the smallest true difference these seeds detect with 80 % power (paired t-test, two-sided "
-               "α = 0.05). *underpowered*: the paper's effect is below it, so not finding it says nothing; "
-               "*inconclusive*: the seeds could have found the paper's effect, and the interval says which effects "
-               f"it excludes; *too few seeds*: fewer than {MIN_SEEDS} common seeds, no verdict; *no verdict*: a "
-               "row's records were made by another config than the script runs now.")
+def claims_table(results, claims: list[Claim], outdated: frozenset[str] | set[str] = frozenset(),
+                 assessed: list[Assessment] | None = None) -> list[str]:
+    """Markdown lines: claim · paper's table · paper's numbers · ours (a − b, mean ± 95 %) · MDE · control · verdict
+    (with the seeds that collapse); `assessed` reuses assessments already made of the same claims."""
+    out = ["| claim | paper | paper's numbers | ours (a − b) | MDE (80 % power) | control | verdict |",
+           "|---|---|---|---|---|---|---|"]
+    for a in assessed or [assess(results, c, outdated) for c in claims]:
+        c = a.claim
+        out.append(f"| {c.claim} | {c.source} | {c.paper} | {a.ours} | {a.mde} | {a.control_cell()} | "
+                   f"{a.verdict_cell()} |")
     return out
 
 
 def differences_table(results, pairs, digits: int = 3, scale: float = 1.0,
                       outdated: frozenset[str] | set[str] = frozenset()) -> list[str]:
-    """Markdown lines of paired differences over seeds, one row per (name, row a, metric a, row b, metric b) that
-    has two or more common seeds: mean ± 95 % half-width, seeds, the MDE (80 % power, paired t-test, two-sided
-    α = 0.05), the p-value and whether the interval excludes 0 (below MIN_SEEDS common seeds: "too few seeds",
-    as for a claim's verdict; a row in `outdated`: "no verdict (another config)"); [] when no pair has records."""
+    """Markdown lines of fedlab's own paired differences over seeds (not a paper's claims: no verdict), one row
+    per (name, row a, metric a, row b, metric b) that has two or more common seeds: mean ± 95 % half-width,
+    seeds, the MDE (80 % power, paired t-test, two-sided α = 0.05), the p-value and whether the interval
+    excludes 0 (below MIN_SEEDS common seeds: "too few seeds"; a row in `outdated`: "stale"); [] when no pair
+    has records."""
     out = []
     for name, a, ma, b, mb in pairs:
         d = results.paired(a, ma, b, mb, scale=scale)
         if d is None:
             continue
-        significant = ("no verdict (another config)" if a in outdated or b in outdated else "too few seeds" if d["seeds"] < MIN_SEEDS
+        significant = (V.STALE if a in outdated or b in outdated else V.TOO_FEW_SEEDS if d["seeds"] < MIN_SEEDS
                        else "yes" if d["significant"] else "no")
         out.append(f"| {name} | {d['mean']:+.{digits}f} ± {d['half']:.{digits}f} | {d['seeds']} | "
                    f"{d['mde']:.{digits}f} | {d['p']:.3g} | {significant} |")
     if not out:
         return []
-    return ["| difference | mean ± 95 % | seeds | MDE (80 % power) | p (paired t) | significant |",
+    return ["| difference | mean ± 95 % | seeds | MDE (80 % power) | p (paired t) | interval excludes 0 |",
             "|---|---|---|---|---|---|", *out]
 
 
-def write_block(readme: Path, lines: list[str]) -> None:
-    """Replace the README's claims block (between BEGIN and END) with `lines`; append the block when the
-    README has none."""
+def block_markers(name: str) -> tuple[str, str]:
+    """The comment lines around a generated block named `name` in a hand-written Markdown file."""
+    return f"<!-- {name}: written by fedlab.evidence -->", f"<!-- /{name} -->"
+
+
+def write_block(readme: Path, lines: list[str], name: str = "claims") -> None:
+    """Replace the file's generated block `name` with `lines`; append the block when the file has none."""
+    begin, end = block_markers(name)
     readme = Path(readme)
     text = readme.read_text() if readme.exists() else ""
-    block = "\n".join([BEGIN, *lines, END])
-    if BEGIN in text and END in text:
-        text = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lambda _: block, text, flags=re.S)
+    block = "\n".join([begin, *lines, end])
+    if begin in text and end in text:
+        text = re.sub(re.escape(begin) + r".*?" + re.escape(end), lambda _: block, text, flags=re.S)
     else:
         text = text.rstrip("\n") + "\n\n" + block + "\n"
     readme.write_text(text)

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fedlab.files import file_lock
 from fedlab.evidence.stats import fmt_ci
+from fedlab.files import file_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 # the per-round numbers a record keeps (for learning curves): accuracy and generated-answer Rouge-L of the
@@ -118,12 +118,22 @@ class Results:
         return {**paired_difference([scale * x[s] for s in seeds], [scale * y[s] for s in seeds]),
                 "seeds": len(seeds)}
 
-    def cell(self, key: str, fn: Callable[[dict], float | None], digits: int = 3) -> str:
-        """'mean ± 95 % half-width' of fn(record) over the row's seeds ('-' when absent)."""
-        return fmt_ci(self.values(key, fn), digits)
+    def cell(self, key: str, fn: Callable[[dict], float | None], digits: int = 3, shares=None) -> str:
+        """'mean ± 95 % half-width' of fn(record) over the row's seeds ('-' when absent), followed by the collapse
+        marker of the seeds that hold a value (`fedlab.evidence.collapse`) when `shares` (a record → {task:
+        answer share}) says which shares the value rests on."""
+        text = fmt_ci(self.values(key, fn), digits)
+        if shares is None or text == "-":
+            return text
+        from fedlab.evidence.collapse import of_records
+
+        return text + of_records([r for r in self.runs(key) if fn(r) is not None], shares).marker()
 
     def final(self, key: str, metric: str, digits: int = 3) -> str:
-        return self.cell(key, lambda r: r["final"].get(metric), digits)
+        """`cell` of a final metric, with the collapse marker of an accuracy (`collapse.metric_shares`)."""
+        from fedlab.evidence.collapse import metric_shares
+
+        return self.cell(key, lambda r: r["final"].get(metric), digits, metric_shares(metric))
 
     def constant_answers(self, keys: list[str], prefix: str = "", tasks: list[str] | None = None,
                          share: Callable[[str, str], str] | None = None) -> dict[str, str]:
@@ -200,7 +210,7 @@ def make_record(planned: Planned, seed: int, cfg, history, seconds: float, extra
         "key": planned.key, "label": planned.label, "setting": planned.setting, "seed": seed,
         "method": cfg.method.name, "method_config": dataclasses.asdict(cfg.method), "model": cfg.model.name,
         "config_hash": run_key(cfg), "final": _numbers(history.final),
-        "zero": {k: v for k, v in _numbers(zero).items() if any(m in k for m in ("acc", "rougeL/", "em/"))},
+        "zero": {k: v for k, v in _numbers(zero).items() if any(m in k for m in ("acc", "rougeL/", "em/", "top/", "top_client_"))},
         "rounds": [{k: r[k] for k in ("round", *ROUND_KEYS) if k in r} for r in history.rounds],
         "headline": history.headline, "summary": summary, "models": history.models,
         "command": planned.command(seed, extra), "run_id": history.run_id, "seconds": round(seconds, 1),

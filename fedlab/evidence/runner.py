@@ -24,8 +24,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from fedlab.evidence.records import Planned, Results, keep_diff, make_record, record_key, stale_reason
 from fedlab.evidence.merge import MergeError, merge_all
+from fedlab.evidence.records import Planned, Results, keep_diff, make_record, record_key, stale_reason
+from fedlab.evidence.spotcheck import SpotCheckError, spot_check
 
 
 class DirtyTree(RuntimeError):
@@ -81,28 +82,49 @@ def _parent_run(results: Results, cfg, title: str) -> str | None:
     from fedlab.tracking import setup_mlflow
 
     setup_mlflow(cfg.tracking.uri, cfg.tracking.artifact_root, cfg.tracking.experiment)
-    client = mlflow.MlflowClient()
+    run_id = _store_parent(mlflow.MlflowClient(), results, cfg.tracking.experiment, title)
+    if results.meta.get("parent_run_id") != run_id:
+        results.meta["parent_run_id"] = run_id
+        results.save()
+    return run_id
+
+
+def _store_parent(client, results: Results, experiment: str, title: str | None) -> str | None:
+    """The table's parent run in this MLflow store: the one results.json names when the store holds it; else,
+    given `title`, the store's own parent of that table (tag `fedlab.table`), created when it has none — without
+    writing its id into results.json, so that rendering on another clone leaves the records as they are."""
+    import mlflow
+
     known = results.meta.get("parent_run_id")
     if known:
         try:
             client.get_run(known)
             return known
-        except mlflow.exceptions.MlflowException:   # another MLflow store: start a new parent there
+        except mlflow.exceptions.MlflowException:      # the parent lives in another MLflow store
             pass
-    exp = client.get_experiment_by_name(cfg.tracking.experiment)
-    run = client.create_run(exp.experiment_id, run_name=f"table: {title}", tags={"fedlab.table": title})
+    if title is None:
+        return None
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        exp_id = client.create_experiment(experiment)
+    else:
+        exp_id = exp.experiment_id
+        found = client.search_runs([exp_id], f"tags.`fedlab.table` = '{title}' and tags.`fedlab.table_parent` = '1'",
+                                   max_results=1)
+        if found:
+            return found[0].info.run_id
+    run = client.create_run(exp_id, run_name=f"table: {title}", tags={"fedlab.table": title,
+                                                                        "fedlab.table_parent": "1"})
     client.set_terminated(run.info.run_id)
-    results.meta["parent_run_id"] = run.info.run_id
-    results.save()
     return run.info.run_id
 
 
-def log_to_parent(results: Results, paths: list[Path], folder: str = "figures") -> int:
-    """Figures drawn across a table's runs (means over seeds) logged to the table's MLflow parent run, beside its
-    runs; returns how many were logged (0 when the table has no parent run in this store yet)."""
-    run_id = results.meta.get("parent_run_id")
+def log_to_parent(results: Results, paths: list[Path], folder: str = "figures", title: str | None = None) -> int:
+    """Figures drawn across a table's runs (means over seeds, the forest plot) logged to the table's MLflow parent
+    run, beside its runs; returns how many were logged. Without `title`, 0 when the table has no parent run in
+    this store yet; with it, the store's own parent of the table is found or made (`_store_parent`)."""
     paths = [Path(p) for p in paths if Path(p).exists()]
-    if not run_id or not paths:
+    if not paths or (not results.meta.get("parent_run_id") and title is None):
         return 0
     import mlflow
 
@@ -110,11 +132,12 @@ def log_to_parent(results: Results, paths: list[Path], folder: str = "figures") 
     from fedlab.tracking import setup_mlflow
 
     t = load_config(None, []).tracking
+    if not t.enabled:
+        return 0
     setup_mlflow(t.uri, t.artifact_root, t.experiment)
     client = mlflow.MlflowClient()
-    try:
-        client.get_run(run_id)
-    except mlflow.exceptions.MlflowException:      # the parent lives in another MLflow store
+    run_id = _store_parent(client, results, t.experiment, title)
+    if run_id is None:
         return 0
     for p in paths:
         client.log_artifact(run_id, str(p), folder)
@@ -191,6 +214,14 @@ def table_parser(title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2)) ->
                     "(and of --only; every seed), from a clean tree at a commit this checkout holds, current for "
                     "today's config, numerics and weights; a record held here too is kept and compared, and a "
                     "difference exits 1 (repeatable)")
+    ap.add_argument("--spot-check", type=int, default=None, metavar="K",
+                    help="re-run K recorded (row, seed) pairs drawn at random at HEAD (a clean tree) and compare "
+                    "every final metric with the record; a difference is a reproducibility failure (exit 1); the "
+                    "outcome goes into results.json and the page's header")
+    ap.add_argument("--spot-seed", type=int, default=None, help="the draw's seed for --spot-check (default: random, "
+                    "printed)")
+    ap.add_argument("--spot-max-seconds", type=float, default=None, metavar="S",
+                    help="--spot-check draws only among records whose run took at most S seconds")
     return ap
 
 
@@ -231,16 +262,22 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
         seeds = seed_list(args.seeds)
     except ConfigError as e:
         parser.error(str(e))
+    if args.spot_check is not None and args.spot_check < 1:
+        parser.error(f"--spot-check {args.spot_check}: expected a positive number of (row, seed) pairs")
     rows = select_rows(plan(), args.only)
+    spot = None
     try:
         results = Results(Path(folder) / "results.json")
         reports = merge_all(results, args.merge_from, rows, tuple(args.overrides), args.allow_dirty)
         for line in (line for rep in reports for line in rep.lines()):
             print(line, file=sys.stderr, flush=True)
-        if not args.render_only:
+        if args.spot_check is not None:
+            spot = spot_check(results, rows, args.spot_check, args.spot_seed, args.spot_max_seconds,
+                              jobs=args.jobs or 1, title=title)
+        elif not args.render_only:
             execute(rows, results, seeds, tuple(args.overrides), args.rerun, title, summarize, jobs=args.jobs,
                     allow_dirty=args.allow_dirty)
-    except (ConfigError, DirtyTree, MergeError) as e:
+    except (ConfigError, DirtyTree, MergeError, SpotCheckError) as e:
         print(f"fedlab: error: {e}", file=sys.stderr)
         return 2
     except Interrupted as e:
@@ -252,10 +289,28 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
     if after is not None:
         after(results)
     print(text)
+    log_figures(results, Path(folder), title or Path(folder).name)
     differ = [k for rep in reports for k in rep.differ]
     if differ:
         print(f"fedlab: {len(differ)} record(s) held here and in --merge-from disagree (above): the table is rendered "
               "from this file's records", file=sys.stderr)
         return 1
+    if spot is not None and spot["failures"]:
+        print(f"fedlab: spot-check: {spot['failures']} of {len(spot['pairs'])} re-run pairs differ from their records "
+              "(above): a reproducibility failure", file=sys.stderr)
+        return 1
     return 0
+
+
+def log_figures(results: Results, folder: Path, title: str) -> None:
+    """Every figure beside the table's RESULTS.md (its forest plot among them) logged to the table's parent run in
+    this MLflow store (`log_to_parent`); a store that cannot be written is one line, not a failure of the render."""
+    figures = sorted(folder.glob("*.png"))
+    try:
+        n = log_to_parent(results, figures, title=title)
+    except Exception as e:            # the store is the user's: the render stands without it
+        print(f"[fedlab] table: the figures were not logged to MLflow ({type(e).__name__}: {e})", file=sys.stderr)
+        return
+    if n:
+        print(f"[fedlab] table: {n} figure(s) logged to the table's MLflow parent run", file=sys.stderr)
 

@@ -1,0 +1,98 @@
+"""Spot-check reproduction: re-run K recorded (row, seed) pairs, drawn at random, at HEAD and compare every final
+metric with the record (`make_tables.py --spot-check K`).
+
+With pinned numerics a run of the same config on the same weights gives the same numbers, so any difference is a
+reproducibility failure. Metrics that measure this machine's wall clock (MEASURED) are left out; a metric the
+record holds and the re-run does not is a failure, one only the re-run logs (newer code logs more) is not. The
+outcome (commit, date, the pairs and what differed) is kept in results.json's `_meta.spot_check` and shown in the
+page's header; the re-runs' records are not written.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import random
+import sys
+
+# final metrics that measure the machine's clock, not the model: they differ between two runs of one config
+MEASURED = ("fused/latency_edge_ms_per_token", "fused/latency_ms_per_token", "server/time_")
+
+
+class SpotCheckError(ValueError):
+    """A spot-check that cannot be made (one line for the user)."""
+
+
+def measured(metric: str) -> bool:
+    return metric.startswith(MEASURED)
+
+
+def compare(record: dict, final: dict) -> list[str]:
+    """The final metrics of `record` that the re-run's `final` gives otherwise or not at all (JSON-equal:
+    NaN equals NaN), measured ones left out."""
+    from fedlab.evidence.records import _numbers
+
+    now = _numbers(final)
+    dump = lambda x: json.dumps(x, sort_keys=True)
+    out = []
+    for k, v in sorted((record.get("final") or {}).items()):
+        if measured(k):
+            continue
+        if k not in now:
+            out.append(f"{k} (not logged now)")
+        elif dump(v) != dump(now[k]):
+            out.append(f"{k}: {v!r} recorded, {now[k]!r} now")
+    return out
+
+
+def draw(results, plan, k: int, seed: int, max_seconds: float | None = None) -> list[tuple]:
+    """K (Planned, record) pairs drawn with `random.Random(seed)` from the current records of `plan` (those this
+    table would not run again: `records.stale_reason` is None), only those whose recorded wall time is at most
+    `max_seconds` when given."""
+    from fedlab.evidence.records import stale_reason
+
+    pool = []
+    for p in plan:
+        for rec in results.runs(p.key):
+            if max_seconds is not None and not (rec.get("seconds") or 0) <= max_seconds:
+                continue
+            if stale_reason(rec, p.resolve(rec["seed"])) is None:
+                pool.append((p, rec))
+    return random.Random(seed).sample(pool, min(k, len(pool)))
+
+
+def spot_check(results, plan, k: int, seed: int | None = None, max_seconds: float | None = None,
+               jobs: int = 1, title: str = "", progress: bool = True) -> dict:
+    """Re-run K drawn pairs at HEAD (a clean tree: `runner.check_tree`), compare them, keep the outcome in
+    `results.meta["spot_check"]` (saved) and return it."""
+    from fedlab.evidence import provenance
+    from fedlab.evidence.runner import _parent_run, check_tree
+    from fedlab.parallel import run_many
+
+    check_tree(False, results.path.parent)
+    seed = random.SystemRandom().randrange(2 ** 31) if seed is None else seed
+    picks = draw(results, plan, k, seed, max_seconds)
+    if not picks:
+        raise SpotCheckError("--spot-check: no current record to re-run"
+                         + (f" of at most {max_seconds:g} s" if max_seconds is not None else ""))
+    cfgs = [p.resolve(rec["seed"]) for p, rec in picks]
+    parent = _parent_run(results, cfgs[0], title or results.path.parent.name)
+    tags = {"mlflow.parentRunId": parent, "fedlab.table": title, "fedlab.spot_check": "1"} if parent else None
+    if progress:
+        print(f"[fedlab] spot-check: re-running {len(picks)} recorded pairs (draw seed {seed}): "
+              + ", ".join(f"{p.key} seed {rec['seed']}" for p, rec in picks), file=sys.stderr, flush=True)
+    pairs = [None] * len(picks)
+    for i, h in run_many(cfgs, [tags] * len(cfgs), jobs):
+        p, rec = picks[i]
+        differ = ([f"the re-run failed: {type(h).__name__}: {h}"] if isinstance(h, BaseException)
+                  else compare(rec, h.final))
+        pairs[i] = {"key": p.key, "seed": rec["seed"], "record_git": rec.get("git"), "differ": differ}
+        if progress:
+            print(f"[fedlab] spot-check {p.key} seed {rec['seed']}: "
+                  + ("equal to its record" if not differ else "REPRODUCIBILITY FAILURE: " + "; ".join(differ[:5])),
+                  file=sys.stderr, flush=True)
+    outcome = {"commit": provenance.git_state()["commit"], "date": datetime.date.today().isoformat(),
+               "draw_seed": seed, "max_seconds": max_seconds, "pairs": pairs,
+               "failures": sum(bool(p["differ"]) for p in pairs)}
+    results.meta["spot_check"] = outcome
+    results.save()
+    return outcome
