@@ -28,7 +28,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import table  # noqa: E402
+from _common import Report, table  # noqa: E402
 
 
 def per_token(fn, tokens: int) -> float:
@@ -223,17 +223,22 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=5, help="passes over the prompts; ratios get a 95 %% interval")
     ap.add_argument("--encoder", default=None, help="the router's prompt encoder (default: experiments/floe/"
                                                     "base.yaml's method.router_encoder)")
+    ap.add_argument("--out", default=None, help="also write the report as a generated Markdown page (e.g. "
+                    "benchmarks/results/floe_inference.md)")
     args = ap.parse_args()
+    report = Report("benchmarks/floe_inference.py")
     from fedlab.config import load_config
     from fedlab.methods.floe.inference import router_encoder_name
 
     encoder = router_encoder_name(args.encoder or load_config("experiments/floe/base.yaml").method.router_encoder)
-    print(f"## Router + fusion per generated token ({args.model}, {args.experts} experts of rank {args.rank}, "
-          f"{args.prompts} prompts × {args.tokens} tokens, {args.threads} thread, router encoder {encoder})\n")
-    print(table(bench_fusion(args), ["path", "ms per token", f"× baseline (mean ± 95 %, {args.repeats} passes)",
-                                     "baseline", "breakdown of one pass (ms)"]))
-    print("\n## Privacy detector per prompt\n")
-    print(table(bench_detector(args), ["detector", "prompts", "ms per prompt"]))
+    report.emit(f"## Router + fusion per generated token ({args.model}, {args.experts} experts of rank {args.rank}, "
+                f"{args.prompts} prompts × {args.tokens} tokens, {args.threads} thread, router encoder {encoder})\n")
+    report.emit(table(bench_fusion(args), ["path", "ms per token", f"× baseline (mean ± 95 %, {args.repeats} passes)",
+                                           "baseline", "breakdown of one pass (ms)"]))
+    report.emit("\n## Privacy detector per prompt\n")
+    report.emit(table(bench_detector(args), ["detector", "prompts", "ms per prompt"]))
+    if args.out:
+        report.write(args.out)
     return 0
 
 

@@ -39,7 +39,11 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--out", default=None, help="also write the report as a generated Markdown page")
     args = ap.parse_args()
+    from _common import Report
+
+    report = Report("benchmarks/numerics_pin.py")
     runs: dict[str, list[float]] = {"pinned": [], "native": []}
     caps = {}
     for _ in range(args.repeats):
@@ -56,9 +60,11 @@ def main() -> int:
     ratios = [p / n for p, n in zip(runs["pinned"], runs["native"])]
     mean, half = mean_ci(ratios)
     for mode, ts in runs.items():
-        print(f"{mode:7s} ({caps[mode]}): median step {1000 * statistics.median(ts):.1f} ms over {len(ts)} processes "
-              f"({', '.join(f'{1000 * t:.0f}' for t in ts)} ms)")
-    print(f"pinned / native: {mean:.3f} ± {half:.3f} (95 % interval over {len(ratios)} paired repeats)")
+        report.emit(f"- {mode} ({caps[mode]}): median step {1000 * statistics.median(ts):.1f} ms over {len(ts)} "
+                    f"processes ({', '.join(f'{1000 * t:.0f}' for t in ts)} ms)")
+    report.emit(f"- pinned / native: {mean:.3f} ± {half:.3f} (95 % interval over {len(ratios)} paired repeats)")
+    if args.out:
+        report.write(args.out)
     return 0
 
 

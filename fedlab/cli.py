@@ -335,6 +335,30 @@ def cmd_sweep(args) -> int:
     return 0
 
 
+def cmd_results(args) -> int:
+    """The overview of every system (RESULTS.md at the root, the README's block) from the records, and the check
+    that no Markdown file types a number or verdict of its own; `--check` writes nothing and fails where the
+    overview on disk is not what the records give."""
+    from fedlab.evidence import prose, summary
+    from fedlab.evidence.records import ROOT
+
+    if args.check:
+        differ = summary.stale(ROOT)
+        if differ:
+            return _fail(f"{', '.join(str(p.relative_to(ROOT)) for p in differ)}: not what the records give; run "
+                         "`fedlab results`", 1)
+    else:
+        for p in summary.write(ROOT):
+            print(f"wrote {p.relative_to(ROOT)}")
+    findings = prose.check(ROOT)
+    for f in findings:
+        print(str(f).replace("\n", " "), file=sys.stderr)
+    if findings:
+        return _fail(f"{len(findings)} number(s) or verdict word(s) in Markdown that no generated block shows "
+                     "(above)", 1)
+    return 0
+
+
 def cmd_profile(args) -> int:
     """Floe's profile table for a config: memory and step latency per LoRA rank on this machine (cached)."""
     from fedlab.config import load_config
@@ -420,6 +444,10 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=5000)
     ui.set_defaults(fn=cmd_ui)
+    rs = sub.add_parser("results", help="every system's claims by verdict, from the records: RESULTS.md and the "
+                        "README's summary; then the check that prose quotes only generated numbers")
+    rs.add_argument("--check", action="store_true", help="write nothing; exit 1 where the summary on disk differs")
+    rs.set_defaults(fn=cmd_results)
     rp = sub.add_parser("report", help="compare runs read back from MLflow")
     rp.add_argument("--uri", default="sqlite:///mlruns/mlflow.db")
     rp.add_argument("--artifact-root", default="mlruns/artifacts")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from fedlab.data.tasks import TASKS as TASK_SPECS
 from fedlab.evidence.claims import differences_table
+from fedlab.evidence.page import GENERATED
 from fedlab.evidence.runner import Planned, Results, constant_answer_note, run_table
 
 HERE = Path(__file__).resolve().parent
@@ -36,7 +37,7 @@ def plan() -> list[Planned]:
 
 def render(r: Results) -> str:
     seeds = sorted({rec["seed"] for rec in r.records.values()})
-    lines = ["# Baseline results", "",
+    lines = [GENERATED, "# Baseline results", "",
              f"Produced by `python experiments/baselines/make_table.py` (seeds {', '.join(map(str, seeds))} where "
              "a row has them; "
              "2 CPU cores, two runs side by side: the wall times are per run); every cell is the mean over seeds ± "

@@ -401,8 +401,8 @@ def claims(_r=None) -> list[Claim]:
     return out
 
 
-SYSTEM = System("Co-PLMs", "Co-PLMs: a distilled proxy model, domain adapters and structure-agnostic mutual learning",
-                "experiments/coplms/make_tables.py", lambda: plan(), claims)
+SYSTEM = System("Co-PLMs", "a distilled proxy of the LLM travels; on each device it and the device's own SLM learn from each other across tokenizers, with domain adapters", "experiments/coplms/make_tables.py", lambda: plan(),
+                claims, run="fedlab run experiments/coplms/hetero.yaml")
 
 
 if __name__ == "__main__":

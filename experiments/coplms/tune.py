@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+from fedlab.evidence.page import GENERATED
 from fedlab.evidence.runner import Planned, Results, run_table
 
 HERE = Path(__file__).resolve().parent
@@ -51,7 +52,7 @@ def plan() -> list[Planned]:
 def render(r: Results) -> str:
     score = lambda rec: None if rec["final"].get(METRIC) is None else 100 * rec["final"][METRIC]  # noqa: E731
     seeds = sorted({rec["seed"] for rec in r.records.values()})
-    L = ["# Co-PLMs: α and β on a validation split", "",
+    L = [GENERATED, "# Co-PLMs: α and β on a validation split", "",
          f"Produced by `python experiments/coplms/tune.py` (seeds {', '.join(map(str, seeds)) or 'none yet'}; 2 CPU "
          "cores). Heterogeneous devices (tiny-gpt2, tiny-opt, tiny-bloom), LLM tiny-llama, λ = 1; scored on 12 "
          "held-out training rows per task (the test sets not read): the devices' mean Rouge-L ×100 on generated "

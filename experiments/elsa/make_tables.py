@@ -1081,8 +1081,8 @@ def sketch_figure(r: Results, path: Path, point, acc, dim: int) -> None:
     plt.close(fig)
 
 
-SYSTEM = System("ELSA", "ELSA: split learning under edges, fingerprints and trust, sketched activations",
-                "experiments/elsa/make_tables.py", lambda: plan(), claims)
+SYSTEM = System("ELSA", "split learning through edge servers: trust from fingerprints groups the clients, activations travel count-sketched and rotated", "experiments/elsa/make_tables.py", lambda: plan(), claims,
+                run="fedlab run experiments/elsa/dirichlet.yaml")
 
 
 if __name__ == "__main__":

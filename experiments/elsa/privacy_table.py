@@ -19,6 +19,8 @@ from pathlib import Path
 
 import torch
 
+from fedlab.evidence.page import GENERATED
+
 HERE = Path(__file__).resolve().parent
 RATIOS = (2.1, 4.2, 8.4)
 ROWS = [("direct", None, "Direct transmission"), ("noise", None, "Gaussian noise (σ = 0.25)"),
@@ -64,7 +66,7 @@ def render(results: dict, model_name: str, layer: int) -> str:
     from fedlab.evidence.stats import fmt_ci
 
     seeds = sorted(results)
-    lines = [f"# ELSA privacy (Table 4 analogue, {model_name}, layer-{layer} activations)", "",
+    lines = [GENERATED, f"# ELSA privacy (Table 4 analogue, {model_name}, layer-{layer} activations)", "",
              f"Produced by `python experiments/elsa/privacy_table.py` (seeds {', '.join(seeds)}). Each cell: mean ± "
              "95 % interval over seeds. Cos / MSE compare H with what the edge sees; token acc. is a nearest-"
              "neighbour attack (cosine) against the input embedding table over the non-special tokens.", "",

@@ -429,8 +429,8 @@ def plot_rounds(r: Results, path: Path = HERE / "rounds.png") -> None:
     plt.close(fig)
 
 
-SYSTEM = System("FedMKT", "FedMKT (Fan et al.): selective mutual distillation through top-K logits across tokenizers",
-                "experiments/fedmkt/make_tables.py", lambda: plan(), lambda _r: CLAIMS)
+SYSTEM = System("FedMKT", "an LLM and SLMs of other families distil into each other through selected top-K logits across tokenizers", "experiments/fedmkt/make_tables.py", lambda: plan(), lambda _r: CLAIMS,
+                run="fedlab run experiments/fedmkt/hetero.yaml")
 
 if __name__ == "__main__":
     sys.exit(run_table(HERE, plan, render, title="fedmkt", summarize=summarize, after=plot_rounds))

@@ -305,8 +305,8 @@ CLAIMS = [
 ]
 
 
-SYSTEM = System("FedProxy", "FedProxy: a block-influence proxy SLM, PCR, H-TIES and plug-in fusion",
-                "experiments/fedproxy/make_tables.py", lambda: plan(), lambda _r: CLAIMS)
+SYSTEM = System("FedProxy", "clients tune a block-influence proxy of the LLM; PCR and H-TIES aggregate; the result is fused back into the LLM", "experiments/fedproxy/make_tables.py", lambda: plan(),
+                lambda _r: CLAIMS, run="fedlab run experiments/fedproxy/hetero.yaml")
 
 
 if __name__ == "__main__":

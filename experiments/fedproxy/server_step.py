@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from fedlab.evidence.claims import differences_table
+from fedlab.evidence.page import GENERATED
 from fedlab.evidence.runner import Planned, Results, run_table
 
 HERE = Path(__file__).resolve().parent
@@ -70,7 +71,7 @@ def plan() -> list[Planned]:
 def render(r: Results) -> str:
     acc = lambda rec: rec["final"].get(METRIC)
     seeds = sorted({rec["seed"] for rec in r.records.values()})
-    L = ["# FedProxy: the server step size η_g (heterogeneous embedded setting)", "",
+    L = [GENERATED, "# FedProxy: the server step size η_g (heterogeneous embedded setting)", "",
          f"Produced by `python experiments/fedproxy/server_step.py` (seeds {', '.join(map(str, seeds)) or 'none yet'}; "
          "2 CPU cores; tiny-llama, 8 clients, one task each, κ = 0.5). The LLM's accuracy after plug-in fusion, "
          "mean over seeds ± 95 % interval; each run's command and resolved config in `server_step/results.json`.",

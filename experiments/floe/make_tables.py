@@ -450,8 +450,8 @@ CLAIMS = [
 ]
 
 
-SYSTEM = System("Floe", "Floe: resource-aware ranks, clustered aggregation, a MoE router and LLM–SLM fusion",
-                "experiments/floe/make_tables.py", lambda: plan(), lambda _r: CLAIMS)
+SYSTEM = System("Floe", "devices tune LoRA at the rank they can afford; clustered experts, a router, and fusion with a cloud LLM behind a privacy detector", "experiments/floe/make_tables.py", lambda: plan(),
+                lambda _r: CLAIMS, run="fedlab run experiments/floe/hetero.yaml")
 
 
 if __name__ == "__main__":

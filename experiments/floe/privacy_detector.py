@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from fedlab.data.privacy_prompts import privacy_prompts
+from fedlab.evidence.page import GENERATED
 from fedlab.evidence.stats import fmt_ci
 from fedlab.models.zoo import load_encoder
 from fedlab.privacy.detector import PrivacyDetector, evaluate_detector
@@ -40,7 +41,7 @@ def main(seeds=(0, 1, 2)) -> None:
             print(f"seed {seed}, {name}: " + ", ".join(f"{k} {rows[name][-1][k]:.3f}" for k in KEYS[:3]),
                   file=sys.stderr)
     (HERE / "detector.json").write_text(json.dumps({"seeds": list(seeds), "rows": rows}, indent=1))
-    lines = ["# Floe's privacy detector (embedded benchmark)", "",
+    lines = [GENERATED, "# Floe's privacy detector (embedded benchmark)", "",
              f"Produced by `python experiments/floe/privacy_detector.py` (seeds {', '.join(map(str, seeds))}; "
              f"{len(privacy_prompts('test'))} test prompts per seed, half sensitive; {platform.machine()}, "
              f"{torch.get_num_threads()} torch threads). Mean over seeds ± 95 % interval; latencies in ms per prompt, "

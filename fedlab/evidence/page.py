@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from fedlab.evidence import collapse, verdicts
@@ -29,7 +29,7 @@ class System:
     plan: Callable[[], list]                            # its rows (`records.Planned`)
     claims: Callable[[object], list[Claim]]             # results → the paper's claims it tests
     controls: Callable[[object], list[Control]] = lambda _r: []   # controls shown that no claim names
-    figures: list[str] = field(default_factory=list)    # its own figures beside RESULTS.md (logged to MLflow)
+    run: str = ""                                       # one run of the method: "fedlab run experiments/…yaml"
 
     @property
     def folder(self) -> Path:

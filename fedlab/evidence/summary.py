@@ -8,10 +8,12 @@ A system is a table module `experiments/<name>/make_tables.py` that declares `SY
 from __future__ import annotations
 
 import importlib.util
+import os
+import re
 import sys
 from pathlib import Path
 
-from fedlab.evidence.claims import block_markers, write_block
+from fedlab.evidence.claims import block_markers
 from fedlab.evidence.records import ROOT
 
 EXPERIMENTS = ROOT / "experiments"
@@ -40,7 +42,7 @@ def systems(root: Path = EXPERIMENTS) -> list:
     return out
 
 
-def row(mod) -> list[str]:
+def row(mod, root: Path = ROOT) -> list[str]:
     """One system's row: name, claims by verdict, controls that hold, seeds of its judged claims, link."""
     from fedlab.evidence.controls import check
     from fedlab.evidence.page import all_controls, assess_all, verdict_counts
@@ -53,36 +55,58 @@ def row(mod) -> list[str]:
     holding = sum(check(r, c).holds for c in controls)
     seeds = sorted({a.seeds for a in assessed if a.diff is not None})
     span = "-" if not seeds else f"{seeds[0]}" if seeds[0] == seeds[-1] else f"{seeds[0]}–{seeds[-1]}"
-    link = system.folder.relative_to(ROOT) / "RESULTS.md"
-    return [system.name, verdict_counts(assessed), f"{holding} of {len(controls)}", span, f"[{link}]({link})"]
+    link = Path(os.path.relpath(system.folder / "RESULTS.md", root)).as_posix()
+    run = f"`{system.run}`<br>" if system.run else ""
+    return [f"**{system.name}**: {system.paper}", f"{run}`python {system.script}`", verdict_counts(assessed),
+            f"{holding} of {len(controls)}", span, f"[{link}]({link})"]
 
 
-def table(mods) -> list[str]:
-    rows = [row(m) for m in mods]
-    return ["| system | claims by verdict | controls that hold | seeds per claim | page |", "|---|---|---|---|---|",
-            *["| " + " | ".join(r) + " |" for r in rows]]
+def table(mods, root: Path = ROOT) -> list[str]:
+    rows = [row(m, root) for m in mods]
+    return ["| system | run it | claims by verdict | controls that hold | seeds per claim | results |",
+            "|---|---|---|---|---|---|", *["| " + " | ".join(r) + " |" for r in rows]]
 
 
-def write(root: Path = ROOT) -> list[str]:
-    """Write RESULTS.md at the root and the README's `summary` block; returns the table's lines."""
+def pages(root: Path = ROOT) -> dict[Path, str]:
+    """{path: text} of what the overview writes: RESULTS.md at the root, and README.md with its `summary` block
+    replaced (when it has one)."""
     from fedlab.evidence import verdicts
 
-    lines = table(systems(Path(root) / "experiments"))
-    page = [SUMMARY, "# Results: every system at a glance", "",
-            "Each system's page gives its controls, its claims with the paper's numbers, the measured difference and "
-            "the smallest effect its seeds could detect, its tables and a forest plot. A claim is judged only where "
-            "the reference it rests on learns every task the claim reads, in every seed.", "", *lines, "",
-            *verdicts.legend(), ""]
-    (Path(root) / "RESULTS.md").write_text("\n".join(page))
-    readme = Path(root) / "README.md"
-    if block_markers("summary")[0] in readme.read_text():
-        write_block(readme, lines, "summary")
-    return lines
+    root = Path(root)
+    lines = table(systems(root / "experiments"), root)
+    out = {root / "RESULTS.md": "\n".join(
+        [SUMMARY, "# Results: every system at a glance", "",
+         "Each system's page gives its controls, its claims with the paper's numbers, the measured difference and "
+         "the smallest effect its seeds could detect, its tables and a forest plot. A claim is judged only where the "
+         "reference it rests on learns every task the claim reads, in every seed.", "", *lines, "",
+         *verdicts.legend(), ""])}
+    readme = root / "README.md"
+    begin, end = block_markers("summary")
+    text = readme.read_text() if readme.exists() else ""
+    if begin in text and end in text:
+        block = "\n".join([begin, *lines, end])
+        out[readme] = re.sub(re.escape(begin) + r".*?" + re.escape(end), lambda _: block, text, flags=re.S)
+    return out
+
+
+def write(root: Path = ROOT) -> list[Path]:
+    """Write `pages`; returns the files whose text changed."""
+    changed = []
+    for path, text in pages(root).items():
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+            changed.append(path)
+    return changed
+
+
+def stale(root: Path = ROOT) -> list[Path]:
+    """The files whose text differs from what the records give (nothing is written)."""
+    return [p for p, text in pages(root).items() if not p.exists() or p.read_text() != text]
 
 
 def main(argv: list[str] | None = None) -> int:
-    lines = write()
-    print("\n".join(lines))
+    for p in write():
+        print(f"wrote {p}")
     return 0
 
 

@@ -1,0 +1,166 @@
+"""The evidence engine around the claims: the page's shape, the forest plot, the summary across systems, the
+spot-check's comparison and draw, and the check that prose cannot drift from the generated blocks."""
+import json
+from pathlib import Path
+
+import pytest
+
+from fedlab.evidence import Claim, Control, Planned, Results, System, page
+from fedlab.evidence.page import GENERATED
+
+ROOT = Path(__file__).resolve().parents[1]
+ACC = lambda rec: rec["final"]["acc/mean"]
+REF = Control("ref learns", ("ref",), ("t",), lambda rec, t: rec["final"]["acc/mean"], lambda rec, t: 0.5, "0.5")
+
+
+def records(tmp_path, rows: dict[str, list[float]]) -> Results:
+    r = Results(tmp_path / "results.json")
+    for key, accs in rows.items():
+        for seed, a in enumerate(accs):
+            r.records[f"{key}@seed{seed}"] = {"key": key, "seed": seed, "final": {"acc/mean": a}}
+    return r
+
+
+def system(claims) -> System:
+    return System("Toy", "a toy system", "experiments/toy/make_tables.py", lambda: [], lambda _r: claims)
+
+
+def test_a_page_puts_controls_then_claims_then_tables_then_the_forest_plot(tmp_path):
+    r = records(tmp_path, {"a": [0.6, 0.62, 0.61], "b": [0.5, 0.53, 0.51], "ref": [0.9, 0.9, 0.9]})
+    r.meta["spot_check"] = {"commit": "abcdef0123", "date": "2026-11-28", "max_seconds": 60.0,
+                            "pairs": [{"key": "a", "seed": 1, "differ": []}, {"key": "b", "seed": 0,
+                                                                             "differ": ["acc/mean: 0.5 recorded, 0.6 now"]}]}
+    c = Claim("a above b", "T1", "61 vs 51 (+10.0)", "a", "b", ACC, control=REF)
+    text = page(r, system([c]), "The toy's intro.", ["## Table 1", "", "| x |"], outdated=set())
+    assert text.startswith(GENERATED + "\n# Toy results (embedded scale)\n")
+    order = [text.index(s) for s in ("The toy's intro.", "## Controls", "## Claims", "## Table 1", "## Forest plot")]
+    assert order == sorted(order)
+    assert "**Claims**: 1 reproduced. **Controls**: 1 of 1 hold." in text
+    assert "| ref learns | `ref` | 0.5 | t 3/3 | holds |" in text
+    assert ("re-run at abcdef0 on 2026-11-28: 1 reproducibility failure(s) (`b` seed 0)" in text
+            and "among records of ≤ 60 s" in text)
+    assert (tmp_path / "forest.png").read_bytes()[:4] == b"\x89PNG"
+    # a page without a difference to draw has no forest plot
+    empty = Results(tmp_path / "none" / "results.json")
+    (tmp_path / "none").mkdir()
+    assert "## Forest plot" not in page(empty, system([c]), "", [], outdated=set())
+    assert not (tmp_path / "none" / "forest.png").exists()
+
+
+def test_the_summary_has_one_row_per_system_from_its_records(tmp_path, monkeypatch):
+    from fedlab.evidence import summary
+
+    folder = tmp_path / "experiments" / "toy"
+    folder.mkdir(parents=True)
+    (folder / "make_tables.py").write_text(
+        "from pathlib import Path\n"
+        "from fedlab.evidence import Claim, Control, System\n"
+        "REF = Control('ref learns', ('ref',), ('t',), lambda rec, t: rec['final']['acc/mean'], lambda rec, t: 0.5, '0.5')\n"
+        "ACC = lambda rec: rec['final']['acc/mean']\n"
+        "CLAIMS = [Claim('a above b', 'T1', '61 vs 51 (+10.0)', 'a', 'b', ACC, control=REF),\n"
+        "          Claim('b above a', 'T1', '51 vs 61 (+3.0)', 'b', 'a', ACC, control=REF)]\n"
+        f"SYSTEM = System('Toy', 'a toy', {str(folder / 'make_tables.py')!r}, lambda: [], lambda _r: CLAIMS,\n"
+        "                run='fedlab run toy.yaml')\n")
+    (folder / "notasystem").mkdir()
+    r = records(folder, {"a": [0.6, 0.62, 0.61], "b": [0.5, 0.53, 0.51], "ref": [0.9, 0.2, 0.9]})
+    r.save()
+    mods = summary.systems(tmp_path / "experiments")
+    assert [m.SYSTEM.name for m in mods] == ["Toy"]
+    # hand-made records: another config made them (the plan is empty, so none is outdated) and ref fails seed 1
+    rows = summary.table(mods, tmp_path)
+    assert rows[2] == ("| **Toy**: a toy | `fedlab run toy.yaml`<br>`python " + str(folder / "make_tables.py")
+                       + "` | 2 no control | 0 of 1 | 3 | [experiments/toy/RESULTS.md](experiments/toy/RESULTS.md) |")
+    # the overview is written into RESULTS.md and between the README's markers, and nothing else changes
+    (tmp_path / "README.md").write_text("# Toy\n\n<!-- summary: written by fedlab.evidence -->\n<!-- /summary -->\nend\n")
+    assert set(summary.stale(tmp_path)) == {tmp_path / "RESULTS.md", tmp_path / "README.md"}
+    assert set(summary.write(tmp_path)) == {tmp_path / "RESULTS.md", tmp_path / "README.md"}
+    assert summary.stale(tmp_path) == [] and summary.write(tmp_path) == []
+    readme = (tmp_path / "README.md").read_text()
+    assert rows[2] in readme and readme.startswith("# Toy\n\n<!-- summary") and readme.endswith("/summary -->\nend\n")
+    r.records["ref@seed1"] = {**r.records["ref@seed1"], "final": {"acc/mean": 0.9}}   # the control holds now
+    r.save()
+    assert set(summary.stale(tmp_path)) == {tmp_path / "RESULTS.md", tmp_path / "README.md"}
+
+
+def test_the_spot_check_compares_every_final_metric_but_the_measured_ones():
+    from fedlab.evidence.spotcheck import compare
+
+    rec = {"final": {"acc/mean": 0.5, "loss": float("nan"), "fused/latency_ms_per_token": 3.0, "gone": 1.0}}
+    assert compare(rec, {"acc/mean": 0.5, "loss": float("nan"), "fused/latency_ms_per_token": 9.0, "gone": 1.0,
+                         "new/metric": 2.0}) == []
+    assert compare(rec, {"acc/mean": 0.51, "loss": float("nan")}) == [
+        "acc/mean: 0.5 recorded, 0.51 now", "gone (not logged now)"]
+
+
+def test_the_spot_check_draws_current_records_at_random_within_the_time_asked(tmp_path, monkeypatch):
+    from fedlab.evidence import records as R
+    from fedlab.evidence import spotcheck
+
+    r = Results(tmp_path / "results.json")
+    plan = [Planned(f"row{i}", None) for i in range(4)]
+    for i in range(4):
+        for s in range(3):
+            r.records[f"row{i}@seed{s}"] = {"key": f"row{i}", "seed": s, "seconds": 10.0 * (i + 1), "final": {}}
+    monkeypatch.setattr(Planned, "resolve", lambda self, seed, extra=(): None)
+    monkeypatch.setattr(R, "stale_reason", lambda rec, cfg: None if rec["key"] != "row0" else "stale")
+    picks = spotcheck.draw(r, plan, 3, seed=7, max_seconds=30.0)
+    assert len(picks) == 3 and {p.key for p, _ in picks} <= {"row1", "row2"}    # row0 stale, row3 too long
+    assert picks == spotcheck.draw(r, plan, 3, seed=7, max_seconds=30.0)           # the seed fixes the draw
+    assert len(spotcheck.draw(r, plan, 50, seed=7)) == 9                           # no more than there are
+
+
+def test_prose_may_quote_a_generated_number_but_not_type_its_own(tmp_path):
+    from fedlab.evidence import prose
+
+    (tmp_path / "RESULTS.md").write_text(GENERATED + "\n| a | 0.560 ± 0.047 | reproduced |\n")
+    (tmp_path / "README.md").write_text(
+        "Quoted from the page: 0.560 ± 0.047.\n"
+        "Typed by hand: +10.2 ± 3.1 points.\n"
+        "<!-- summary: written by fedlab.evidence -->\n| x | 0.7 ± 0.1 | underpowered |\n<!-- /summary -->\n"
+        "A stale zoo model is rebuilt; the numbers were reproduced on a fresh clone.\n"
+        "The claim is underpowered.\n"
+        "That claim was reproduced.\n")
+    found = [(f.path, f.line, f.what.split(" ")[0]) for f in prose.check(tmp_path)]
+    assert found == [("README.md", 2, "'+10.2"), ("README.md", 7, "verdict"), ("README.md", 8, "verdict")]
+    # the block's own numbers back a quote elsewhere
+    (tmp_path / "docs.md").write_text("The block says 0.7 ± 0.1.\n")
+    assert [f.path for f in prose.check(tmp_path)] == ["README.md", "README.md", "README.md"]
+
+
+@pytest.mark.parametrize("script", ["floe_inference.py", "numerics_pin.py"])
+def test_benchmark_reports_are_generated_pages(script, tmp_path, monkeypatch):
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _common import Report
+
+    rep = Report(f"benchmarks/{script}")
+    rep.emit("| path | × |\n|---|---|\n| x | 1.37 ± 0.12 |")
+    rep.write(tmp_path / "out.md")
+    text = (tmp_path / "out.md").read_text()
+    assert text.startswith(f"<!-- generated by benchmarks/{script}") and text.endswith("| x | 1.37 ± 0.12 |\n")
+    from fedlab.evidence.prose import generated_and_prose
+
+    assert generated_and_prose(text) == (text, "")
+
+
+def test_the_repository_prose_quotes_only_generated_numbers():
+    """Every Markdown file of the repository: a mean ± interval outside a generated block is one some generated
+    block shows, and no verdict word stands outside one."""
+    from fedlab.evidence import prose
+
+    findings = prose.check(ROOT)
+    assert not findings, "\n".join(map(str, findings[:20]))
+
+
+def test_every_system_page_is_the_engines_output():
+    """Each system's RESULTS.md starts with the engine's mark, and the summary's systems are the five."""
+    from fedlab.evidence.summary import systems
+
+    mods = systems()
+    assert sorted(m.SYSTEM.name for m in mods) == ["Co-PLMs", "ELSA", "FedMKT", "FedProxy", "Floe"]
+    for m in mods:
+        assert (m.SYSTEM.folder / "RESULTS.md").read_text().startswith(GENERATED), m.SYSTEM.name
+        assert (m.SYSTEM.folder / "forest.png").exists(), m.SYSTEM.name
+    assert (ROOT / "RESULTS.md").read_text().startswith("<!-- generated by fedlab.evidence.summary")
+    assert json.loads((ROOT / "experiments/fedmkt/results.json").read_text())["_meta"]
