@@ -669,7 +669,7 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
     assert "| 4.2 | Y = 1, hashes per step | 1 × 30 (4.27) |" in text
     assert "| Y = 1, hashes per step − Y = 1, ρ = 4.2 | -5.0 ± 0.0 | 5 |" in text
     assert "| Y = 1, hashes per step − ELSA (Y = 3, fixed), ρ = 4.2 | +0.0 ± 0.0 | 5 |" in text
-    assert "| 8.4 | ELSA (Y = 3, fixed) | 3 × 5 (8.53) | 10.0 ± 0.0 (10.0 ± 0.0) (4 seeds) †" in text   # † : no config
+    assert "| 8.4 | ELSA (Y = 3, fixed) | 3 × 5 (8.53) | 10.0 ± 0.0 (10.0 ± 0.0) (4 seeds) ⚠4/4 †" in text   # † : no config
     assert "(5 seeds)" not in text.split("## Table 1")[1].split("### The paper's claims")[0]   # full rows unmarked
     for s in range(5):                                   # the ablation run: Vanilla − FedAvg uncompressed, paired
         records[f"t1/topic/a0.1/fedavg_raw@seed{s}"] = rec("t1/topic/a0.1/fedavg_raw", s, 0.5 + 0.005 * s, 0.2)
@@ -767,7 +767,8 @@ def test_table1_at_the_long_budget_reports_the_last_rounds_change_and_the_claims
                                                    "key": "t1/topic/a0.1/simple_sl"}
     (tmp_path / "results.json").write_text(json.dumps(both))
     text = mod.render(Results(tmp_path / "results.json"))
-    assert ("topic (chance 10): iid 99.0 ± 0.0 (99.0 ± 0.0) (3 seeds) †; α̂ = 0.1 11.0 ± 0.0 (11.0 ± 0.0) (3 seeds) † ✗ (3 of 3 seeds "
+    assert ("topic (chance 10): iid 99.0 ± 0.0 (99.0 ± 0.0) (3 seeds) ◌ †; α̂ = 0.1 11.0 ± 0.0 (11.0 ± 0.0) (3 seeds) ◌ † ✗ (3 of 3 "
+            "seeds "
             "below chance + 25). sentiment (chance 50)" in text)
     claim_line = lambda start: next(line for line in text.splitlines() if line.startswith(start))
     assert "Simple SL uncompressed, topic a0.1: fails (topic in every seed) |" in claim_line(
@@ -775,7 +776,7 @@ def test_table1_at_the_long_budget_reports_the_last_rounds_change_and_the_claims
     assert "Simple SL uncompressed, topic a0.1: fails (topic in every seed)" in claim_line(
         "| ELSA > Simple SL, topic, α̂ = 0.1 |")
     # sentiment's own control (chance 50): its line and its claim's control
-    assert "sentiment (chance 50): α̂ = 0.1 50.0 ± 0.0 (50.0 ± 0.0) (3 seeds) † ✗ (3 of 3 seeds below chance + 25). A ✗" in text
+    assert "sentiment (chance 50): α̂ = 0.1 50.0 ± 0.0 (50.0 ± 0.0) (3 seeds) ◌ † ✗ (3 of 3 seeds below chance + 25). A ✗" in text
     assert "Simple SL uncompressed, sentiment a0.1: fails (sentiment in every seed)" in claim_line(
         "| ELSA > Simple SL, sentiment, α̂ = 0.1 |")
     assert mod.long_figure(r, tmp_path / "t1long.png") == [f"{mod.METHODS[m][0]} (5 seeds)" for m in mod.LONG_METHODS]
@@ -826,8 +827,9 @@ def test_fig6_right_reports_each_depth_at_both_budgets_and_the_papers_depth_clai
                 r.records[f"{key}@seed{s}"] = {"key": key, "seed": s, "final": {"acc/mean": acc, "full/acc/mean": acc}}
     assert mod.f6_key(mod.TABLE_DEPTH, long=True) == "t1long/topic/a0.1/elsa"
     lines = mod.fig6_right(r)
-    assert "| 2 | [2, 3, 1] | 12.0 ± 0.0 (12.0 ± 0.0) (3 seeds) | 32.0 ± 5.0 (32.0 ± 5.0) (3 seeds) |" in lines
-    assert "| 3 | [3, 2, 1] | 13.0 ± 0.0 (13.0 ± 0.0) (3 seeds) | 23.0 ± 7.5 (23.0 ± 7.5) (3 seeds) |" in lines
+    # ◌: the hand-made records hold no answer shares
+    assert "| 2 | [2, 3, 1] | 12.0 ± 0.0 (12.0 ± 0.0) (3 seeds) ◌ | 32.0 ± 5.0 (32.0 ± 5.0) (3 seeds) ◌ |" in lines
+    assert "| 3 | [3, 2, 1] | 13.0 ± 0.0 (13.0 ± 0.0) (3 seeds) ◌ | 23.0 ± 7.5 (23.0 ± 7.5) (3 seeds) ◌ |" in lines
     from fedlab.evidence.claims import claims_table
 
     claim = next(line for line in claims_table(r, mod.f6_claims())

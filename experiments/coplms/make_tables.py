@@ -141,19 +141,22 @@ REAL = [("standalone", "Standalone"), ("fedcollm", "FedCoLLM"), ("coplms", "Co-P
 REAL_LLM = "smollm2-135m"
 
 
-def _pct(r: Results, key: str, metric: str) -> str:
-    return r.cell(key, lambda rec: None if rec["final"].get(metric) is None else 100 * rec["final"][metric], 1)
+def _pct(r: Results, key: str, metric: str, shares: str | None = None) -> str:
+    """`metric` ×100 over the row's seeds; with `shares` (an accuracy metric of the same model) the collapse marker
+    of that model's multiple-choice answers (the generated answers log no share)."""
+    return r.cell(key, lambda rec: None if rec["final"].get(metric) is None else 100 * rec["final"][metric], 1,
+                  shares=metric_shares(shares) if shares else None)
 
 
 def _device_cells(r: Results, key: str, devices: int = 3, llm: bool = True, llm_key: str | None = None) -> list[str]:
     """Each device's Rouge-L / EM, the server LLM's (from `llm_key`'s runs when given), the device mean."""
     cells = []
     for c in range(devices):
-        cells.append(f"{_pct(r, key, f'rougeL/client_{c}')} / {_pct(r, key, f'em/client_{c}')}")
+        cells.append(f"{_pct(r, key, f'rougeL/client_{c}')} / {_pct(r, key, f'em/client_{c}', f'acc/client_{c}')}")
     lk = llm_key or key
-    cells.append(f"{_pct(r, lk, 'llm/rougeL/mean')} / {_pct(r, lk, 'llm/em/mean')}" + ("*" if llm_key else "")
-                 if llm or llm_key else "n/a")
-    cells.append(f"{_pct(r, key, 'rougeL/mean')} / {_pct(r, key, 'em/mean')}")
+    cells.append(f"{_pct(r, lk, 'llm/rougeL/mean')} / {_pct(r, lk, 'llm/em/mean', 'llm/acc/mean')}"
+                 + ("*" if llm_key else "") if llm or llm_key else "n/a")
+    cells.append(f"{_pct(r, key, 'rougeL/mean')} / {_pct(r, key, 'em/mean', 'acc/mean')}")
     return cells
 
 

@@ -351,13 +351,17 @@ COS = lambda rec: rec["final"].get("link/cosine")
 
 
 def _acc_cell(r: Results, key: str, stale: set[str] = frozenset()) -> str:
-    """The split path's accuracy (as deployed) with the whole model's in brackets; † when the row's records were
-    made by another config than the script's (older code or YAML, other weights or numerics)."""
+    """The split path's accuracy (as deployed) with the whole model's in brackets, the collapse marker of the split
+    path's answers (`fedlab.evidence.collapse`); † when the row's records were made by another config than the
+    script's (older code or YAML, other weights or numerics)."""
     if not r.runs(key):
         return "-"
+    from fedlab.evidence.collapse import of_records
+
     split = r.cell(key, ACC, 1)
     full = r.cell(key, FULL, 1) if any(FULL(rec) is not None for rec in r.runs(key)) else None
-    return _seeds_noted(r, key, split + (f" ({full})" if full and full != "-" else "")) + (" †" if key in stale else "")
+    return (_seeds_noted(r, key, split + (f" ({full})" if full and full != "-" else ""))
+            + of_records(r.runs(key), SHARES).marker() + (" †" if key in stale else ""))
 
 
 def _seeds_below_bar(r: Results, key: str, task: str) -> str:
