@@ -62,12 +62,24 @@ def one_seed(model, tok, layer: int, seed: int, n_texts: int) -> dict:
     return out
 
 
-def render(results: dict, model_name: str, layer: int) -> str:
+def _weights(name: str) -> dict:
+    """The zoo model's fingerprint and weights' sha256 the table ran on ({} for a model outside the zoo)."""
+    from fedlab.models.zoo import ZOO, read_meta
+
+    if name not in ZOO:
+        return {}
+    meta = read_meta(name)
+    return {k: meta.get(k) for k in ("fingerprint", "weights_sha256")}
+
+
+def render(results: dict, model_name: str, layer: int, env: dict | None = None) -> str:
     from fedlab.evidence.stats import fmt_ci
 
     seeds = sorted(results)
+    made = ("" if not env else f"; made at {str(env.get('commit'))[:7]}{'' if env.get('clean') else ' (dirty tree)'}, "
+            f"numerics {env.get('numerics_fingerprint')}")
     lines = [GENERATED, f"# ELSA privacy (Table 4 analogue, {model_name}, layer-{layer} activations)", "",
-             f"Produced by `python experiments/elsa/privacy_table.py` (seeds {', '.join(seeds)}). Each cell: mean ± "
+             f"Produced by `python experiments/elsa/privacy_table.py` (seeds {', '.join(seeds)}{made}). Each cell: mean ± "
              "95 % interval over seeds. Cos / MSE compare H with what the edge sees; token acc. is a nearest-"
              "neighbour attack (cosine) against the input embedding table over the non-special tokens.", "",
              "| method | ρ | achieved ρ | cos sim. | MSE | token acc. (%) |", "|---|---|---|---|---|---|"]
@@ -85,7 +97,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="tiny-bert")
     ap.add_argument("--layer", type=int, default=None, help="the split's p (default: ⌊blocks/2⌋)")
-    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--seeds", default="0,1,2,3,4")
+    ap.add_argument("--allow-dirty", action="store_true", help="run from a tree with uncommitted changes (the "
+                    "record says so)")
     ap.add_argument("--texts", type=int, default=64)
     ap.add_argument("--out-suffix", default="")
     args = ap.parse_args(argv)
@@ -95,17 +109,26 @@ def main(argv=None) -> int:
         seeds = seed_list(args.seeds)
     except ConfigError as e:
         ap.error(str(e))
+    from fedlab import numerics
+    from fedlab.evidence.runner import DirtyTree, check_tree
     from fedlab.methods.elsa.chains import default_split, model_dims
     from fedlab.models.zoo import load_encoder
 
+    try:
+        state = check_tree(args.allow_dirty, HERE)
+    except DirtyTree as e:
+        print(f"fedlab: error: {e}", file=sys.stderr)
+        return 2
     torch.set_num_threads(1)
     layer = args.layer if args.layer is not None else default_split(model_dims(args.model)[0])[0]
     model, tok = load_encoder(args.model)
     results = {str(s): one_seed(model, tok, layer, s, args.texts) for s in seeds}
+    env = numerics.environment(threads=1)
+    env.update(numerics_fingerprint=numerics.fingerprint(env), commit=state["commit"], clean=state["clean"])
     (HERE / f"results_privacy{args.out_suffix}.json").write_text(json.dumps(
         {"model": args.model, "layer": layer, "command": " ".join(["python experiments/elsa/privacy_table.py", *(argv or sys.argv[1:])]),
-         "seeds": results}, indent=1))
-    text = render(results, args.model, layer)
+         "environment": env, "models": {args.model: _weights(args.model)}, "seeds": results}, indent=1))
+    text = render(results, args.model, layer, env)
     (HERE / f"PRIVACY{args.out_suffix}.md").write_text(text)
     print(text)
     return 0
