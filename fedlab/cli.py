@@ -1,4 +1,4 @@
-"""`fedlab run | sweep | zoo | data | report | ui` — the command line."""
+"""`fedlab run | sweep | zoo | data | config | report | ui` — the command line."""
 from __future__ import annotations
 
 import argparse
@@ -256,6 +256,28 @@ def cmd_plan(args) -> int:
     return 0
 
 
+def cmd_config(args) -> int:
+    """`fedlab config show CONFIG [KEY-PREFIX] [key=value ...]`: the resolved config, a line per leaf key with its
+    value, default, source (the YAML of the `defaults:` chain that set it, the command line, or the default)
+    and help (fedlab/config_help.py)."""
+    from fedlab.config import load_config_with_sources
+    from fedlab.config_help import show_lines
+
+    prefixes = [a for a in args.overrides if "=" not in a]
+    if len(prefixes) > 1:
+        return _fail(f"config show: one KEY-PREFIX at most, got {', '.join(map(repr, prefixes))}")
+    overrides = [a for a in args.overrides if "=" in a]
+    try:
+        cfg, sources = load_config_with_sources(args.config, overrides)
+        lines = show_lines(cfg, sources, prefixes[0] if prefixes else "")
+    except ConfigError as e:
+        return _fail(str(e))
+    except OSError as e:         # a folder or an unreadable file given as CONFIG
+        return _fail(f"config: {args.config!r} cannot be read ({e.strerror or e})")
+    print("\n".join(lines))
+    return 0
+
+
 # params that do not change what a run computes: runs that differ only in these (and the seed) are one row
 _NOT_THE_EXPERIMENT = ("seed", "resume", "output_dir", "tracking.")
 
@@ -415,6 +437,15 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("config", nargs="?")
     d.add_argument("overrides", nargs="*")
     d.set_defaults(fn=cmd_data)
+    cf = sub.add_parser("config", help="show a config resolved: fedlab config show CONFIG [KEY-PREFIX] [key=value ...] "
+                        "(each key's value, default, source and help)")
+    cf.add_argument("action", choices=["show"], help="show: one line per key: value, default, the file (or the "
+                                                     "command line) that set it, and its help")
+    cf.add_argument("config")
+    cf.add_argument("overrides", nargs="*", metavar="KEY-PREFIX | key=value",
+                    help="keys starting with KEY-PREFIX only (e.g. method. or data.alpha); key=value overrides as "
+                         "with fedlab run")
+    cf.set_defaults(fn=cmd_config)
     sw = sub.add_parser("sweep", help="Ray Tune grid of full runs: fedlab sweep CONFIG --set KEY=V1,V2 [key=value ...]")
     sw.add_argument("config")
     sw.add_argument("overrides", nargs="*")

@@ -4,29 +4,30 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import os
 import types
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Optional
 
 import yaml
 
 from fedlab.files import anchored
-from fedlab.validation import ConfigError, MethodConfig, check, choose  # noqa: F401  (re-exported)
+from fedlab.validation import ConfigError, MethodConfig, check, choose, doc  # noqa: F401  (re-exported)
 
 
 # ----------------------------------------------------------------------------------------------------------
 # sections
 @dataclass(frozen=True)
 class LoraConfig:
-    r: int = 8
-    alpha: float = 16.0
-    dropout: float = 0.05
-    # None: the transform's per-architecture default (peft's mapping: q_proj/v_proj, c_attn, …)
-    # None: PEFT's default attention projections per model type (q,v for LLaMA; c_attn for GPT-2 …);
-    # [all-linear]: every linear layer of the blocks, whatever the architecture; or a list of module names
-    target_modules: Optional[list[str]] = None
+    r: int = doc(8, "LoRA rank r of the factors B·A added to each targeted layer")
+    alpha: float = doc(16.0, "LoRA α: the update B·A is scaled by α / r")
+    dropout: float = doc(0.05, "dropout on the LoRA branch's input")
+    target_modules: Optional[list[str]] = doc(
+        None, "the layers that get LoRA: null — PEFT's default attention projections per model type (q_proj/v_proj "
+              "for LLaMA, c_attn for GPT-2, …); [all-linear] — every linear layer of the blocks, whatever the "
+              "architecture; or a list of module names")
 
     def validate(self, p: str) -> None:
         check(self.r >= 1, f"{p}.r", self.r, "an integer >= 1")
@@ -36,13 +37,14 @@ class LoraConfig:
 
 @dataclass(frozen=True)
 class ModelConfig:
-    # a zoo name (`fedlab zoo list`), a Hugging Face model id or a local directory
-    name: str = "tiny-llama"
-    lora: LoraConfig = field(default_factory=LoraConfig)
-    max_length: int = 96
-    # per-client models (one name per client, e.g. four SLM families for FedMKT); None: every client runs
-    # `name`. With it, `name` is the server's model (the LLM) where the method has one.
-    clients: Optional[list[str]] = None
+    name: str = doc("tiny-llama", "the model: a zoo name (`fedlab zoo list`), a Hugging Face model id or a local "
+                                  "directory")
+    lora: LoraConfig = doc(help="the LoRA adapters trained on the model(s)", factory=LoraConfig)
+    max_length: int = doc(96, "maximum tokens of one training or scored example (prompt + answer); longer prompts "
+                              "are cut from the left")
+    clients: Optional[list[str]] = doc(
+        None, "per-client models (one name per client, e.g. four SLM families for FedMKT); null: every client runs "
+              "`name`. With it, `name` is the server's model (the LLM) where the method has one")
 
     def validate(self, p: str) -> None:
         check(self.max_length >= 8, f"{p}.max_length", self.max_length, "an integer >= 8")
@@ -60,57 +62,73 @@ PartitionKind = Literal["iid", "by_task", "dirichlet_label", "dirichlet_label_qu
 
 @dataclass(frozen=True)
 class DataConfig:
-    # "embedded" (the synthetic benchmark) or "hf:<name>" (arc_easy, sst2, …, see `fedlab data describe`);
-    # several Hugging Face tasks in one run: "hf:<a>+<b>+…" (each a task, as the embedded tasks are)
-    source: str = "embedded"
-    tasks: list[str] = field(default_factory=lambda: ["recall", "two_hop", "arithmetic", "category",
-                                                        "sentiment", "paraphrase", "entailment", "topic"])
-    num_clients: int = 8
-    partition: PartitionKind = "by_task"
-    alpha: float = 0.5                 # Dirichlet concentration for the skewed partitioners
-    train_per_task: int = 160
-    test_per_task: int = 300           # per-task standard error about ±0.03 at accuracy 0.5
-    public_size: int = 256
-    # where the public set comes from: "instructions" (public_size instruction/response pairs, the Alpaca
-    # analogue) or "holdout" (FedMKT Appendix D.2: a public_fraction of the task training data is held out
-    # as the public set, the rest is partitioned among the clients)
-    public_source: Literal["instructions", "holdout"] = "instructions"
-    # with public_source "instructions": a JSON / JSON Lines file of Alpaca-shaped rows (instruction, input,
-    # output) from which public_size rows are drawn (seeded) instead of the embedded instruction set
-    public_path: Optional[str] = field(default=None, metadata={"input_path": True})
-    public_fraction: float = 0.2
-    # what the runs are scored on: "test" (the test sets) or "validation" — validation_per_task rows of each
-    # task's training data, held out before partitioning (seeded), stand in for the test sets, which are not
-    # read at all: choose hyperparameters with it, report the chosen ones on the test sets (SPEC §1.4)
-    evaluate_on: Literal["test", "validation"] = "test"
-    validation_per_task: int = 100
-    world_seed: int = 0                # the synthetic world; separate from the run seed
-    # the embedded benchmark's test items: "fixed" (the same test_per_task items in every run) or "per_seed"
-    # (drawn anew from the held-out people for each run seed, so an interval over seeds covers the test sample
-    # too; SPEC §4.3 for Floe's tables)
-    test_draw: Literal["fixed", "per_seed"] = "fixed"
-    # true: the multiple-choice training (and held-out public) samples are trained as generated answers — the
-    # choice's text followed by EOS, as a generative answer is — so a model scored on its generated answer
-    # (eval.mc_generate) has learnt where the answer ends; false: the choice's text alone (scored by likelihood)
-    choices_as_text: bool = False
-    hf_dir: Optional[str] = field(default=None, metadata={"input_path": True})  # local folder of JSON rows for hf:<name> (offline); None: the Hub
-    # 0: every client is scored on the shared per-task test sets; > 0: each client's test set is this
-    # fraction of its own partition, held out before training (Co-PLMs: 80 % train / 20 % test per device)
-    client_test_fraction: float = 0.0
-    # > 0: each client is scored on up to this many items per task of its own, drawn from the shared test set
-    # with its training domain mix (a domain-matched test set, larger than a held-out fraction can be)
-    client_test_per_task: int = 0
-    # clients whose training labels are partly wrong (ELSA's mislabeled clients, SPEC §3.4): in each, this
-    # fraction of its multiple-choice samples gets another choice as its answer (seeded)
-    mislabeled_clients: list[int] = field(default_factory=list)
-    mislabel_fraction: float = 0.5
-    # instead of naming them: this many mislabeled clients drawn (seeded) among the clients that hold at least
-    # two classes, each with at least mislabel_min_share of the client's samples (SPEC §3.4, third reading)
-    mislabeled_count: int = 0
-    mislabel_min_share: float = 0.1
-    # every client holds at least this many training samples (topped up from the largest clients after the
-    # partition; ELSA: two batches, so no client solves its local problem with one or two examples)
-    min_client_samples: int = 1
+    source: str = doc(
+        "embedded", "the data: \"embedded\" (the synthetic benchmark) or \"hf:<name>\" (arc_easy, sst2, …, see "
+                    "`fedlab data describe`); several Hugging Face tasks in one run: \"hf:<a>+<b>+…\" (each a task, "
+                    "as the embedded tasks are)")
+    tasks: list[str] = doc(help="the embedded benchmark's tasks in the run (with source \"embedded\")",
+                           factory=lambda: ["recall", "two_hop", "arithmetic", "category", "sentiment", "paraphrase",
+                                            "entailment", "topic"])
+    num_clients: int = doc(8, "number of clients the training data is partitioned among")
+    partition: PartitionKind = doc(
+        "by_task", "how the training data is split among the clients: iid | by_task (client i holds task i mod T) "
+                   "| dirichlet_label (label skew, Dir(alpha) per class) | dirichlet_label_quantity (label skew plus "
+                   "quantity skew, client n's share scaled by n + 1) | dirichlet_domain (domain skew, Dir(alpha) per "
+                   "domain) | dirichlet_mix (each client's domain mix drawn from Dir(alpha), equal sizes) | quantity "
+                   "(client sizes from Dir(alpha))")
+    alpha: float = doc(0.5, "Dirichlet concentration α for the skewed partitioners (smaller: more skewed)")
+    train_per_task: int = doc(160, "training examples per task, before any public or validation hold-out")
+    test_per_task: int = doc(300, "test examples per task (per-task standard error about ±0.03 at accuracy 0.5)")
+    public_size: int = doc(256, "with public_source \"instructions\": the size of the public (server) set")
+    public_source: Literal["instructions", "holdout"] = doc(
+        "instructions", "where the public set comes from: \"instructions\" (public_size instruction/response pairs, "
+                        "the Alpaca analogue) or \"holdout\" (FedMKT Appendix D.2: a public_fraction of the task "
+                        "training data is held out as the public set, the rest is partitioned among the clients)")
+    public_path: Optional[str] = doc(
+        None, "with public_source \"instructions\": a JSON / JSON Lines file of Alpaca-shaped rows (instruction, "
+              "input, output) from which public_size rows are drawn (seeded) instead of the embedded instruction set",
+        input_path=True)
+    public_fraction: float = doc(0.2, "with public_source \"holdout\": the fraction of each task's training data "
+                                      "held out as the public set")
+    evaluate_on: Literal["test", "validation"] = doc(
+        "test", "what the runs are scored on: \"test\" (the test sets) or \"validation\" — validation_per_task rows "
+                "of each task's training data, held out before partitioning (seeded), stand in for the test sets, "
+                "which are not read at all: choose hyperparameters with it, report the chosen ones on the test sets")
+    validation_per_task: int = doc(100, "with evaluate_on \"validation\": rows of each task's training data held "
+                                        "out as its validation set")
+    world_seed: int = doc(0, "seed of the synthetic world (the embedded benchmark's facts and items); separate from "
+                             "the run seed")
+    test_draw: Literal["fixed", "per_seed"] = doc(
+        "fixed", "the embedded benchmark's test items: \"fixed\" (the same test_per_task items in every run) or "
+                 "\"per_seed\" (drawn anew from the held-out people for each run seed, so an interval over seeds "
+                 "covers the test sample too; used for Floe's tables)")
+    choices_as_text: bool = doc(
+        False, "true: the multiple-choice training (and held-out public) samples are trained as generated answers — "
+               "the choice's text followed by EOS, as a generative answer is — so a model scored on its generated "
+               "answer (eval.mc_generate) has learnt where the answer ends; false: the choice's text alone (scored "
+               "by likelihood)")
+    hf_dir: Optional[str] = doc(None, "local folder of JSON rows for hf:<name> (offline); null: the Hugging Face Hub",
+                                input_path=True)
+    client_test_fraction: float = doc(
+        0.0, "0: every client is scored on the shared per-task test sets; > 0: each client's test set is this "
+             "fraction of its own partition, held out before training (Co-PLMs: 80 % train / 20 % test per device)")
+    client_test_per_task: int = doc(
+        0, "> 0: each client is scored on up to this many items per task of its own, drawn from the shared test "
+           "set with its training domain mix (a domain-matched test set, larger than a held-out fraction can be)")
+    mislabeled_clients: list[int] = doc(
+        help="clients whose training labels are partly wrong (ELSA's mislabeled clients, see the ELSA README): in "
+             "each, mislabel_fraction of its multiple-choice samples gets another choice as its answer (seeded)",
+        factory=list)
+    mislabel_fraction: float = doc(0.5, "fraction of a mislabeled client's multiple-choice samples given another "
+                                        "choice as their answer")
+    mislabeled_count: int = doc(
+        0, "instead of naming them: this many mislabeled clients drawn (seeded) among the clients that hold at "
+           "least two classes, each with at least mislabel_min_share of the client's samples (see the ELSA README)")
+    mislabel_min_share: float = doc(0.1, "with mislabeled_count: the smallest share of a client's samples its "
+                                         "second class must have for the client to be drawn")
+    min_client_samples: int = doc(
+        1, "every client holds at least this many training samples (topped up from the largest clients after the "
+           "partition; ELSA: two batches, so no client solves its local problem with one or two examples)")
 
     def public_count(self) -> int:
         """Size of the public (server) set: public_size instruction pairs, or with `holdout` the share of each
@@ -188,17 +206,19 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class FederationConfig:
-    rounds: int = 5
-    local_epochs: int = 1
-    local_steps: Optional[int] = None     # overrides local_epochs when set
-    batch_size: int = 16
-    lr: float = 2e-3
-    weight_decay: float = 0.0
-    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])   # AdamW (β1, β2)
-    warmup_ratio: float = 0.0             # linear warm-up over this fraction of each local fit's steps
-    client_fraction: float = 1.0          # fraction of clients sampled per round
-    min_clients: int = 1
-    client_timeout: Optional[float] = None
+    rounds: int = doc(5, "federated rounds (0: evaluate the initial models only)")
+    local_epochs: int = doc(1, "epochs over its own data each sampled client trains per round")
+    local_steps: Optional[int] = doc(None, "optimiser steps per local fit; overrides local_epochs when set")
+    batch_size: int = doc(16, "training batch size (clients, and the server where it trains)")
+    lr: float = doc(2e-3, "learning rate of the AdamW optimiser (and the default of a method's own learning rates)")
+    weight_decay: float = doc(0.0, "AdamW weight decay")
+    betas: list[float] = doc(help="AdamW (β1, β2)", factory=lambda: [0.9, 0.999])
+    warmup_ratio: float = doc(0.0, "linear warm-up over this fraction of each local fit's steps")
+    client_fraction: float = doc(1.0, "fraction of clients sampled per round (drawn by seed and round)")
+    min_clients: int = doc(1, "a round fails when fewer sampled clients than this (or than were asked, if fewer) "
+                              "give a usable answer")
+    client_timeout: Optional[float] = doc(None, "seconds a client's fit may take before it counts as failed; null: "
+                                                "no limit")
 
     def validate(self, p: str) -> None:
         check(self.rounds >= 0, f"{p}.rounds", self.rounds, "an integer >= 0")
@@ -219,17 +239,20 @@ class FederationConfig:
 
 @dataclass(frozen=True)
 class BackendConfig:
-    name: Literal["inprocess", "ray"] = "inprocess"
-    num_workers: int = 2                  # Ray actors; each hosts several clients when they outnumber it
-    cpus_per_worker: float = 1.0
-    gpus_per_worker: float = 0.0          # fractional GPUs pack several workers on one device
-    num_cpus: Optional[int] = None        # for a local Ray start; None: what the machine has
-    address: Optional[str] = None         # "auto" joins a running cluster
-    device: Literal["auto", "cpu", "cuda"] = "auto"
-    threads: int = 1                      # torch threads per client (same on both backends ⇒ same numbers)
-    # the server's training steps data-parallel over this many devices (GPUs, or processes on the CPU), each
-    # with batch_size / server_devices of every batch (fedlab/objectives/server_fit.py)
-    server_devices: int = 1
+    name: Literal["inprocess", "ray"] = doc("inprocess", "where clients run: inprocess (one after another in the "
+                                                         "driver) | ray (Ray actors)")
+    num_workers: int = doc(2, "Ray actors; each hosts several clients when they outnumber it")
+    cpus_per_worker: float = doc(1.0, "CPUs Ray reserves for each worker")
+    gpus_per_worker: float = doc(0.0, "GPUs Ray reserves for each worker; fractional GPUs pack several workers on "
+                                      "one device")
+    num_cpus: Optional[int] = doc(None, "CPUs of a local Ray start; null: what the machine has")
+    address: Optional[str] = doc(None, "Ray cluster address; \"auto\" joins a running cluster; null: start Ray "
+                                       "locally")
+    device: Literal["auto", "cpu", "cuda"] = doc("auto", "torch device: auto (CUDA when there is one) | cpu | cuda")
+    threads: int = doc(1, "torch threads per client (same on both backends ⇒ same numbers)")
+    server_devices: int = doc(
+        1, "the server's training steps data-parallel over this many devices (GPUs, or processes on the CPU), "
+           "each with batch_size / server_devices of every batch (fedlab/objectives/server_fit.py)")
 
     def validate(self, p: str) -> None:
         check(self.num_workers >= 1, f"{p}.num_workers", self.num_workers, "an integer >= 1")
@@ -241,22 +264,24 @@ class BackendConfig:
 
 @dataclass(frozen=True)
 class EvalConfig:
-    every: int = 1                        # evaluate every n rounds (and always after the last)
-    length_normalized: bool = False       # acc_norm: log-likelihood divided by the choice's characters
-    max_per_task: Optional[int] = None
-    batch_size: int = 64
-    # shared: each prompt runs once and every choice is scored on its key/value cache; pairs: one forward
-    # pass per (prompt, choice) — the same sums, several times the compute (kept as the reference)
-    scorer: Literal["shared", "pairs"] = "shared"
-    # scores of a model already scored on the same questions and settings come from $FEDLAB_HOME/eval_cache
-    # (fedlab/eval/cache.py: keyed by the model's bytes, the questions, the scorer, threads and versions)
-    cache: bool = True
-    # multiple-choice tasks also answered by generation and scored with Rouge-L and exact match against the right
-    # choice's text, beside their accuracy (Co-PLMs' Table 1 scores every task so, SPEC §5.5)
-    mc_generate: bool = False
-    # true: round t's evaluation runs in a second process while round t + 1 trains (fedlab/runtime/overlap.py:
-    # the same scores, the last round in line; for methods that score what their instructions carry, in-process)
-    overlap: bool = False
+    every: int = doc(1, "evaluate every n rounds (and always after the last)")
+    length_normalized: bool = doc(False, "acc_norm: a choice's log-likelihood divided by its characters")
+    max_per_task: Optional[int] = doc(None, "score at most this many test items per task; null: all of them")
+    batch_size: int = doc(64, "batch size of the scoring forward passes")
+    scorer: Literal["shared", "pairs"] = doc(
+        "shared", "shared: each prompt runs once and every choice is scored on its key/value cache; pairs: one "
+                  "forward pass per (prompt, choice) — the same sums, several times the compute (kept as the "
+                  "reference)")
+    cache: bool = doc(
+        True, "scores of a model already scored on the same questions and settings come from $FEDLAB_HOME/eval_cache "
+              "(fedlab/eval/cache.py: keyed by the model's bytes, the questions, the scorer, threads and versions)")
+    mc_generate: bool = doc(
+        False, "multiple-choice tasks also answered by generation and scored with Rouge-L and exact match against "
+               "the right choice's text, beside their accuracy (Co-PLMs' Table 1 scores every task so)")
+    overlap: bool = doc(
+        False, "true: round t's evaluation runs in a second process while round t + 1 trains "
+               "(fedlab/runtime/overlap.py: the same scores, the last round in line; for methods that score what "
+               "their instructions carry, in-process)")
 
     def validate(self, p: str) -> None:
         check(self.every >= 1, f"{p}.every", self.every, "an integer >= 1")
@@ -265,11 +290,11 @@ class EvalConfig:
 
 @dataclass(frozen=True)
 class TrackingConfig:
-    enabled: bool = True
-    uri: str = "sqlite:///mlruns/mlflow.db"
-    artifact_root: str = "mlruns/artifacts"
-    experiment: str = "fedlab"
-    run_name: Optional[str] = None
+    enabled: bool = doc(True, "log the run to MLflow (params, per-round metrics, artifacts)")
+    uri: str = doc("sqlite:///mlruns/mlflow.db", "MLflow tracking store URI")
+    artifact_root: str = doc("mlruns/artifacts", "folder of the MLflow artifacts (one subfolder per experiment)")
+    experiment: str = doc("fedlab", "MLflow experiment the run is logged under")
+    run_name: Optional[str] = doc(None, "MLflow run name; null: <method>-<model>-s<seed>")
 
 
 FAULT_KINDS = ["raise", "hang", "die", "nan", "wrong_keys", "wrong_shape", "stale_round", "duplicate", "sign_flip"]
@@ -281,11 +306,12 @@ class FaultConfig:
     round). raise: its fit raises; hang: it sleeps `seconds` first; die: its worker process exits (Ray only);
     nan / wrong_keys / wrong_shape / stale_round / duplicate: its upload is corrupted that way; sign_flip: it
     sends −scale × its honest update (a model-poisoning attacker)."""
-    kind: str = "raise"
-    client: int = 0
-    round: Optional[int] = None
-    seconds: float = 60.0
-    scale: float = 10.0
+    kind: str = doc("raise", "the fault: raise | hang | die | nan | wrong_keys | wrong_shape | stale_round | "
+                             "duplicate | sign_flip")
+    client: int = doc(0, "the client id that misbehaves")
+    round: Optional[int] = doc(None, "the round it misbehaves in; null: every round")
+    seconds: float = doc(60.0, "hang: seconds the client sleeps before its fit")
+    scale: float = doc(10.0, "sign_flip: the client sends −scale × its honest update")
 
     def validate(self, p: str) -> None:
         choose(self.kind, FAULT_KINDS, f"{p}.kind")
@@ -296,24 +322,27 @@ class FaultConfig:
 
 @dataclass(frozen=True)
 class ExperimentConfig:
-    model: ModelConfig = field(default_factory=ModelConfig)
-    data: DataConfig = field(default_factory=DataConfig)
-    federation: FederationConfig = field(default_factory=FederationConfig)
-    backend: BackendConfig = field(default_factory=BackendConfig)
-    method: MethodConfig = field(default_factory=MethodConfig)
-    eval: EvalConfig = field(default_factory=EvalConfig)
-    tracking: TrackingConfig = field(default_factory=TrackingConfig)
-    faults: list[FaultConfig] = field(default_factory=list)   # injected faults (tests, resilience drills)
-    # modules or .py files imported before the config is built: they register methods and transforms of
-    # their own (a researcher's method outside fedlab); a relative file path in a YAML is relative to it
-    plugins: list[str] = field(default_factory=list)
-    seed: int = 0
-    output_dir: str = "runs"
-    resume: bool = False
-    # CPU numerics (fedlab/numerics.py): "pinned" = the AVX2 kernels on every x86-64 CPU (the same bits on
-    # every machine), "native" = the CPU's fastest kernels; set before torch loads (`fedlab run` restarts
-    # itself with FEDLAB_NUMERICS when this differs from the process's mode)
-    numerics: str = "pinned"
+    model: ModelConfig = doc(help="the model(s) and their LoRA", factory=ModelConfig)
+    data: DataConfig = doc(help="the benchmark, its partition among the clients and the public set",
+                           factory=DataConfig)
+    federation: FederationConfig = doc(help="rounds, client sampling and local training", factory=FederationConfig)
+    backend: BackendConfig = doc(help="where clients run (in-process or Ray) and on which devices",
+                                 factory=BackendConfig)
+    method: MethodConfig = doc(help="the federated method; its fields depend on method.name", factory=MethodConfig)
+    eval: EvalConfig = doc(help="how and when the models are scored", factory=EvalConfig)
+    tracking: TrackingConfig = doc(help="MLflow tracking", factory=TrackingConfig)
+    faults: list[FaultConfig] = doc(help="injected faults (tests, resilience drills)", factory=list)
+    plugins: list[str] = doc(
+        help="modules or .py files imported before the config is built: they register methods and transforms of "
+             "their own (a researcher's method outside fedlab); a relative file path in a YAML is relative to it",
+        factory=list)
+    seed: int = doc(0, "the run seed (data partition, client sampling, LoRA initialisation, …)")
+    output_dir: str = doc("runs", "folder of the run folders (checkpoints, records)")
+    resume: bool = doc(False, "continue a killed run from its last checkpoint")
+    numerics: str = doc(
+        "pinned", "CPU numerics (fedlab/numerics.py): \"pinned\" = the AVX2 kernels on every x86-64 CPU (the same "
+                  "bits on every machine), \"native\" = the CPU's fastest kernels; set before torch loads (`fedlab "
+                  "run` restarts itself with FEDLAB_NUMERICS when this differs from the process's mode)")
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -487,7 +516,9 @@ def _anchor_paths(tree: dict, base: Path, keys: set[str]) -> None:
             node[name] = anchored(node[name], base)
 
 
-def load_yaml_tree(path: str | Path) -> dict:
+def load_yaml_tree(path: str | Path, sources: dict[str, str] | None = None) -> dict:
+    """The tree of a YAML file over the files of its `defaults:` chain. With `sources`, also fills it with the
+    file (as `shown_path` writes it) that set each dotted leaf key of the tree."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"config: file {str(path)!r} does not exist")
@@ -507,9 +538,23 @@ def load_yaml_tree(path: str | Path) -> dict:
         registry.load_plugins([p for p in tree["plugins"] if isinstance(p, str)])
     _anchor_paths(tree, path.parent, input_path_keys())
     base = tree.pop("defaults", None)  # `defaults: other.yaml` inherits another file, relative to this one
+    if sources is None:
+        if base:
+            tree = inherit(load_yaml_tree(path.parent / base), tree)
+        return tree
+    own, parent_sources = set(flatten(tree)), {}
     if base:
-        tree = inherit(load_yaml_tree(path.parent / base), tree)
+        tree = inherit(load_yaml_tree(path.parent / base, parent_sources), tree)
+    here = shown_path(path)
+    sources.update({key: here if key in own else parent_sources.get(key, here) for key in flatten(tree)})
     return tree
+
+
+def shown_path(path: str | Path) -> str:
+    """A config file's path as messages show it: normalised, relative to the working directory when under it."""
+    p = os.path.normpath(os.path.abspath(path))
+    rel = os.path.relpath(p)
+    return p if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
 
 
 def _method_name(tree: dict):
@@ -587,16 +632,51 @@ def load_config(path: str | Path | None = None, overrides: list[str] | tuple[str
     """The config of a YAML file with dotted `key=value` overrides. An override `method.name=X` naming
     another method than the file's starts the method section from X's defaults (the file's method fields
     belong to its own method); the other `method.*` overrides apply on top, in any order."""
-    tree = load_yaml_tree(path) if path else {}
+    return _load_config(path, overrides, None)
+
+
+def load_config_with_sources(path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()
+                             ) -> tuple[ExperimentConfig, dict[str, str]]:
+    """`load_config`'s config, and where each value the files and overrides set came from: dotted leaf key →
+    the YAML file of the `defaults:` chain that set it (`shown_path`) or "command line". Keys not in the
+    mapping keep their defaults."""
+    sources: dict[str, str] = {}
+    return _load_config(path, overrides, sources), sources
+
+
+def _load_config(path, overrides, sources: dict[str, str] | None) -> ExperimentConfig:
+    tree = load_yaml_tree(path, sources) if path else {}
     names = [item.split("=", 1)[1].strip() for item in overrides if item.split("=", 1)[0].strip() == "method.name"]
     if names and yaml.safe_load(names[-1]) != _method_name(tree):
         tree.pop("method", None)
+        if sources is not None:
+            _forget(sources, "method")
     keys = input_path_keys()
     for item in overrides:
         apply_override(tree, item)
         # a path on the command line is relative to the working directory
         _anchor_paths(tree, Path.cwd(), keys & {item.split("=", 1)[0].strip()})
+        if sources is not None:
+            _note_override(sources, tree, item.split("=", 1)[0].strip())
     return build_config(tree)
+
+
+def _forget(sources: dict[str, str], key: str) -> None:
+    """Drop the sources of `key`, of the keys under it and of the keys it is under (all replaced)."""
+    for k in [k for k in sources if k == key or k.startswith(key + ".") or key.startswith(k + ".")]:
+        del sources[k]
+
+
+def _note_override(sources: dict[str, str], tree: dict, key: str) -> None:
+    """Record that the override of `key` (already applied to `tree`) set it and every leaf under it."""
+    _forget(sources, key)
+    node = tree
+    for part in key.split("."):
+        node = node[part]
+    if isinstance(node, dict):
+        sources.update({f"{key}.{k}": "command line" for k in flatten(node)})
+    else:
+        sources[key] = "command line"
 
 
 def flatten(d: dict, prefix: str = "") -> dict[str, Any]:

@@ -2,8 +2,9 @@
 allowed. A leaf module: method configs import it without importing the experiment config (no cycle)."""
 from __future__ import annotations
 
+import dataclasses
 import difflib
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from typing import Any, ClassVar
 
 
@@ -25,6 +26,23 @@ def choose(value: str, allowed, key: str, prefix: str = "") -> None:
                           + ", ".join(prefix + a for a in sorted(allowed)))
 
 
+def doc(default: Any = MISSING, help: str = "", *, factory: Any = None, **metadata: Any):
+    """A config field that carries its help text (`dataclasses.field(metadata={"help": ...})`, as PEFT's
+    configs do): `topk: int = doc(16, "K: top-K logits per position")`; a mutable default is given as a
+    `factory` (`doc(help="...", factory=list)`). Other keywords are further metadata (`input_path=True`).
+    `fedlab.config_help` reads the help back (documentation tables, `fedlab config show`)."""
+    if factory is not None and default is not MISSING:
+        raise TypeError("doc: give a default or a factory, not both")
+    meta = {"help": help, **metadata}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+# the help of every method config's `name` field
+METHOD_NAME_HELP = "the method to run; it selects the method's config class, hence the other `method.` keys"
+
+
 def seed_list(text: str) -> list[int]:
     """The seeds of a `--seeds 0,1,2` option: distinct integers, at least one (ConfigError in one line)."""
     try:
@@ -41,7 +59,7 @@ class MethodConfig:
     """Base of every method's config; each method subclasses it with its own documented fields. A variant
     that is a parameterisation of another (TIES of FedProxy, FedOT of the Offsite-Tuning family) names
     the fields it pins in `fixed`: setting one to another value is an error naming the method to use."""
-    name: str = "fedavg"
+    name: str = doc("fedavg", METHOD_NAME_HELP)
 
     # whether clients may run different models (model.clients); methods that average weights may not
     heterogeneous_clients: ClassVar[bool] = False

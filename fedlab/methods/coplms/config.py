@@ -2,45 +2,50 @@
 from dataclasses import dataclass
 from typing import ClassVar, Optional
 
-from fedlab.validation import MethodConfig, check, choose
+from fedlab.validation import METHOD_NAME_HELP, MethodConfig, check, choose, doc
 
 
 @dataclass(frozen=True)
 class CoPLMsConfig(MethodConfig):
     """Co-PLMs (paper 004, SPEC.md §5): model.name is the server's LLM, model.clients the devices' SLMs; the
     distilled proxy model (DPM) shares the LLM's tokenizer and lives on every device beside its SLM."""
-    name: str = "coplms"
+    name: str = doc("coplms", METHOD_NAME_HELP)
     server_fits: ClassVar[bool] = True    # its server trains a model: backend.server_devices applies (objectives/server_devices.py)
     heterogeneous_clients: ClassVar[bool] = True   # SLMs of any architecture: only the DPM's LoRA is averaged
 
     # the DPM (§5.1)
-    dpm_init: str = "compress"       # compress: FedProxy's block-influence compression of the LLM | a zoo
-                                     # model name that shares the LLM's tokenizer
-    kappa: float = 0.5               # compress: fraction of the LLM's blocks dropped (§1.1)
-    dpm_distill: str = "reverse"     # reverse: token-level reverse KL (MiniLLM, simplified) | forward | none
-    dpm_epochs: int = 3              # distillation epochs on the server's data
-    dpm_lr: float = 1e-3
-    # LoRA rank of the DPM (α scaled with it: α/r as model.lora's); null: model.lora.r. The DPM keeps the LLM's
-    # width, so at model.lora.r its LoRA outweighs a narrower SLM's (1.5× tiny-llama-s's at κ = 0.5): at r = 4 the
-    # DPM's upload is below every shipped SLM's, as Co-PLMs' communication claim needs (checked before a run)
-    dpm_lora_r: Optional[int] = 4
-    dpm_upload_check: bool = True    # refuse a DPM whose LoRA is not smaller than every device SLM's (upload.py)
+    dpm_init: str = doc("compress", "how the DPM is made: compress (FedProxy's block-influence compression of the "
+                                    "LLM) | a zoo model name that shares the LLM's tokenizer")
+    kappa: float = doc(0.5, "with dpm_init compress: fraction of the LLM's blocks dropped (FedProxy paper Eq. 1)")
+    dpm_distill: str = doc("reverse", "the DPM's distillation from the LLM: reverse (token-level reverse KL, MiniLLM "
+                                      "simplified) | forward | none")
+    dpm_epochs: int = doc(3, "distillation epochs on the server's data")
+    dpm_lr: float = doc(1e-3, "learning rate of the DPM's distillation")
+    dpm_lora_r: Optional[int] = doc(
+        4, "LoRA rank of the DPM (α scaled with it: α/r as model.lora's); null: model.lora.r. The DPM keeps the "
+           "LLM's width, so at model.lora.r its LoRA outweighs a narrower SLM's (1.5× tiny-llama-s's at κ = 0.5): at "
+           "r = 4 the DPM's upload is below every shipped SLM's, as Co-PLMs' communication claim needs (checked "
+           "before a run)")
+    dpm_upload_check: bool = doc(True, "refuse a DPM whose LoRA is not smaller than every device SLM's "
+                                       "(fedlab/methods/coplms/upload.py)")
     # DST (§5.2)
-    dst: bool = True                 # domain adapters on the DPM's blocks, trained on CE, never uploaded
-    adapter_width: float = 0.25      # hidden size of each adapter, a fraction of d (d/4)
-    dst_epochs: int = 1
+    dst: bool = doc(True, "domain adapters on the DPM's blocks, trained on CE, never uploaded")
+    adapter_width: float = doc(0.25, "hidden size of each domain adapter, a fraction of the model width d (d/4)")
+    dst_epochs: int = doc(1, "epochs of domain-adapter training (DST) per round, on the devices' and the server's "
+                             "data")
     # SAML (§5.3)
-    topk: int = 16                   # K of the top-K pooling
-    alpha: float = 0.5               # L_dpm = α·L_kt(SLM→DPM) + (1 − α)·CE
-    beta: float = 0.5                # L_slm = β·L_kt(DPM→SLM) + (1 − β)·CE
-    saml_epochs: int = 1             # device SAML epochs per round
-    # L_kt per paired answer token (mean, SPEC §5.5 as of 2026-11-25) | per example, summed over its positions
-    # (sum: the ablation — it made α and β act about 4× stronger than written)
-    kt_reduction: str = "mean"
-    pool_index: str = "teacher"      # teacher: the teacher's top-K for both sides | own: each side its own
-    server_saml: bool = True         # False (ablation w/o SAML): the LLM gets CE tuning on the server's data
-    server_epochs: int = 1           # server SAML (or CE) epochs per round
-    server_lr: Optional[float] = None    # null: federation.lr
+    topk: int = doc(16, "K of the top-K pooling")
+    alpha: float = doc(0.5, "L_dpm = α·L_kt(SLM→DPM) + (1 − α)·CE")
+    beta: float = doc(0.5, "L_slm = β·L_kt(DPM→SLM) + (1 − β)·CE")
+    saml_epochs: int = doc(1, "device SAML epochs per round")
+    kt_reduction: str = doc("mean", "how L_kt is reduced: mean (per paired answer token) | sum (per example, "
+                                    "summed over its positions: the ablation, which makes α and β act about 4× "
+                                    "stronger than written)")
+    pool_index: str = doc("teacher", "the vocabulary ids of the top-K pooling: teacher (the teacher's top-K for "
+                                     "both sides) | own (each side its own top-K, the paper's literal reading)")
+    server_saml: bool = doc(True, "false (ablation w/o SAML): the LLM gets CE tuning on the server's data")
+    server_epochs: int = doc(1, "server SAML (or CE) epochs per round")
+    server_lr: Optional[float] = doc(None, "learning rate of the server's SAML (or CE) tuning; null: federation.lr")
 
     def validate(self, p):
         check(bool(self.dpm_init), f"{p}.dpm_init", self.dpm_init, "'compress' or a zoo model name")
@@ -88,8 +93,9 @@ def _num_blocks(name: str) -> int | None:
 @dataclass(frozen=True)
 class CoPLMsNoDSTConfig(CoPLMsConfig):
     """Ablation w/o DST: no domain adapters on the DPM."""
-    name: str = "coplms_no_dst"
-    dst: bool = False
+    name: str = doc("coplms_no_dst", METHOD_NAME_HELP)
+    dst: bool = doc(False, "domain adapters on the DPM's blocks: off (fixed for this ablation; method.name=coplms "
+                           "turns them on)")
     fixed: ClassVar[tuple[str, ...]] = ("dst",)
     general: ClassVar[str] = "coplms"
 
@@ -97,7 +103,8 @@ class CoPLMsNoDSTConfig(CoPLMsConfig):
 @dataclass(frozen=True)
 class CoPLMsNoSAMLConfig(CoPLMsConfig):
     """Ablation w/o SAML: no server SAML; the LLM gets CE LoRA tuning on the server's data instead."""
-    name: str = "coplms_no_saml"
-    server_saml: bool = False
+    name: str = doc("coplms_no_saml", METHOD_NAME_HELP)
+    server_saml: bool = doc(False, "false: the LLM gets CE tuning on the server's data instead of server SAML (fixed "
+                                   "for this ablation)")
     fixed: ClassVar[tuple[str, ...]] = ("server_saml",)
     general: ClassVar[str] = "coplms"

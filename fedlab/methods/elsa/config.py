@@ -4,7 +4,7 @@ model is smaller (README)."""
 from dataclasses import dataclass
 from typing import Optional
 
-from fedlab.validation import MethodConfig, check, choose
+from fedlab.validation import METHOD_NAME_HELP, MethodConfig, check, choose, doc
 
 GROUPINGS = ("trust", "nearest", "random", "single")
 AGGREGATIONS = ("trust", "sizes")
@@ -13,78 +13,82 @@ SERVER_OPTS = ("none", "amsgrad", "momentum")
 
 @dataclass(frozen=True)
 class ElsaConfig(MethodConfig):
-    name: str = "elsa"
-    # split p / q / o of the encoder's blocks (client front / edge middle / client back); null: the model's
-    # default (pico-bert 1/1/1, tiny-bert 3/2/1, minilm-l6 3/2/1, BERT-base 6/4/2)
-    split: Optional[tuple[int, int, int]] = None
-    rho_steps: int = 4               # ϱ client–edge rounds (mini-batch steps) per global round
-    # local work scaled to the client's data instead (SPEC §3.4, third reading): ⌈local_epochs·|D_n|/B⌉ split
-    # steps per round for client n (null: rho_steps for every client)
-    local_epochs: Optional[float] = None
-    pooling: str = "mean"            # the head's input: mean of the last layer's token vectors | cls ([CLS])
-    # compression of the client–edge link: count sketch at ratio ρ (≤ 1: raw floats) and SS-OP rank r (0: none)
-    ratio: float = 4.2
-    sketch_rows: int = 3             # Y (odd: the median of the rows is defined)
-    sketch_hashes: str = "fixed"     # fixed: one sketch per link for the run | per_step: re-drawn every (round, step)
-    # sketch: the count sketch on the wire | noise (control): raw floats plus Gaussian noise of the sketch's MSE
-    link_codec: str = "sketch"
-    ssop_rank: int = 8
-    ssop_salt: str = "elsa"
-    ssop_tokens: int = 256           # layer-p token vectors of the client's first batches that form J_n
+    name: str = doc("elsa", METHOD_NAME_HELP)
+    split: Optional[tuple[int, int, int]] = doc(
+        None, "split p / q / o of the encoder's blocks (client front / edge middle / client back); null: the "
+              "model's default (pico-bert 1/1/1, tiny-bert 3/2/1, minilm-l6 3/2/1, BERT-base 6/4/2)")
+    rho_steps: int = doc(4, "ϱ client–edge rounds (mini-batch steps) per global round")
+    local_epochs: Optional[float] = doc(
+        None, "local work scaled to the client's data instead (see the ELSA README): ⌈local_epochs·|D_n|/B⌉ split "
+              "steps per round for client n; null: rho_steps for every client")
+    pooling: str = doc("mean", "the head's input: mean (of the last layer's token vectors) | cls ([CLS])")
+    ratio: float = doc(4.2, "count-sketch compression ratio ρ of the client–edge link (1: raw floats, no sketch)")
+    sketch_rows: int = doc(3, "Y, the count sketch's rows (odd: the median of the rows is defined)")
+    sketch_hashes: str = doc("fixed", "fixed: one sketch per link for the run | per_step: re-drawn every (round, "
+                                      "step)")
+    link_codec: str = doc("sketch", "sketch: the count sketch on the wire | noise (control): raw floats plus "
+                                    "Gaussian noise of the sketch's MSE")
+    ssop_rank: int = doc(8, "SS-OP rank r of the client's uplink rotation 𝒬_n (0: no SS-OP)")
+    ssop_salt: str = doc("elsa", "salt of each client's SS-OP rotation seed hash(salt ‖ n)")
+    ssop_tokens: int = doc(256, "layer-p token vectors of the client's first batches that form J_n (SS-OP)")
     # fingerprints and trust (§3.1)
-    warmup_steps: int = 8            # local, uncompressed steps before the probe embeddings
-    probe_size: int = 32             # Q public probe texts
-    # what the fingerprint is made of: pooled — the head's input T_n^j (the paper's [CLS] embeddings); predictions
-    # — the head's output, log p(y | probe) (declared deviation: the paper's "prediction consistency" read
-    # literally; its confidence term is then the mean prediction entropy instead of mean 1/‖T‖)
-    fingerprint: str = "pooled"
-    shrinkage: Optional[float] = None   # fingerprint covariance shrinkage; null: Ledoit–Wolf
-    # per_dim: R/D (SPEC's temperature; D the fingerprint's width, the head's label set for predictions) | raw: R |
-    # median: R / median R
-    divergence_scale: str = "per_dim"
-    # how two clients' fingerprints are compared: gaussian — symmetric KL between Gaussians fitted to each client's
-    # probe vectors (the paper's) | paired — with fingerprint: predictions, the symmetric KL between the two
-    # clients' predictions on each shared probe, averaged over the probes (declared deviation: the Gaussian
-    # keeps no record of which probe gave which answer)
-    divergence: str = "gaussian"
-    gamma: float = 1.0               # affinity exp(−γ R̂)
-    w_excl: float = 0.1              # relative trust below which a client is excluded
-    w_min: float = 0.3               # mean relative trust below which a group is merged
+    warmup_steps: int = doc(8, "local, uncompressed steps before the probe embeddings")
+    probe_size: int = doc(32, "Q public probe texts")
+    fingerprint: str = doc(
+        "pooled", "what the fingerprint is made of: pooled — the head's input T_n^j (the paper's [CLS] embeddings) | "
+                  "predictions — the head's output, log p(y | probe) (declared deviation: the paper's \"prediction "
+                  "consistency\" read literally; its confidence term is then the mean prediction entropy instead of "
+                  "mean 1/‖T‖)")
+    shrinkage: Optional[float] = doc(None, "fingerprint covariance shrinkage; null: Ledoit–Wolf")
+    divergence_scale: str = doc(
+        "per_dim", "per_dim: R/D (a temperature; D the fingerprint's width, the head's label set for predictions) | "
+                   "raw: R | median: R / median R")
+    divergence: str = doc(
+        "gaussian", "how two clients' fingerprints are compared: gaussian — symmetric KL between Gaussians fitted "
+                    "to each client's probe vectors (the paper's) | paired — with fingerprint: predictions, the "
+                    "symmetric KL between the two clients' predictions on each shared probe, averaged over the "
+                    "probes (declared deviation: the Gaussian keeps no record of which probe gave which answer)")
+    gamma: float = doc(1.0, "γ of the affinity exp(−γ R̂) between two clients")
+    w_excl: float = doc(0.1, "relative trust below which a client is excluded")
+    w_min: float = doc(0.3, "mean relative trust below which a group is merged")
     # topology (§3.1)
-    num_edges: int = 4
-    area_km: float = 8.0
-    tau_max_ms: float = 200.0
-    # Simple SL's cloud: its distance from the area's centre, with the edges' latency model (fedlab's choice;
-    # the paper gives none)
-    cloud_km: float = 20.0
+    num_edges: int = doc(4, "K edge servers, placed at random in the area (seeded)")
+    area_km: float = doc(8.0, "side (km) of the square area the clients and edges are placed in")
+    tau_max_ms: float = doc(200.0, "τ_max: an edge is feasible for a client when their round trip is at most this "
+                                   "(ms)")
+    cloud_km: float = doc(20.0, "Simple SL's cloud: its distance from the area's centre, with the edges' latency "
+                                "model (fedlab's choice; the paper gives none)")
     # who trains under which edge and how the cloud aggregates
-    grouping: str = "trust"          # trust (ELSA) | nearest (nearest feasible edge) | random (FedAvg(Random):
-    #                                  a random half of the clients each round, random feasible edges) |
-    #                                  single (Simple SL: one edge for everyone, the cloud)
-    aggregation: str = "trust"       # trust: α_k = w̄_k/(1+R̄_k) | sizes: Σ|D| over the edges
-    # none | amsgrad (FedAMS: AMSGrad on the aggregated update) | momentum (FedAvgM: heavy-ball momentum β₁ =
-    # server_betas[0] on the aggregated update, step server_lr)
-    server_opt: str = "none"
-    server_lr: float = 1.0
-    server_betas: tuple[float, float] = (0.9, 0.99)
-    server_eps: float = 1e-3
-    prox_mu: float = 0.0             # FedProx's μ on the client's parameters (0: none)
-    # adamw | fedcada (FedCAda: Adam whose moments the cloud aggregates and sends back, with the correction
-    # m̂ = m/(1 − β1^k + γ/r), fedlab/objectives/fedcada.py) — on the clients' and the edges' parameters
-    # sgd: plain SGD (no state: a step moves each parameter by lr × its gradient, where a fresh AdamW's first
-    # steps move every parameter by about lr whatever its gradient — under label skew that drives each client
-    # to its own classes)
-    client_opt: str = "adamw"
-    # the learning rate over the global rounds, for the clients' and the edges' optimisers: constant | cosine
-    # (lr_g = lr · ½(1 + cos(π (g − 1) / G)) in round g of G; the warm-up takes lr)
-    lr_schedule: str = "constant"
-    # τ of the logit-adjusted client loss, CE(logits + τ·log π_n, y) with π_n the client's own class frequencies
-    # (a label-skew correction; 0: plain cross-entropy, the paper's). Prediction always uses the plain logits.
-    logit_adjust: float = 0.0
-    fedcada_gamma: float = 1.0
-    xi: float = 0.0                  # stop when ‖θ_g − θ_{g−1}‖ ≤ ξ (0: run every round)
+    grouping: str = doc(
+        "trust", "who trains under which edge: trust (ELSA) | nearest (nearest feasible edge) | random "
+                 "(FedAvg(Random): a random half of the clients each round, random feasible edges) | single (Simple "
+                 "SL: one edge for everyone, the cloud)")
+    aggregation: str = doc("trust", "the cloud's weights of the edges: trust (α_k = w̄_k/(1+R̄_k)) | sizes (Σ|D| "
+                                    "over the edges)")
+    server_opt: str = doc(
+        "none", "the cloud's step on the aggregated update: none | amsgrad (FedAMS: AMSGrad) | momentum (FedAvgM: "
+                "heavy-ball momentum β₁ = server_betas[0], step server_lr)")
+    server_lr: float = doc(1.0, "η, the step size of server_opt (amsgrad, momentum)")
+    server_betas: tuple[float, float] = doc((0.9, 0.99), "(β₁, β₂) of server_opt (momentum uses β₁ only)")
+    server_eps: float = doc(1e-3, "amsgrad: the floor ε of v̂")
+    prox_mu: float = doc(0.0, "FedProx's μ on the client's parameters (0: none)")
+    client_opt: str = doc(
+        "adamw", "the optimiser of the clients' and the edges' parameters: adamw | fedcada (FedCAda: Adam whose "
+                 "moments the cloud aggregates and sends back, with the correction m̂ = m/(1 − β1^k + γ/r), "
+                 "fedlab/objectives/fedcada.py) | sgd (plain SGD, no state: a step moves each parameter by lr × its "
+                 "gradient, where a fresh AdamW's first steps move every parameter by about lr whatever its gradient "
+                 "— under label skew that drives each client to its own classes)")
+    lr_schedule: str = doc(
+        "constant", "the learning rate over the global rounds, for the clients' and the edges' optimisers: constant "
+                    "| cosine (lr_g = lr · ½(1 + cos(π (g − 1) / G)) in round g of G; the warm-up takes lr)")
+    logit_adjust: float = doc(
+        0.0, "τ of the logit-adjusted client loss, CE(logits + τ·log π_n, y) with π_n the client's own class "
+             "frequencies (a label-skew correction; 0: plain cross-entropy, the paper's). Prediction always uses the "
+             "plain logits")
+    fedcada_gamma: float = doc(1.0, "client_opt fedcada: γ of the correction m̂ = m/(1 − β1^k + γ/r), r the round")
+    xi: float = doc(0.0, "stop when ‖θ_g − θ_{g−1}‖ ≤ ξ (0: run every round)")
     # communication model (Eq. 14–15)
-    bandwidth_mbps: tuple[float, float] = (50.0, 100.0)   # B_eff drawn per client in this range (seeded)
+    bandwidth_mbps: tuple[float, float] = doc((50.0, 100.0), "B_eff drawn per client in this range (Mbps, seeded)")
 
     def validate(self, p):
         if self.split is not None:

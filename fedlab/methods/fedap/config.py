@@ -3,15 +3,16 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from fedlab.methods.fedavg.config import FedAvgConfig
-from fedlab.validation import check
+from fedlab.validation import METHOD_NAME_HELP, check, doc
 
 
 @dataclass(frozen=True)
 class FedAPConfig(FedAvgConfig):
     """Bottleneck adapters (hidden size ⌈width·d⌉) instead of LoRA; the base stays frozen; FedAvg over the
     adapters. model.lora is not used."""
-    name: str = "fedap"
-    width: float = 0.0625          # d/16: about the parameters of LoRA r=8 on the attention projections
+    name: str = doc("fedap", METHOD_NAME_HELP)
+    width: float = doc(0.0625, "hidden size of each bottleneck adapter as a fraction of the model width d "
+                               "(⌈width·d⌉; d/16: about the parameters of LoRA r=8 on the attention projections)")
     fixed: ClassVar[tuple[str, ...]] = ("aggregator",)
     general: ClassVar[str] = "fedavg"
 

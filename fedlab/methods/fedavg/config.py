@@ -1,18 +1,19 @@
 """Config of `fedavg` (light: imported by config validation)."""
 from dataclasses import dataclass
 
-from fedlab.validation import MethodConfig, check, choose
+from fedlab.validation import METHOD_NAME_HELP, MethodConfig, check, choose, doc
 
 
 @dataclass(frozen=True)
 class FedAvgConfig(MethodConfig):
-    name: str = "fedavg"
-    weighting: str = "examples"      # examples | uniform (mean only)
-    # mean (FedAvg) | median | trimmed_mean | krum: robust options for untrusted clients
-    aggregator: str = "mean"
-    trim: float = 0.1                # trimmed_mean: fraction cut at each end per coordinate
-    krum_f: int = 1                  # krum: assumed number of attackers f
-    krum_m: int = 1                  # krum: average of the m best-scored updates (1 = Krum, >1 = Multi-Krum)
+    name: str = doc("fedavg", METHOD_NAME_HELP)
+    weighting: str = doc("examples", "weights of the client updates in the mean (aggregator mean only): examples "
+                                     "(by each client's example count) | uniform (equal weights)")
+    aggregator: str = doc("mean", "how the server combines the client updates: mean (FedAvg) | median | trimmed_mean "
+                                  "| krum (robust options for untrusted clients)")
+    trim: float = doc(0.1, "trimmed_mean: fraction cut at each end per coordinate")
+    krum_f: int = doc(1, "krum: assumed number of attackers f")
+    krum_m: int = doc(1, "krum: average of the m best-scored updates (1 = Krum, >1 = Multi-Krum)")
 
     def validate(self, p):
         check(self.weighting in ("examples", "uniform"), f"{p}.weighting", self.weighting,

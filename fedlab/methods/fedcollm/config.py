@@ -2,25 +2,26 @@
 from dataclasses import dataclass
 from typing import ClassVar, Optional
 
-from fedlab.validation import MethodConfig, check, choose
+from fedlab.validation import METHOD_NAME_HELP, MethodConfig, check, choose, doc
 
 
 @dataclass(frozen=True)
 class FedCoLLMConfig(MethodConfig):
     """model.name is the server's LLM, model.clients the devices' SLMs (any architectures)."""
-    name: str = "fedcollm"
+    name: str = doc("fedcollm", METHOD_NAME_HELP)
     heterogeneous_clients: ClassVar[bool] = True
     server_fits: ClassVar[bool] = True    # its server trains a model: backend.server_devices applies (objectives/server_devices.py)
 
-    topk: int = 16                   # K of the pooled KL between the LLM and an SLM
-    alpha: float = 0.5               # the SLM's loss: α·KL(LLM → SLM) + (1 − α)·CE on the server's data
-    beta: float = 0.5                # the LLM's loss: β·KL(SLM → LLM) + (1 − β)·CE
-    server_epochs: int = 1           # mutual-distillation epochs per SLM per round
-    server_lr: Optional[float] = None    # null: federation.lr
-    # L_kt per paired answer token (mean, SPEC §5.5 as of 2026-11-25) | per example, summed over its positions
-    # (sum: the ablation — it made α and β act about 4× stronger than written)
-    kt_reduction: str = "mean"
-    pool_index: str = "teacher"
+    topk: int = doc(16, "K of the pooled KL between the LLM and an SLM")
+    alpha: float = doc(0.5, "the SLM's loss: α·KL(LLM → SLM) + (1 − α)·CE on the server's data")
+    beta: float = doc(0.5, "the LLM's loss: β·KL(SLM → LLM) + (1 − β)·CE")
+    server_epochs: int = doc(1, "mutual-distillation epochs per SLM per round")
+    server_lr: Optional[float] = doc(None, "learning rate of the server's mutual distillation; null: federation.lr")
+    kt_reduction: str = doc("mean", "how L_kt is reduced: mean (per paired answer token) | sum (per example, "
+                                    "summed over its positions: the ablation, which makes α and β act about 4× "
+                                    "stronger than written)")
+    pool_index: str = doc("teacher", "the vocabulary ids of the top-K pooling: teacher (the teacher's top-K for "
+                                     "both sides) | own (each side its own top-K, the paper's literal reading)")
 
     def validate(self, p):
         check(self.topk >= 1, f"{p}.topk", self.topk, "an integer >= 1")

@@ -2,28 +2,32 @@
 from dataclasses import dataclass
 from typing import ClassVar, Optional
 
-from fedlab.validation import MethodConfig, check, choose
+from fedlab.validation import METHOD_NAME_HELP, MethodConfig, check, choose, doc
 
 
 @dataclass(frozen=True)
 class FedMKTConfig(MethodConfig):
     """FedMKT (paper 001, SPEC.md §2): model.name is the server's LLM, model.clients the clients' SLMs."""
-    name: str = "fedmkt"
+    name: str = doc("fedmkt", METHOD_NAME_HELP)
     heterogeneous_clients: ClassVar[bool] = True   # logits cross the wire, not weights
     server_fits: ClassVar[bool] = True    # its server trains a model: backend.server_devices applies (objectives/server_devices.py)
 
-    topk: int = 16                   # K: top-K logits per position in a knowledge message
-    lam: float = 0.9                 # λ of L2 / L3: λ·CE(labels) + (1 − λ)·CE(student, teacher)
-    temperature: float = 1.0         # T of softmax(aligned top-K / T)
-    server_epochs: int = 1           # R: the LLM's distillation epochs per round
-    distill_epochs: int = 1          # E of the clients' L3 phase (local training uses federation.local_epochs)
-    server_lr: Optional[float] = None            # η_ω; null: federation.lr
-    client_lr: Optional[list[float]] = None      # η_θ per client (Appendix D.1 has one per SLM); null: federation.lr
-    selection: str = "dualmince"     # dualmince (Algorithm 2) | all (ablation: distil on every public sample)
-    kd_positions: str = "all"        # all: every position with a next token (SPEC §2.1) | target: answer tokens only
-    mutual: bool = True              # False: the LLM is frozen and only teaches (LLM2SLM)
-    logit_dtype: str = "float32"     # float32 | float16: precision of the logits on the wire
-    public_batch_size: int = 32      # forward batch on the public set
+    topk: int = doc(16, "K: top-K logits per position in a knowledge message")
+    lam: float = doc(0.9, "λ of L2 / L3: λ·CE(labels) + (1 − λ)·CE(student, teacher)")
+    temperature: float = doc(1.0, "T of softmax(aligned top-K / T)")
+    server_epochs: int = doc(1, "R: the LLM's distillation epochs per round")
+    distill_epochs: int = doc(1, "E of the clients' L3 phase (local training uses federation.local_epochs)")
+    server_lr: Optional[float] = doc(None, "η_ω, the LLM's learning rate; null: federation.lr")
+    client_lr: Optional[list[float]] = doc(None, "η_θ per client (paper Appendix D.1 has one per SLM); null: "
+                                                 "federation.lr")
+    selection: str = doc("dualmince", "which public samples are distilled on: dualmince (paper Algorithm 2) | all "
+                                      "(ablation: every public sample)")
+    kd_positions: str = doc("all", "where the KD term applies: all (every position with a next token; FedMKT "
+                                   "README) | target (answer tokens only)")
+    mutual: bool = doc(True, "true: the LLM also learns from the clients; false: the LLM is frozen and only teaches "
+                             "(LLM2SLM)")
+    logit_dtype: str = doc("float32", "precision of the logits on the wire: float32 | float16")
+    public_batch_size: int = doc(32, "forward batch size on the public set")
 
     def validate(self, p):
         check(self.topk >= 1, f"{p}.topk", self.topk, "an integer >= 1")
@@ -51,8 +55,9 @@ class FedMKTConfig(MethodConfig):
 @dataclass(frozen=True)
 class LLM2SLMConfig(FedMKTConfig):
     """LLM2SLM baseline: FedMKT with the server's LLM frozen; it only teaches the clients."""
-    name: str = "llm2slm"
-    mutual: bool = False
+    name: str = doc("llm2slm", METHOD_NAME_HELP)
+    mutual: bool = doc(False, "false: the LLM is frozen and only teaches (fixed for LLM2SLM; method.name=fedmkt "
+                              "makes it learn)")
     fixed: ClassVar[tuple[str, ...]] = ("mutual",)
     server_fits: ClassVar[bool] = False   # the LLM is frozen: the server trains nothing
     general: ClassVar[str] = "fedmkt"

@@ -2,27 +2,33 @@
 from dataclasses import dataclass
 from typing import ClassVar
 
-from fedlab.validation import MethodConfig, check, choose
+from fedlab.validation import METHOD_NAME_HELP, MethodConfig, check, choose, doc
 
 
 @dataclass(frozen=True)
 class FedProxyConfig(MethodConfig):
-    name: str = "fedproxy"
-    kappa: float = 0.5               # fraction of the LLM's blocks removed to make the proxy (Eq. 1)
-    bi_samples: int = 256            # public samples for block influence (Eq. 4)
-    aggregator: str = "h_ties"       # h_ties | fedavg (the 'w/o H-TIES' ablation) | ties
-    pcr_lambda: float = 1e-5         # λ of PCR (Eq. 8); 0 is the 'w/o PCR' ablation
-    pcr_weighting: str = "conflict"  # conflict (Eq. 9) | consensus (1 − C, ablation)
-    r0: float = 1.0                  # H-TIES base retention (Eq. 10)
-    delta: float = 0.2               # H-TIES heterogeneity penalty δ
-    rho: float = 1.1                 # H-TIES sign-dominance ratio ρ ≥ 1 (Eq. 12)
-    eps: float = 1e-8
-    eta_g: float = 1.0               # server step size: φ ← φ + η_g·Δ (Eq. 14; 1 is the paper, SPEC §1.4)
-    denominator: str = "agreeing"    # H-TIES: agreeing (Eq. 13) | all (ablation: the total weight of all clients)
-    density: float = 0.2             # TIES density (aggregator=ties)
-    mu: float = 0.0                  # FedProx μ on the proxy's clients (0: none)
-    pooled: bool = False             # centralized training of the proxy on pooled data
-    fusion: str = "plugin"           # plugin (Eq. 3) | proxy_tuning (Appendix C.2)
+    name: str = doc("fedproxy", METHOD_NAME_HELP)
+    kappa: float = doc(0.5, "fraction of the LLM's blocks removed to make the proxy (paper Eq. 1)")
+    bi_samples: int = doc(256, "public samples for block influence (paper Eq. 4)")
+    aggregator: str = doc("h_ties", "how the proxy's client updates merge on the server: h_ties | fedavg (the "
+                                    "'w/o H-TIES' ablation) | ties")
+    pcr_lambda: float = doc(1e-5, "λ of PCR, the conflict-weighted proximal penalty on the clients (paper Eq. 8); "
+                                  "0 is the 'w/o PCR' ablation")
+    pcr_weighting: str = doc("conflict", "PCR's per-coordinate weights: conflict (paper Eq. 9) | consensus (1 − C, "
+                                         "ablation)")
+    r0: float = doc(1.0, "H-TIES base retention r0 (paper Eq. 10)")
+    delta: float = doc(0.2, "H-TIES heterogeneity penalty δ (paper Eq. 10)")
+    rho: float = doc(1.1, "H-TIES sign-dominance ratio ρ ≥ 1 (paper Eq. 12)")
+    eps: float = doc(1e-8, "H-TIES: ε in the sign-dominance ratios P/(N + ε) and N/(P + ε)")
+    eta_g: float = doc(1.0, "server step size: φ ← φ + η_g·Δ (paper Eq. 14; 1 is the paper's)")
+    denominator: str = doc("agreeing", "H-TIES: agreeing (paper Eq. 13) | all (ablation: the total weight of all "
+                                       "clients)")
+    density: float = doc(0.2, "TIES density: the fraction of each update's largest coordinates kept "
+                              "(aggregator=ties)")
+    mu: float = doc(0.0, "FedProx μ on the proxy's clients (0: none)")
+    pooled: bool = doc(False, "centralized training of the proxy on pooled data")
+    fusion: str = doc("plugin", "how the tuned proxy reaches the LLM: plugin (paper Eq. 3) | proxy_tuning (paper "
+                                "Appendix C.2)")
 
     def validate(self, p):
         check(0.0 <= self.kappa < 1.0, f"{p}.kappa", self.kappa, "a fraction of blocks in [0, 1)")
@@ -55,9 +61,10 @@ class FedProxyConfig(MethodConfig):
 @dataclass(frozen=True)
 class TiesConfig(FedProxyConfig):
     """TIES-merging on the proxy (no PCR), then the same fusion."""
-    name: str = "ties"
-    aggregator: str = "ties"
-    pcr_lambda: float = 0.0
+    name: str = doc("ties", METHOD_NAME_HELP)
+    aggregator: str = doc("ties", "how the proxy's client updates merge on the server: h_ties | fedavg | ties "
+                                  "(fixed at ties for this method)")
+    pcr_lambda: float = doc(0.0, "λ of PCR (fixed at 0 for this method: no PCR)")
     fixed: ClassVar[tuple[str, ...]] = ("aggregator", "pcr_lambda")
     general: ClassVar[str] = "fedproxy"
 
@@ -66,16 +73,18 @@ class TiesConfig(FedProxyConfig):
 class OffsiteConfig(FedProxyConfig):
     """The Offsite-Tuning family on the LLM (SPEC.md §1.6): adapters = the first `adapter_front` and last
     `adapter_back` blocks with LoRA, emulator = the middle blocks uniformly sub-sampled by κ, frozen."""
-    name: str = "fedot"
-    aggregator: str = "fedavg"
-    pcr_lambda: float = 0.0
+    name: str = doc("fedot", METHOD_NAME_HELP)
+    aggregator: str = doc("fedavg", "how the client updates merge on the server: h_ties | fedavg | ties (fixed at "
+                                    "fedavg for the Offsite-Tuning family)")
+    pcr_lambda: float = doc(0.0, "λ of PCR (fixed at 0 for the Offsite-Tuning family: no PCR)")
     fixed: ClassVar[tuple[str, ...]] = ("aggregator", "pcr_lambda", "pooled", "train_emulator", "realign")
-    adapter_front: int = 2
-    adapter_back: int = 2
-    train_emulator: bool = False     # FedOT-ET: LoRA on the emulator too (discarded at plug-in)
-    realign: bool = False            # FedBiOT: the server re-aligns the emulator by KD on public data
-    realign_steps: int = 10
-    realign_lr: float = 1e-4
+    adapter_front: int = doc(2, "the adapter's first blocks: this many blocks at the front of the LLM, tuned with "
+                                "LoRA")
+    adapter_back: int = doc(2, "the adapter's last blocks: this many blocks at the back of the LLM, tuned with LoRA")
+    train_emulator: bool = doc(False, "FedOT-ET: LoRA on the emulator too (discarded at plug-in)")
+    realign: bool = doc(False, "FedBiOT: the server re-aligns the emulator by KD on public data")
+    realign_steps: int = doc(10, "FedBiOT: the server's emulator re-alignment steps per round")
+    realign_lr: float = doc(1e-4, "FedBiOT: AdamW learning rate of the emulator re-alignment")
 
     def validate(self, p):
         super().validate(p)
@@ -97,21 +106,23 @@ class OffsiteConfig(FedProxyConfig):
 @dataclass(frozen=True)
 class OTConfig(OffsiteConfig):
     """Offsite-Tuning with one data owner holding the pooled data."""
-    name: str = "ot"
-    pooled: bool = True
+    name: str = doc("ot", METHOD_NAME_HELP)
+    pooled: bool = doc(True, "one data owner trains on the pooled data (fixed for this method)")
 
 
 @dataclass(frozen=True)
 class FedBiOTConfig(OffsiteConfig):
     """FedBiOT: adapter = the last 4 blocks; the server re-aligns the emulator each round."""
-    name: str = "fedbiot"
-    adapter_front: int = 0
-    adapter_back: int = 4
-    realign: bool = True
+    name: str = doc("fedbiot", METHOD_NAME_HELP)
+    adapter_front: int = doc(0, "the adapter's first blocks: this many blocks at the front of the LLM, tuned with "
+                                "LoRA (FedBiOT: none)")
+    adapter_back: int = doc(4, "the adapter's last blocks: this many blocks at the back of the LLM, tuned with LoRA "
+                               "(FedBiOT: the last 4)")
+    realign: bool = doc(True, "the server re-aligns the emulator by KD on public data each round (fixed for FedBiOT)")
 
 
 @dataclass(frozen=True)
 class FedOTETConfig(OffsiteConfig):
     """FedOT-ET: the emulator is trained too."""
-    name: str = "fedot_et"
-    train_emulator: bool = True
+    name: str = doc("fedot_et", METHOD_NAME_HELP)
+    train_emulator: bool = doc(True, "LoRA on the emulator too, discarded at plug-in (fixed for FedOT-ET)")

@@ -1,17 +1,17 @@
 """Config of `floe` and its ablations (light: imported by config validation)."""
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar, Optional
 
-from fedlab.validation import MethodConfig, check, choose
+from fedlab.validation import METHOD_NAME_HELP, MethodConfig, check, choose, doc
 
 
 @dataclass(frozen=True)
 class DeviceClass:
     """A simulated device class (SPEC §4.3; fedlab.hetero.devices says how memory and speed are used)."""
-    name: str = "orin-nano"
-    share: float = 1.0          # relative number of clients of this class
-    memory: float = 0.3         # budget on the profile's memory range: M(r_min) + memory·(M(r_max) − M(r_min))
-    speed: float = 0.4          # step-time divisor (1.0: the machine the profile was measured on)
+    name: str = doc("orin-nano", "the device class's name (in messages)")
+    share: float = doc(1.0, "relative number of clients of this class")
+    memory: float = doc(0.3, "memory budget on the profile's memory range: M(r_min) + memory·(M(r_max) − M(r_min))")
+    speed: float = doc(0.4, "step-time divisor (1.0: the machine the profile was measured on)")
 
 
 # the paper's Table I: Jetson Orin Nano 8 GB (speed 0.4) and Orin NX 16 GB (speed 1.0), 10 Nano : 5 NX
@@ -21,69 +21,78 @@ ORIN_CLASSES = (DeviceClass("orin-nano", 2.0, 0.3, 0.4), DeviceClass("orin-nx", 
 @dataclass(frozen=True)
 class FloeConfig(MethodConfig):
     """Floe's fine-tuning phase (paper 003, SPEC.md §4.1, §4.3): model.name is the devices' SLM."""
-    name: str = "floe"
+    name: str = doc("floe", METHOD_NAME_HELP)
 
     # resource-aware ranks (Algorithm 1)
-    ranks: tuple[int, ...] = (4, 8, 16, 32, 64)     # R_set
-    lora_scale: float = 2.0          # α = lora_scale · r, so ΔW = s·BA means the same at every rank
-    rank_selection: bool = True      # False (Floe^-M): every client at r_max; those that do not fit sit out
-    devices: tuple[DeviceClass, ...] = field(default_factory=lambda: ORIN_CLASSES)
-    background_load: float = 0.3     # a round's load u ~ U(0, this) takes u of the memory range, speed·(1 − u/2)
-    deadline: Optional[float] = None     # simulated seconds per round; null: the midpoint rule (README)
-    # a profile JSON to use instead of measuring this machine (in a YAML: relative to the YAML's folder)
-    profile: Optional[str] = field(default=None, metadata={"input_path": True})
-    # synchronous (deadline-based, the paper's protocol) or asynchronous (Eq. 5, our extra mode)
-    mode: str = "sync"
-    async_beta: Optional[float] = None   # β of exp(−β·τ), τ in simulated seconds; null: ln 2 / T (one deadline late weighs ½)
-    async_max_lag: float = 3.0       # async: a device trains only at a rank whose latency is ≤ this many deadlines
+    ranks: tuple[int, ...] = doc((4, 8, 16, 32, 64), "R_set, the LoRA ranks a client may train at")
+    lora_scale: float = doc(2.0, "α = lora_scale · r, so ΔW = s·BA means the same at every rank")
+    rank_selection: bool = doc(True, "false (Floe^-M): every client at r_max; those that do not fit sit out")
+    devices: tuple[DeviceClass, ...] = doc(help="the simulated device classes (name, share, memory, speed); default: "
+                                                "the paper's Jetson Orin Nano and Orin NX, 2 : 1",
+                                           factory=lambda: ORIN_CLASSES)
+    background_load: float = doc(0.3, "a round's load u ~ U(0, this) takes u of the memory range, speed·(1 − u/2)")
+    deadline: Optional[float] = doc(None, "simulated seconds per round; null: the midpoint rule (Floe README)")
+    profile: Optional[str] = doc(None, "a profile JSON to use instead of measuring this machine (in a YAML: relative "
+                                       "to the YAML's folder)", input_path=True)
+    mode: str = doc("sync", "sync (deadline-based, the paper's protocol) | async (paper Eq. 5, fedlab's extra mode)")
+    async_beta: Optional[float] = doc(None, "β of exp(−β·τ), τ in simulated seconds; null: ln 2 / T (one deadline "
+                                            "late weighs ½)")
+    async_max_lag: float = doc(3.0, "async: a device trains only at a rank whose latency is ≤ this many deadlines")
     # clustered aggregation (Eq. 4)
-    cluster: bool = True             # False (Floe^-P): one cluster
-    max_clusters: int = 10
-    min_silhouette: float = 0.25     # below it: one cluster
-    experts: Optional[int] = None    # a fixed number of clusters M (Fig. 14's sweep); null: the silhouette choice
-    probe_per_task: int = 8          # public samples per task for the behaviour embeddings
-    # inference: the parameter-free router over the expert pool (Eq. 9–11), scored at the end of the run
-    router: bool = True
-    # the sentence encoder of prompts and experts (the paper's BGE): auto — minilm-l6 when its package is
-    # installed, else the zoo's tiny-bert | a named encoder (minilm-l6, tiny-bert, a BERT folder) | slm — the
-    # base SLM's own mean hidden state (no extra model on the device)
-    router_encoder: str = "auto"
-    router_k: int = 32               # public samples per expert embedding
-    router_temperature: float = 1.0  # 1: no temperature (SPEC §4.3)
-    router_kind: str = "free"        # free: Eq. 9–11's cosine gate | dense: a trained linear gate (LLM-FedMoE)
-    router_top: Optional[int] = None     # keep each gate's top-k experts, renormalised; null: all of them
-    # fold each prompt's mixture into the weights (one plain forward per token, merged.py): null — yes when
-    # combine=fusion and the M dense expert deltas fit in router_merge_max_mb; true / false force it
-    router_merge: Optional[bool] = None
-    router_merge_max_mb: float = 2048.0
-    router_epochs: int = 30          # dense gate: epochs over the public samples
-    router_lr: float = 0.05
+    cluster: bool = doc(True, "clustered aggregation (paper Eq. 4); false (Floe^-P): one cluster")
+    max_clusters: int = doc(10, "the silhouette choice tries M = 2 .. min(max_clusters, N − 1) clusters")
+    min_silhouette: float = doc(0.25, "below this best silhouette: one cluster")
+    experts: Optional[int] = doc(None, "a fixed number of clusters M (Fig. 14's sweep); null: the silhouette choice")
+    probe_per_task: int = doc(8, "public samples per task for the behaviour embeddings")
+    router: bool = doc(True, "inference: the parameter-free router over the expert pool (paper Eq. 9–11), scored at "
+                             "the end of the run")
+    router_encoder: str = doc(
+        "auto", "the sentence encoder of prompts and experts (the paper's BGE): auto — minilm-l6 when its package "
+                "is installed, else the zoo's tiny-bert | a named encoder (minilm-l6, tiny-bert, a BERT folder) | "
+                "slm — the base SLM's own mean hidden state (no extra model on the device)")
+    router_k: int = doc(32, "public samples per expert embedding")
+    router_temperature: float = doc(1.0, "temperature of the router's softmax over cosines (1: no temperature)")
+    router_kind: str = doc("free", "free: Eq. 9–11's cosine gate | dense: a trained linear gate (LLM-FedMoE)")
+    router_top: Optional[int] = doc(None, "keep each gate's top-k experts, renormalised; null: all of them")
+    router_merge: Optional[bool] = doc(
+        None, "fold each prompt's mixture into the weights (one plain forward per token, merged.py): null — yes "
+              "when combine=fusion and the M dense expert deltas fit in router_merge_max_mb; true / false force it")
+    router_merge_max_mb: float = doc(2048.0, "router_merge null: merge only when the dense expert deltas fit in this "
+                                             "many MiB")
+    router_epochs: int = doc(30, "dense gate: epochs over the public samples")
+    router_lr: float = doc(0.05, "dense gate: Adam learning rate")
     # inference: LLM–SLM logit fusion (Eq. 12–15); null llm: no fusion
-    llm: Optional[str] = None        # the cloud LLM (zero-shot), e.g. tiny-llama
-    combine: str = "fusion"          # fusion: the learned gate (Eq. 12–15) | proxy: proxy tuning, LLM + SLM' − SLM
-    fusion_features: str = "full"    # full: [P_SLM; P_LLM] | compact: max, entropy and overlap (ablation)
-    fusion_positions: int = 2048     # public answer tokens the gate trains on, balanced over tasks (SPEC §4.3); every
-                                     # 5th example of a task is read on top of them and held out for the NLL check
-    fusion_epochs: int = 3
-    fusion_lr: float = 1e-3
-    fusion_rtt: float = 0.08         # simulated round-trip time to the cloud (s), ± fusion_rtt_jitter
-    fusion_rtt_jitter: float = 0.04
-    # the cloud LLM's compute per token (ms), simulated: a cloud GPU's time, not this machine's, so the fallback
-    # (hence every fused score) does not depend on this machine's speed or load; null: measure the LLM here
-    fusion_cloud_ms: Optional[float] = 5.0
-    tau_wait: float = 0.2            # the LLM's token counts only when RTT + cloud time ≤ this (s)
-    fusion_eval_per_task: Optional[int] = 50    # test items per task scored with fusion (null: all)
-    detector_encoder: Optional[str] = None      # null: stage 1 only | a sentence encoder for stage 2 (minilm-l6)
-    detector_tau: Optional[float] = None        # stage 2's cosine threshold; null: chosen for F1 on validation prompts
-    # stage 2's embedding: contextual — the encoder's mean-pooled output; static — the mean of its input word
-    # embeddings (no transformer layer: under 1 ms per prompt, the same F1 with MiniLM, experiments/floe/DETECTOR.md)
-    detector_pooling: str = "contextual"
-    # local DP (off by default): dpsgd — per-example clipping to C and N(0, σ²C²) on each batch's sum;
-    # update — the round's update clipped to C plus N(0, σ²C²) once (a labelled variant)
-    dp: str = "none"
-    dp_clip: float = 1.0             # C
-    dp_noise: float = 1.0            # σ, the noise multiplier
-    dp_delta: float = 1e-5           # δ of the reported ε
+    llm: Optional[str] = doc(None, "the cloud LLM (zero-shot) for LLM–SLM logit fusion, e.g. tiny-llama; null: no "
+                                   "fusion")
+    combine: str = doc("fusion", "fusion: the learned gate (paper Eq. 12–15) | proxy: proxy tuning, LLM + SLM' − SLM")
+    fusion_features: str = doc("full", "the gate's input: full ([P_SLM; P_LLM]) | compact (max, entropy and overlap; "
+                                       "ablation)")
+    fusion_positions: int = doc(
+        2048, "public answer tokens the fusion gate trains on, balanced over tasks; every 5th example of a task is "
+              "read on top of them and held out for the NLL check")
+    fusion_epochs: int = doc(3, "epochs of the fusion gate's training")
+    fusion_lr: float = doc(1e-3, "learning rate of the fusion gate")
+    fusion_rtt: float = doc(0.08, "simulated round-trip time to the cloud (s), ± fusion_rtt_jitter")
+    fusion_rtt_jitter: float = doc(0.04, "half-width (s) of the seeded jitter on fusion_rtt")
+    fusion_cloud_ms: Optional[float] = doc(
+        5.0, "the cloud LLM's compute per token (ms), simulated: a cloud GPU's time, not this machine's, so the "
+             "fallback (hence every fused score) does not depend on this machine's speed or load; null: measure the "
+             "LLM here")
+    tau_wait: float = doc(0.2, "the LLM's token counts only when RTT + cloud time ≤ this (s)")
+    fusion_eval_per_task: Optional[int] = doc(50, "test items per task scored with fusion (null: all)")
+    detector_encoder: Optional[str] = doc(None, "privacy detector: null — stage 1 only | a sentence encoder for "
+                                                "stage 2 (minilm-l6)")
+    detector_tau: Optional[float] = doc(None, "stage 2's cosine threshold; null: chosen for F1 on validation prompts")
+    detector_pooling: str = doc(
+        "contextual", "stage 2's embedding: contextual — the encoder's mean-pooled output | static — the mean of its "
+                      "input word embeddings (no transformer layer: under 1 ms per prompt, the same F1 with MiniLM, "
+                      "experiments/floe/DETECTOR.md)")
+    dp: str = doc("none", "local DP (off by default): none | dpsgd — per-example clipping to C and N(0, σ²C²) on each "
+                          "batch's sum | update — the round's update clipped to C plus N(0, σ²C²) once (a labelled "
+                          "variant)")
+    dp_clip: float = doc(1.0, "C, the clipping norm of local DP")
+    dp_noise: float = doc(1.0, "σ, the noise multiplier of local DP")
+    dp_delta: float = doc(1e-5, "δ of the reported ε")
 
     def validate(self, p):
         check(len(self.ranks) >= 1 and all(isinstance(r, int) and r >= 1 for r in self.ranks), f"{p}.ranks",
@@ -147,8 +156,9 @@ class FloeConfig(MethodConfig):
 @dataclass(frozen=True)
 class FloeNoRankConfig(FloeConfig):
     """Ablation Floe^-M: no rank selection — every client trains at r_max; those that do not fit drop out."""
-    name: str = "floe_no_rank"
-    rank_selection: bool = False
+    name: str = doc("floe_no_rank", METHOD_NAME_HELP)
+    rank_selection: bool = doc(False, "false: every client at r_max; those that do not fit sit out (fixed for this "
+                                      "ablation)")
     fixed: ClassVar[tuple[str, ...]] = ("rank_selection",)
     general: ClassVar[str] = "floe"
 
@@ -156,8 +166,8 @@ class FloeNoRankConfig(FloeConfig):
 @dataclass(frozen=True)
 class FloeNoClusterConfig(FloeConfig):
     """Ablation Floe^-P: one cluster (uniform average of every update, ranks padded)."""
-    name: str = "floe_no_cluster"
-    cluster: bool = False
+    name: str = doc("floe_no_cluster", METHOD_NAME_HELP)
+    cluster: bool = doc(False, "false: one cluster, a uniform average of every update (fixed for this ablation)")
     fixed: ClassVar[tuple[str, ...]] = ("cluster",)
     general: ClassVar[str] = "floe"
 
@@ -167,10 +177,12 @@ class LLMFedMoEConfig(FloeConfig):
     """Floe's LLM-FedMoE baseline (paper 003 §V, baseline 7): Floe's fine-tuning phase and expert pool; at
     inference a trainable dense router (a linear gate on the prompt's embedding, trained on the public samples)
     keeps the top-3 experts, and the cloud LLM is proxy-tuned by the routed SLM (LLM + SLM' − SLM)."""
-    name: str = "llm_fedmoe"
-    router_kind: str = "dense"
-    router_top: Optional[int] = 3
-    combine: str = "proxy"
-    llm: Optional[str] = "tiny-llama"
+    name: str = doc("llm_fedmoe", METHOD_NAME_HELP)
+    router_kind: str = doc("dense", "free: Eq. 9–11's cosine gate | dense: a trained linear gate (LLM-FedMoE); fixed at dense here")
+    router_top: Optional[int] = doc(3, "keep each gate's top-k experts, renormalised (LLM-FedMoE: 3); null: all of "
+                                       "them")
+    combine: str = doc("proxy", "proxy: the cloud LLM proxy-tuned by the routed SLM, LLM + SLM' − SLM (fixed here)")
+    llm: Optional[str] = doc("tiny-llama", "the cloud LLM, proxy-tuned by the routed SLM; must share model.name's "
+                                           "tokenizer")
     fixed: ClassVar[tuple[str, ...]] = ("router_kind", "combine")
     general: ClassVar[str] = "floe"

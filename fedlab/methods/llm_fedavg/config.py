@@ -2,7 +2,7 @@
 from dataclasses import dataclass
 
 from fedlab.methods.fedavg.config import FedAvgConfig
-from fedlab.validation import check
+from fedlab.validation import METHOD_NAME_HELP, check, doc
 
 
 @dataclass(frozen=True)
@@ -10,9 +10,11 @@ class LLMFedAvgConfig(FedAvgConfig):
     """Floe's LLM-FedAvg baseline (paper 003 §V): FedAvg of the devices' SLM LoRA with equal weights, then
     proxy inference of the cloud LLM: logits = LLM(x) + SLM_LoRA(x) − SLM(x). `llm` must share the SLM's
     tokenizer (model.name)."""
-    name: str = "llm_fedavg"
-    weighting: str = "uniform"
-    llm: str = "tiny-llama"
+    name: str = doc("llm_fedavg", METHOD_NAME_HELP)
+    weighting: str = doc("uniform", "weights of the client updates in the mean: uniform (equal weights, the "
+                                    "baseline's) | examples (by each client's example count)")
+    llm: str = doc("tiny-llama", "the cloud LLM proxy-tuned at inference by the averaged SLM LoRA (LLM + SLM_LoRA − "
+                                 "SLM); must share model.name's tokenizer")
 
     def validate(self, p):
         super().validate(p)

@@ -2,10 +2,10 @@
 from dataclasses import dataclass
 from typing import ClassVar
 
-from fedlab.validation import MethodConfig
+from fedlab.validation import METHOD_NAME_HELP, MethodConfig, doc
 
 
 @dataclass(frozen=True)
 class StandaloneConfig(MethodConfig):
-    name: str = "standalone"
+    name: str = doc("standalone", METHOD_NAME_HELP)
     heterogeneous_clients: ClassVar[bool] = True   # nothing is exchanged
