@@ -6,6 +6,7 @@ argument parser and an API reference (mkdocstrings), built by MkDocs with the Ma
 
     python -m fedlab.docsite build [--out site]    # stage the pages into site_src/, then build the HTML
     python -m fedlab.docsite serve                 # the same, served with live reload
+    python -m fedlab.docsite config                # fill each method README's configuration table
 
 MkDocs builds from one folder, so the pages that live beside their code are staged into it with their links
 rewritten: a link to a repository file that has a page goes to that page, a figure is copied beside the page,
@@ -78,18 +79,48 @@ def rewrite_links(text: str, source: str, page: str, pages: dict[str, str], root
     return LINK.sub(sub, text)
 
 
-def method_config_section(name: str) -> list[str]:
-    """The method's configuration table, generated from its config dataclass (the help each field carries)."""
+def config_table(name: str) -> list[str]:
+    """The `method.` keys of the method registered as `name`, a Markdown table generated from its config dataclass
+    (the help each field carries); [] for a folder that registers no method under its own name."""
     from fedlab import registry
-
-    if name not in registry.method_names():         # a folder that registers no method under its own name
-        return []
-    spec = registry.get(name)
     from fedlab.config_help import markdown_table
 
+    if name not in registry.method_names():
+        return []
+    return markdown_table(registry.get(name).config_cls, "method").splitlines()
+
+
+def config_blocks(root: Path = ROOT) -> dict[Path, str]:
+    """{README: its text with the `config` block filled} for every method README that has the block's markers."""
+    from fedlab.evidence.claims import block_markers
+
+    begin, end = block_markers("config")
+    out = {}
+    for readme in sorted((Path(root) / "fedlab" / "methods").glob("*/README.md")):
+        text = readme.read_text()
+        if begin in text and end in text:
+            block = "\n".join([begin, *config_table(readme.parent.name), end])
+            out[readme] = re.sub(re.escape(begin) + r".*?" + re.escape(end), lambda _, b=block: b, text, flags=re.S)
+    return out
+
+
+def write_config_blocks(root: Path = ROOT) -> list[Path]:
+    """Fill every method README's `config` block; returns the READMEs whose text changed."""
+    changed = [p for p, text in config_blocks(root).items() if p.read_text() != text]
+    for p in changed:
+        p.write_text(config_blocks(root)[p])
+    return changed
+
+
+def method_config_section(name: str, text: str) -> list[str]:
+    """The configuration table appended to a method page whose README has no `config` block."""
+    from fedlab.evidence.claims import block_markers
+
+    if block_markers("config")[0] in text or not config_table(name):
+        return []
     return ["", "## Configuration", "", "Every key of `method.` for `method.name: " + name + "`, generated from its "
             "config dataclass (`fedlab config show CONFIG method.` prints the resolved values).", "",
-            *markdown_table(spec.config_cls, "method").splitlines()]
+            *config_table(name)]
 
 
 def cli_reference() -> list[str]:
@@ -122,7 +153,7 @@ def stage(out: Path, root: Path = ROOT) -> list[tuple[str, str]]:
     for source, page in pages.items():
         text = (root / source).read_text()
         if source.startswith("fedlab/methods/"):
-            text = text.rstrip("\n") + "\n" + "\n".join(method_config_section(Path(source).parent.name)) + "\n"
+            text = text.rstrip("\n") + "\n" + "\n".join(method_config_section(Path(source).parent.name, text)) + "\n"
         (out / page).parent.mkdir(parents=True, exist_ok=True)
         (out / page).write_text(rewrite_links(text, source, page, pages, root, out, broken))
     if broken:
@@ -175,9 +206,14 @@ def build(site: Path, staged: Path | None = None, root: Path = ROOT, serve: bool
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="build fedlab's documentation site (MkDocs, warnings as errors)")
-    ap.add_argument("action", choices=["build", "serve"])
+    ap.add_argument("action", choices=["build", "serve", "config"],
+                    help="config: fill every method README's configuration table from its config dataclass")
     ap.add_argument("--out", default=str(ROOT / "site"), help="the HTML site's folder (default: site/)")
     args = ap.parse_args(argv)
+    if args.action == "config":
+        for p in write_config_blocks():
+            print(f"wrote {p.relative_to(ROOT)}")
+        return 0
     try:
         site = build(Path(args.out), serve=args.action == "serve")
     except Exception as e:                  # MkDocs' strict mode: a warning aborts the build

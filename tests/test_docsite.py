@@ -35,3 +35,20 @@ def test_a_link_to_a_missing_file_fails_the_build(tmp_path):
     shutil.copy(ROOT / "benchmarks" / "README.md", root / "benchmarks" / "README.md")
     with pytest.raises(docsite.BrokenLinks, match="docs/faults.md: nowhere.md"):
         docsite.stage(tmp_path / "out", root)
+
+
+def test_method_readmes_show_the_configuration_their_dataclass_declares(tmp_path):
+    """A README's `config` block is the table generated from the method's config dataclass: filled by
+    `python -m fedlab.docsite config`, and every committed one is current."""
+    from fedlab.evidence.claims import block_markers
+
+    begin, end = block_markers("config")
+    stale = [p for p, text in docsite.config_blocks().items() if p.read_text() != text]
+    assert not stale, f"run `python -m fedlab.docsite config`: {stale}"
+    readme = tmp_path / "fedlab" / "methods" / "fedmkt" / "README.md"
+    readme.parent.mkdir(parents=True)
+    readme.write_text(f"# fedmkt\n\n{begin}\n{end}\n")
+    assert docsite.write_config_blocks(tmp_path) == [readme]
+    text = readme.read_text()
+    assert "| `method.topk` | `int` | `16` |" in text and text.endswith(f"{end}\n")
+    assert docsite.write_config_blocks(tmp_path) == []

@@ -422,8 +422,8 @@ def test_the_central_grid_separates_the_learning_rate_from_the_logit_adjustment(
     lines = mod.central_grid_section(r)
     assert "| lr | τ = 0 | τ = 1 |" in lines
     row = {line.split(" | ")[0]: line for line in lines if line.startswith("| 0.00")}
-    assert row["| 0.002"].startswith("| 0.002 | 94.0 ± 2.5 (94.0 ± 2.5) (3 seeds) | 94.0 ± 2.5")
-    assert row["| 0.005"].startswith("| 0.005 | 74.0 ± 0.0 (74.0 ± 0.0) (3 seeds) | 74.0 ± 0.0")
+    assert row["| 0.002"].startswith("| 0.002 | 94.0 ± 2.5 (94.0 ± 2.5) (3 seeds) ◌ | 94.0 ± 2.5")   # ◌: no shares
+    assert row["| 0.005"].startswith("| 0.005 | 74.0 ± 0.0 (74.0 ± 0.0) (3 seeds) ◌ | 74.0 ± 0.0")
     diff = {line.split(" | ")[0]: line for line in lines if line.startswith(("| lr 0.005", "| τ = 1"))}
     assert set(diff) == {"| lr 0.005 − lr 0.002, τ = 0", "| lr 0.005 − lr 0.002, τ = 1",
                          "| τ = 1 − τ = 0, lr 0.002", "| τ = 1 − τ = 0, lr 0.005"}

@@ -272,8 +272,12 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
         for line in (line for rep in reports for line in rep.lines()):
             print(line, file=sys.stderr, flush=True)
         if args.spot_check is not None:
+            check_tree(False, results.path.parent)           # the outcome names HEAD: a clean tree only
+            parent = lambda cfg: _parent_run(results, cfg, title or Path(folder).name)
             spot = spot_check(results, rows, args.spot_check, args.spot_seed, args.spot_max_seconds,
-                              jobs=args.jobs or 1, title=title)
+                              jobs=args.jobs or 1, tags_for=lambda cfg: (
+                                  {"mlflow.parentRunId": p, "fedlab.table": title, "fedlab.spot_check": "1"}
+                                  if (p := parent(cfg)) else None))
         elif not args.render_only:
             execute(rows, results, seeds, tuple(args.overrides), args.rerun, title, summarize, jobs=args.jobs,
                     allow_dirty=args.allow_dirty)

@@ -61,22 +61,21 @@ def draw(results, plan, k: int, seed: int, max_seconds: float | None = None) -> 
 
 
 def spot_check(results, plan, k: int, seed: int | None = None, max_seconds: float | None = None,
-               jobs: int = 1, title: str = "", progress: bool = True) -> dict:
-    """Re-run K drawn pairs at HEAD (a clean tree: `runner.check_tree`), compare them, keep the outcome in
-    `results.meta["spot_check"]` (saved) and return it."""
+               jobs: int = 1, tags_for=None, progress: bool = True) -> dict:
+    """Re-run K drawn pairs at HEAD, compare them, keep the outcome in `results.meta["spot_check"]` (saved) and
+    return it; `tags_for(first config)` gives the MLflow tags of the re-runs (the table's parent run). The caller
+    checks the tree is clean first (`runner.check_tree`): the outcome names HEAD's commit."""
     from fedlab.evidence import provenance
-    from fedlab.evidence.runner import _parent_run, check_tree
     from fedlab.parallel import run_many
 
-    check_tree(False, results.path.parent)
     seed = random.SystemRandom().randrange(2 ** 31) if seed is None else seed
     picks = draw(results, plan, k, seed, max_seconds)
     if not picks:
         raise SpotCheckError("--spot-check: no current record to re-run"
-                         + (f" of at most {max_seconds:g} s" if max_seconds is not None else ""))
+                             + (f" of at most {max_seconds:g} s" if max_seconds is not None else ""))
+    commit = provenance.git_state()["commit"]
     cfgs = [p.resolve(rec["seed"]) for p, rec in picks]
-    parent = _parent_run(results, cfgs[0], title or results.path.parent.name)
-    tags = {"mlflow.parentRunId": parent, "fedlab.table": title, "fedlab.spot_check": "1"} if parent else None
+    tags = tags_for(cfgs[0]) if tags_for is not None else None
     if progress:
         print(f"[fedlab] spot-check: re-running {len(picks)} recorded pairs (draw seed {seed}): "
               + ", ".join(f"{p.key} seed {rec['seed']}" for p, rec in picks), file=sys.stderr, flush=True)
@@ -90,9 +89,8 @@ def spot_check(results, plan, k: int, seed: int | None = None, max_seconds: floa
             print(f"[fedlab] spot-check {p.key} seed {rec['seed']}: "
                   + ("equal to its record" if not differ else "REPRODUCIBILITY FAILURE: " + "; ".join(differ[:5])),
                   file=sys.stderr, flush=True)
-    outcome = {"commit": provenance.git_state()["commit"], "date": datetime.date.today().isoformat(),
-               "draw_seed": seed, "max_seconds": max_seconds, "pairs": pairs,
-               "failures": sum(bool(p["differ"]) for p in pairs)}
+    outcome = {"commit": commit, "date": datetime.date.today().isoformat(), "draw_seed": seed,
+               "max_seconds": max_seconds, "pairs": pairs, "failures": sum(bool(p["differ"]) for p in pairs)}
     results.meta["spot_check"] = outcome
     results.save()
     return outcome
