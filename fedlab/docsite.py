@@ -165,10 +165,19 @@ def stage(out: Path, root: Path = ROOT) -> list[tuple[str, str]]:
     return nav
 
 
+# the top-level pages in reading order (others follow, by name)
+ORDER = ("getting-started.md", "concepts.md", "results.md", "reproducibility.md", "cluster.md", "plan.md", "faults.md",
+         "benchmark.md", "configs.md", "architecture.md", "house.md", "dependencies.md", "cli.md", "api.md",
+         "benchmarks.md")
+
+
 def config(out: Path, site: Path, nav: list[tuple[str, str]]) -> dict:
     """The MkDocs configuration of the staged pages."""
     section = lambda prefix: [{t: p} for t, p in nav if p.startswith(prefix)]
-    top = [{t: p} for t, p in nav if "/" not in p and p not in ("index.md", "readme.md")]
+    rank = {p: i for i, p in enumerate(ORDER)}
+    top = sorted(([{t: p}, p] for t, p in nav if "/" not in p and p not in ("index.md", "readme.md")),
+                 key=lambda x: (rank.get(x[1], len(ORDER)), x[1]))
+    top = [entry for entry, _ in top]
     return {
         "site_name": "fedlab", "docs_dir": str(out), "site_dir": str(site), "strict": True,
         "theme": {"name": "material", "features": ["navigation.sections", "search.highlight"]},
