@@ -182,3 +182,31 @@ def test_each_results_page_re_renders_byte_for_byte(name, tmp_path):
     assert (tmp_path / "forest.png").read_bytes() == (mod.SYSTEM.folder / "forest.png").read_bytes()
     if name == "floe":
         assert stale() == []
+
+
+def test_a_budget_is_the_grid_value_whose_references_learn_the_most_cells(tmp_path):
+    from fedlab.evidence import budget
+    from fedlab.evidence.controls import above_chance
+
+    row = Planned("ref", None, ("x=1",), "reference")
+    learns = lambda prefix: [above_chance("ref", [f"{prefix}ref"], ["a", "b"],
+                                          lambda rec, t: rec["final"][f"acc/task_{t}"], lambda t: 0.5, 10)]
+    grid = budget.Grid("federation.lr", ("0.005", "0.002"), (row,), learns)
+    plan = budget.plan(grid)
+    assert [p.key for p in plan] == ["lr0.005/ref", "lr0.002/ref"]
+    assert plan[1].overrides == ("x=1", "data.evaluate_on=validation", "federation.lr=0.002")
+    r = Results(tmp_path / "results.json")
+
+    def put(key, seed, a, b):
+        r.records[f"{key}@seed{seed}"] = {"key": key, "seed": seed, "final": {"acc/task_a": a, "acc/task_b": b}}
+    for s in range(3):
+        put("lr0.005/ref", s, 0.9, 0.5)          # learns a, not b: 3 of 6 cells
+        put("lr0.002/ref", s, 0.9, 0.7 if s else 0.5)   # 5 of 6
+    assert budget.cells(r, grid) == {"0.005": (3, 6, 3), "0.002": (5, 6, 3)}
+    assert budget.chosen(r, grid) == "0.002"
+    put("lr0.005/ref", 0, 0.9, 0.9)
+    put("lr0.005/ref", 1, 0.9, 0.9)              # now 5 of 6 too: the tie keeps the value listed first
+    assert budget.chosen(r, grid) == "0.005"
+    del r.records["lr0.002/ref@seed2"]            # a row short of three seeds: no choice yet
+    assert budget.chosen(r, grid) is None
+    assert "No choice yet" in "\n".join(budget.section(r, grid, "Toy"))

@@ -1,0 +1,76 @@
+"""A table's budget chosen on validation data: the table's reference rows run over a grid of one setting (a
+learning rate, local steps), each scored on rows held out of the training data (`data.evaluate_on=validation`,
+so the test sets are never read), and the setting chosen is the one under which the references learn the most
+(row, task, seed) cells by the table's own control rule — the rule its claims rest on. Ties go to the setting
+listed first. A table script (`experiments/<system>/budget.py`) declares its `Grid` and runs it with
+`runner.run_table(plan=…, render=…)`; its table then runs every row at `chosen(…)`.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fedlab.evidence.controls import Control, check
+from fedlab.evidence.records import Planned
+
+
+@dataclass(frozen=True)
+class Grid:
+    key: str                                    # the dotted config key chosen, e.g. "federation.lr"
+    values: tuple[str, ...]                     # its candidate values, the preferred one first
+    rows: tuple[Planned, ...]                   # the table's reference rows, as the table plans them
+    controls: Callable[[str], list[Control]]    # a grid key prefix ("lr0.002/") → the controls on those rows
+    validation: tuple[str, ...] = ("data.evaluate_on=validation",)
+    seeds: int = 3                              # the seeds every cell needs before a choice is made
+
+    def prefix(self, value: str) -> str:
+        return f"{self.key.rsplit('.', 1)[-1]}{value}/"
+
+
+def plan(grid: Grid) -> list[Planned]:
+    """Every reference row at every value, scored on validation."""
+    return [Planned(grid.prefix(v) + p.key, p.config, (*p.overrides, *grid.validation, f"{grid.key}={v}"),
+                    f"{p.label} ({grid.key} = {v})", "validation") for v in grid.values for p in grid.rows]
+
+
+def cells(results, grid: Grid) -> dict[str, tuple[int, int, int]]:
+    """{value: (cells that clear the bar, cells scored, fewest seeds of a row)} over the value's controls."""
+    out = {}
+    for v in grid.values:
+        ok = total = 0
+        for c in grid.controls(grid.prefix(v)):
+            st = check(results, c)
+            ok += sum(len(s) for s in st.passed.values())
+            total += sum(len(s) for s in st.passed.values()) + sum(len(s) for s in st.failed.values())
+        seeds = min((len(results.runs(grid.prefix(v) + p.key)) for p in grid.rows), default=0)
+        out[v] = (ok, total, seeds)
+    return out
+
+
+def chosen(results, grid: Grid) -> str | None:
+    """The value whose references learn the most cells (the first listed on a tie), once every row has
+    `grid.seeds` seeds at every value; None before."""
+    got = cells(results, grid)
+    if any(seeds < grid.seeds for *_, seeds in got.values()):
+        return None
+    return max(grid.values, key=lambda v: (got[v][0], -grid.values.index(v)))
+
+
+def section(results, grid: Grid, what: str) -> list[str]:
+    """Markdown: per value, the cells its references learn, each control's status, and the choice."""
+    from fedlab.evidence.controls import controls_table
+
+    got = cells(results, grid)
+    choice = chosen(results, grid)
+    lines = [f"## {what}: `{grid.key}` chosen on validation", "",
+             "Each reference row of the table at each value, scored on rows held out of the training data (the test "
+             "sets are not read). A cell is a (row, task, seed); it clears the bar of the table's control. "
+             + (f"**Chosen: `{grid.key}={choice}`**." if choice else
+                f"No choice yet: every row needs {grid.seeds} seeds at every value."), "",
+             f"| `{grid.key}` | cells that clear the bar | seeds (fewest of a row) |", "|---|---|---|"]
+    lines += [f"| {v} | {ok} of {total} | {seeds} |" for v, (ok, total, seeds) in got.items()]
+    for v in grid.values:
+        table = controls_table(results, grid.controls(grid.prefix(v)))
+        if table:
+            lines += ["", f"At `{grid.key}={v}`:", "", *table]
+    return lines
