@@ -89,6 +89,8 @@ def test_emulator_indices_by_hand():
 
 @pytest.mark.parametrize("method, extra, lora_blocks", [
     ("fedot", ["method.adapter_front=1", "method.adapter_back=1"], {0, 2}),
+    # at the proxy's size (4 blocks, κ = 0.5: 2 kept): the adapters 2 + 2 shrink to 1 + 0 around one emulator block
+    ("fedot", ["method.size=proxy"], {0}),
     ("fedot_et", ["method.adapter_front=1", "method.adapter_back=1"], {0, 1, 2}),
     ("fedbiot", ["method.adapter_front=0", "method.adapter_back=2"], {1, 2}),
 ])
@@ -99,8 +101,9 @@ def test_offsite_family_layout_and_plug_in(pico_zoo, tmp_path, method, extra, lo
     cfg = load_config(None, [f"method.name={method}", *SMALL, f"output_dir={tmp_path}/runs", *extra])
     ot = OffsiteTuning(cfg, build_federated_data(cfg.data, 0))
     ot.setup()
-    # pico-llama: 4 blocks; middle of 2 (or 2 for fedbiot) sub-sampled by κ = 0.5 to 1 block
-    assert len(ot.kept_layers) == 3
+    # pico-llama: 4 blocks; middle of 2 (or 2 for fedbiot) sub-sampled by κ = 0.5 to 1 block; at the proxy's size
+    # as many blocks as the proxy keeps, 4 − 2
+    assert len(ot.kept_layers) == (2 if "method.size=proxy" in extra else 3)
     keys = ot.resident.spec.communicated
     got = {int(k.split(".layers.")[1].split(".")[0]) for k in keys}
     assert got == lora_blocks
@@ -181,9 +184,34 @@ def test_the_deep_rows_separate_the_offsite_tuning_models_by_kappa():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     deep = [p for p in mod.plan() if p.key.startswith("deep/")]
-    assert len(deep) == 21
+    assert len(deep) == 28                   # 21 rows, and 7 of the Offsite-Tuning family at the proxy's size
     for p in deep:
         cfg = load_config(p.config, list(p.overrides))
         assert cfg.model.name == "tiny-llama-deep", p.key
-        expect = p.key.split("/")[2].replace("centsft", "centralized")
+        expect = p.key.split("/")[2].replace("centsft", "centralized").removesuffix("_eq")
         assert cfg.method.name == expect, p.key
+
+
+def test_the_offsite_tuning_model_at_the_proxys_size_keeps_as_many_blocks_as_the_proxy():
+    """`method.size=proxy`: the model keeps blocks − n_dropped(blocks, κ) blocks, like FedProxy's proxy; adapters
+    that would leave the emulator no block shrink in their front : back proportion (hand-computed layouts)."""
+    from fedlab.methods.fedproxy.offsite import offsite_layout
+    from fedlab.transforms.compress import n_dropped
+
+    # 6 blocks, κ = 0.5: the proxy keeps 3; adapters 2 + 2 shrink to 1 + 1 around one emulator block
+    assert offsite_layout(6, 2, 2, 0.5, "proxy") == ([0, 1, 5], [0, 2], [1])
+    # κ = 0.3: 4 blocks, adapters 2 + 1 (3 · 2/4 rounded) around one
+    assert offsite_layout(6, 2, 2, 0.3, "proxy") == ([0, 1, 2, 5], [0, 1, 3], [2])
+    # 12 blocks, κ = 0.5: 6 blocks, the adapters as configured and 2 of the 8 middle blocks
+    assert offsite_layout(12, 2, 2, 0.5, "proxy") == ([0, 1, 2, 9, 10, 11], [0, 1, 4, 5], [2, 3])
+    # FedBiOT's adapter (the last 4 blocks) on 6 blocks: the last 2 and one emulator block
+    assert offsite_layout(6, 0, 4, 0.5, "proxy") == ([0, 4, 5], [1, 2], [0])
+    for blocks, kappa in ((6, 0.5), (6, 0.3), (12, 0.5), (12, 0.3)):
+        assert len(offsite_layout(blocks, 2, 2, kappa, "proxy")[0]) == blocks - n_dropped(blocks, kappa)
+    # the paper's layout is unchanged, and larger than the proxy on 6 blocks
+    assert offsite_layout(6, 2, 2, 0.5) == offsite_layout(6, 2, 2, 0.5, "paper") == ([0, 1, 2, 4, 5], [0, 1, 3, 4], [2])
+    from pathlib import Path
+
+    cfg = load_config(Path(__file__).resolve().parents[1] / "experiments/fedproxy/homo.yaml",
+                      ["method.name=fedbiot", "method.size=proxy"])
+    assert cfg.method.size == "proxy"

@@ -42,7 +42,15 @@ def tables_2_3_rows(setting: str, prefix: str = "") -> list[tuple]:
             out.append((f"{prefix}{setting}/{m}/{k}", m, HERE / f"{setting}.yaml",
                         [f"method.name={m}", f"method.kappa={k}"]))
         out.append((f"{prefix}{setting}/fedproxy/{k}", "FedProxy", HERE / f"{setting}.yaml", [f"method.kappa={k}"]))
+    # the Offsite-Tuning family at the proxy's size (as many blocks as FedProxy's proxy at κ = 0.5), beside the
+    # paper's layout above, whose model keeps more blocks than the proxy on these small LLMs
+    for m in EQUAL_SIZE:
+        out.append((f"{prefix}{setting}/{m}_eq/0.5", f"{m}, the proxy's size", HERE / f"{setting}.yaml",
+                    [f"method.name={m}", "method.kappa=0.5", "method.size=proxy"]))
     return out
+
+
+EQUAL_SIZE = ("ot", "fedot", "fedbiot")
 
 
 def table_2_3_keys(setting: str, prefix: str = "") -> list[str]:
@@ -55,6 +63,8 @@ def plan() -> list[Planned]:
     extras = {
         "homo": [("homo/fedproxy/0.7", "FedProxy", HERE / "homo_k07.yaml", []),
                  ("homo/fedot_et/0.5", "fedot_et", HERE / "homo.yaml", ["method.name=fedot_et"]),
+                 ("homo/fedot_et_eq/0.5", "fedot_et, the proxy's size", HERE / "homo.yaml",
+                  ["method.name=fedot_et", "method.size=proxy"]),
                  # Table 9 as the paper ran it (homogeneous): fusion by proxy tuning at κ = 0.5 and 0.7
                  ("homo/pt/0.5", "FedProxy+PT", HERE / "homo.yaml", ["method.fusion=proxy_tuning"]),
                  ("homo/pt/0.7", "FedProxy+PT", HERE / "homo_k07.yaml", ["method.fusion=proxy_tuning"])],
@@ -98,6 +108,8 @@ DEEP = "tiny-llama-deep"
 def deep_plan() -> list[Planned]:
     out = tables_2_3_rows("homo", "deep/") + tables_2_3_rows("hetero", "deep/")
     out.append(("deep/homo/fedot_et/0.5", "fedot_et", HERE / "homo.yaml", ["method.name=fedot_et"]))
+    out.append(("deep/homo/fedot_et_eq/0.5", "fedot_et, the proxy's size", HERE / "homo.yaml",
+                ["method.name=fedot_et", "method.size=proxy"]))
     return [Planned(key, yaml, (f"model.name={DEEP}", *extra, *EVAL), label, f"deep {key.split('/')[1]}")
             for key, label, yaml, extra in out]
 
@@ -275,6 +287,11 @@ CLAIMS = [
     claim("κ = 0.3 above κ = 0.5 (less compression, higher accuracy)", "Table 8", "74.7 vs 69.9 (+4.8)",
           "homo/fedproxy/0.3", "homo/fedproxy/0.5", "mean"),
     claim("κ = 0.5 above κ = 0.7", "Table 8", "69.9 vs 56.7 (+13.2)", "homo/fedproxy/0.5", "homo/fedproxy/0.7", "mean"),
+    # the same ordering on the heterogeneous rows (the paper's Table 8 is homogeneous: its numbers stand in)
+    claim("κ = 0.3 above κ = 0.5 (heterogeneous)", "Table 8 (homogeneous)", "74.7 vs 69.9 (+4.8)",
+          "hetero/fedproxy/0.3", "hetero/fedproxy/0.5", "ALL"),
+    claim("κ = 0.5 above κ = 0.7 (heterogeneous)", "Table 8 (homogeneous)", "69.9 vs 56.7 (+13.2)",
+          "hetero/fedproxy/0.5", "hetero/fedproxy/0.7", "ALL"),
     claim("proxy tuning above plug-in fusion (homogeneous, κ = 0.5; ALL)", "Table 9", "72.0 vs 69.9 (+2.1)",
           "homo/pt/0.5", "homo/fedproxy/0.5", "mean"),
     claim("proxy tuning above plug-in fusion (homogeneous, κ = 0.7; ALL)", "Table 9", "60.5 vs 56.7 (+3.8)",
@@ -303,6 +320,25 @@ CLAIMS = [
     claim("SmolLM2-135M: CentSFT above FedProxy (the upper bound)", "Table 3", "77.2 vs 69.8 (+7.5)",
           "real/hetero/centsft", "real/hetero/fedproxy/0.5", "ALL"),
 ]
+
+
+def at_equal_size(claims: list) -> list:
+    """Each claim against the Offsite-Tuning family in the paper's layout, again against the same method at the
+    proxy's size (the paper compares the two at equal size; its layout keeps more blocks on these small LLMs)."""
+    import dataclasses
+    import re
+
+    out = []
+    for c in claims:
+        out.append(c)
+        m = isinstance(c.b, str) and not c.b.startswith("real/") and re.fullmatch(r"(.*/)(ot|fedot|fedbiot|fedot_et)/0\.5",
+                                                                                 c.b)
+        if m:
+            out.append(dataclasses.replace(c, claim=c.claim + ", at the proxy's size", b=f"{m[1]}{m[2]}_eq/0.5"))
+    return out
+
+
+CLAIMS = at_equal_size(CLAIMS)
 
 
 SYSTEM = System("FedProxy", "clients tune a block-influence proxy of the LLM; PCR and H-TIES aggregate; the result is fused back into the LLM", "experiments/fedproxy/make_tables.py", lambda: plan(),

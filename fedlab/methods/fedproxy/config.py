@@ -81,6 +81,9 @@ class OffsiteConfig(FedProxyConfig):
     adapter_front: int = doc(2, "the adapter's first blocks: this many blocks at the front of the LLM, tuned with "
                                 "LoRA")
     adapter_back: int = doc(2, "the adapter's last blocks: this many blocks at the back of the LLM, tuned with LoRA")
+    size: str = doc("paper", "the model's size: paper (the adapters around a middle compressed by κ, as the paper "
+                             "builds it) | proxy (as many blocks as FedProxy's proxy at the same κ, to compare at "
+                             "equal size)")
     train_emulator: bool = doc(False, "FedOT-ET: LoRA on the emulator too (discarded at plug-in)")
     realign: bool = doc(False, "FedBiOT: the server re-aligns the emulator by KD on public data")
     realign_steps: int = doc(10, "FedBiOT: the server's emulator re-alignment steps per round")
@@ -90,6 +93,7 @@ class OffsiteConfig(FedProxyConfig):
         super().validate(p)
         check(self.adapter_front >= 0 and self.adapter_back >= 0 and self.adapter_front + self.adapter_back >= 1,
               f"{p}.adapter_front", self.adapter_front, "adapter_front, adapter_back >= 0 with at least one adapter")
+        choose(self.size, ["paper", "proxy"], f"{p}.size")
         check(self.realign_steps >= 1, f"{p}.realign_steps", self.realign_steps, "an integer >= 1")
         check(self.realign_lr > 0, f"{p}.realign_lr", self.realign_lr, "a number > 0")
         check(self.fusion == "plugin", f"{p}.fusion", self.fusion, "'plugin' (adapters are plugged into the LLM)")
@@ -98,7 +102,7 @@ class OffsiteConfig(FedProxyConfig):
         from fedlab.models.inspect import num_blocks
 
         n = num_blocks(cfg.model.name)
-        if n is not None:
+        if n is not None and self.size == "paper":      # at the proxy's size the adapters shrink to fit
             check(n > self.adapter_front + self.adapter_back, "method.adapter_front", self.adapter_front,
                   f"adapters that leave a middle for the emulator: adapter_front + adapter_back < {n} blocks")
 

@@ -23,13 +23,26 @@ def emulator_indices(n: int, kept: int) -> list[int]:
     return [int(math.floor(i * (n - 1) / (kept - 1) + 0.5)) for i in range(kept)]
 
 
-def offsite_layout(blocks: int, front: int, back: int, kappa: float) -> tuple[list[int], list[int], list[int]]:
+def offsite_layout(blocks: int, front: int, back: int, kappa: float,
+                   size: str = "paper") -> tuple[list[int], list[int], list[int]]:
     """Offsite-Tuning's model of an LLM with `blocks` blocks: the first `front` and last `back` blocks kept as
     adapters, the middle compressed to max(1, M − n_dropped(M, κ)) evenly spread blocks (M = blocks − front −
-    back). Returns (the LLM block indices kept, in order; the adapters' positions in that list; the
-    emulator's positions)."""
+    back) — the paper's layout (`size="paper"`). With `size="proxy"` the model keeps as many blocks as FedProxy's
+    proxy at the same κ, blocks − n_dropped(blocks, κ): the emulator takes what the adapters leave, and adapters
+    that would leave it no block shrink (in their front : back proportion) to leave it one. Returns (the LLM block
+    indices kept, in order; the adapters' positions in that list; the emulator's positions)."""
+    if size == "proxy":
+        total = blocks - n_dropped(blocks, kappa)
+        if front + back > total - 1:
+            adapters = max(1, total - 1)
+            front = int(math.floor(adapters * front / (front + back) + 0.5))
+            back = adapters - front
+        keep = max(1, total - front - back)
+    else:
+        keep = None
     middle = list(range(front, blocks - back))
-    keep = max(1, len(middle) - n_dropped(len(middle), kappa))
+    if keep is None:
+        keep = max(1, len(middle) - n_dropped(len(middle), kappa))
     emulator = [middle[i] for i in emulator_indices(len(middle), keep)]
     kept = list(range(front)) + emulator + list(range(blocks - back, blocks))
     adapters = list(range(front)) + list(range(front + len(emulator), len(kept)))
@@ -41,7 +54,7 @@ class OffsiteTuning(FedProxy):
         m = self.cfg.method
         blocks = len(decoder_blocks(self.llm))
         kept, self.adapter_positions, self.emulator_positions = offsite_layout(blocks, m.adapter_front,
-                                                                              m.adapter_back, m.kappa)
+                                                                              m.adapter_back, m.kappa, m.size)
         self.block_influence = torch.zeros(blocks)
         self.emulator_state = None
         return kept, (None if m.train_emulator else self.adapter_positions)
