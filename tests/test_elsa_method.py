@@ -630,6 +630,12 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
     (tmp_path / "results.json").write_text(json.dumps(records))
     text = mod.render(Results(tmp_path / "results.json"))
     assert "| paraphrase | 0.1 ✗ |" in text and "| topic | 0.1 |" in text
+    # Vanilla's cell names its seeds below the control's bar (every method at 50 on paraphrase, 50 + 25 the bar);
+    # the other columns do not
+    row = next(line for line in text.splitlines() if line.startswith("| paraphrase | 0.1 ✗ |")).split(" | ")
+    vanilla = list(mod.METHODS).index("vanilla") + 2
+    assert row[vanilla].endswith("(5 of 5 seeds below chance + 25)")
+    assert sum("seeds below" in cell for cell in row) == 1
     calibration = text.split("## Table 1")[0]
     # hand-made records name no config: † (another config made them) before the control's marks
     assert "| paraphrase | 50 | - | 70.0 ± 0.0 (70.0 ± 0.0) † ✗ (5 of 5 seeds below chance + 25) | - |" in calibration
