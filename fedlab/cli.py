@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -404,6 +405,8 @@ def cmd_profile(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="fedlab", description="federated co-tuning of LLMs and SLMs")
+    ap.add_argument("--debug", action="store_true", help="print the traceback of an internal error (also "
+                    "FEDLAB_DEBUG=1) instead of one line and a crash report")
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run one experiment: fedlab run CONFIG [key=value ...] [--seeds 0,1,2]")
     r.add_argument("config")
@@ -529,6 +532,37 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:       # a Ctrl-C outside a run's handlers (start-up, a table, the UI)
         print("fedlab: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:          # fedlab's own bug: one line and a report, the traceback with --debug
+        if args.debug or os.environ.get("FEDLAB_DEBUG") == "1":
+            raise
+        report = crash_report(e, argv)
+        return _fail(f"internal error: {type(e).__name__}: {e}; this is fedlab's bug, not your input — the "
+                     f"traceback, command and environment are in {report} (--debug prints the traceback)", 1)
+
+
+def crash_report(error: BaseException, argv: list[str]):
+    """Write the traceback, the command line and the environment of an internal error under $FEDLAB_HOME/crash/
+    (the system's temporary folder when that cannot be written); returns the file's path."""
+    import datetime
+    import platform
+    import tempfile
+    import traceback
+
+    from fedlab.home import fedlab_home
+
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    text = "\n".join([f"fedlab {' '.join(argv)}", f"python {platform.python_version()} on {platform.platform()}",
+                      f"FEDLAB_HOME={os.environ.get('FEDLAB_HOME', '')}", "",
+                      "".join(traceback.format_exception(error))])
+    for folder in (fedlab_home() / "crash", Path(tempfile.gettempdir()) / "fedlab-crash"):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"{stamp}-{os.getpid()}.txt"
+            path.write_text(text)
+            return path
+        except OSError:
+            continue
+    return Path(tempfile.gettempdir())
 
 
 if __name__ == "__main__":

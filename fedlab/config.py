@@ -516,16 +516,56 @@ def _anchor_paths(tree: dict, base: Path, keys: set[str]) -> None:
             node[name] = anchored(node[name], base)
 
 
-def load_yaml_tree(path: str | Path, sources: dict[str, str] | None = None) -> dict:
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key written twice in one mapping (the last would silently win)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                first = seen.setdefault(key, key_node.start_mark.line + 1)
+            except TypeError:                   # an unhashable key: YAML's own error says so below
+                continue
+            if first != key_node.start_mark.line + 1:
+                raise ConfigError(f"config: {self.name}: the key {key!r} is written twice (lines {first} and "
+                                  f"{key_node.start_mark.line + 1}); keep one")
+        return super().construct_mapping(node, deep=deep)
+
+
+def read_yaml(path: Path):
+    """A YAML file's content, or one ConfigError naming the file: not a file, not UTF-8 text, not YAML, a key
+    written twice."""
+    if path.is_dir():
+        raise ConfigError(f"config: {path} is a folder; expected a YAML file")
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"config: {path} is not UTF-8 text (byte {e.start}); expected a YAML file") from None
+    except OSError as e:
+        raise ConfigError(f"config: {path} cannot be read ({e.strerror or e})") from None
+    loader = _UniqueKeyLoader(text)
+    loader.name = str(path)
+    try:
+        return loader.get_single_data()
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config: {path} is not valid YAML: {str(e).splitlines()[0]}") from None
+    finally:
+        loader.dispose()
+
+
+def load_yaml_tree(path: str | Path, sources: dict[str, str] | None = None, _chain: tuple[Path, ...] = ()) -> dict:
     """The tree of a YAML file over the files of its `defaults:` chain. With `sources`, also fills it with the
-    file (as `shown_path` writes it) that set each dotted leaf key of the tree."""
+    file (as `shown_path` writes it) that set each dotted leaf key of the tree. A chain that comes back to a file
+    is refused, naming the chain."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"config: file {str(path)!r} does not exist")
-    try:
-        tree = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as e:
-        raise ConfigError(f"config: {path} is not valid YAML: {str(e).splitlines()[0]}") from None
+    here_abs = path.resolve()
+    if here_abs in _chain:
+        loop = " → ".join(shown_path(p) for p in (*_chain[_chain.index(here_abs):], here_abs))
+        raise ConfigError(f"config: the defaults chain comes back to a file it started from: {loop}")
+    tree = read_yaml(path) or {}
     if not isinstance(tree, dict):
         raise ConfigError(f"config: {path} must hold a mapping at top level")
     plugins = tree.get("plugins")
@@ -538,13 +578,16 @@ def load_yaml_tree(path: str | Path, sources: dict[str, str] | None = None) -> d
         registry.load_plugins([p for p in tree["plugins"] if isinstance(p, str)])
     _anchor_paths(tree, path.parent, input_path_keys())
     base = tree.pop("defaults", None)  # `defaults: other.yaml` inherits another file, relative to this one
+    if base is not None and not isinstance(base, str):
+        raise ConfigError(f"config: {path}: defaults: {base!r} is not allowed; expected the path of one YAML file")
+    chain = (*_chain, here_abs)
     if sources is None:
         if base:
-            tree = inherit(load_yaml_tree(path.parent / base), tree)
+            tree = inherit(load_yaml_tree(path.parent / base, None, chain), tree)
         return tree
     own, parent_sources = set(flatten(tree)), {}
     if base:
-        tree = inherit(load_yaml_tree(path.parent / base, parent_sources), tree)
+        tree = inherit(load_yaml_tree(path.parent / base, parent_sources, chain), tree)
     here = shown_path(path)
     sources.update({key: here if key in own else parent_sources.get(key, here) for key in flatten(tree)})
     return tree
