@@ -9,7 +9,7 @@ from pathlib import Path
 from fedlab.config import ConfigError
 from fedlab.evidence.tables import final_table, format_table
 from fedlab.models.shipped import ZooError
-from fedlab.validation import seed_list
+from fedlab.validation import positive_int, seed_list
 
 
 def _fail(msg: str, code: int = 2) -> int:
@@ -413,7 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("overrides", nargs="*")
     r.add_argument("--seeds", default=None, help="run once per seed (e.g. 0,1,2) under one MLflow parent run; "
                                                 "the table shows mean ± 95%% interval")
-    r.add_argument("--jobs", type=int, default=None, help="with --seeds: runs at once (default: as many as the "
+    r.add_argument("--jobs", type=positive_int, default=None, help="with --seeds: runs at once (default: as many as the "
                                                          "cores allow for backend.threads; 1 = one after another)")
     r.set_defaults(fn=cmd_run)
     z = sub.add_parser("zoo", help="build or list the embedded model zoo")
@@ -456,7 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--name", default=None)
     sw.add_argument("--fresh", action="store_true")
     sw.add_argument("--address", default=None)
-    sw.add_argument("--num-cpus", type=int, default=None)
+    sw.add_argument("--num-cpus", type=positive_int, default=None)
     sw.add_argument("--cpus-per-trial", type=float, default=1.0)
     sw.add_argument("--gpus-per-trial", type=float, default=0.0)
     sw.add_argument("--max-failures", type=int, default=1)
@@ -486,7 +486,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--uri", default="sqlite:///mlruns/mlflow.db")
     rp.add_argument("--artifact-root", default="mlruns/artifacts")
     rp.add_argument("--experiment", default="fedlab")
-    rp.add_argument("--limit", type=int, default=50)
+    rp.add_argument("--limit", type=positive_int, default=50)
     rp.set_defaults(fn=cmd_report)
     return ap
 
@@ -512,7 +512,9 @@ def main(argv: list[str] | None = None) -> int:
         args.overrides, args.config = [args.config] + args.overrides, None
     try:
         from fedlab import numerics
+        from fedlab.home import check_home
 
+        check_home()
         numerics.check_mode()
         if args.cmd != "zoo":
             return args.fn(args)

@@ -644,6 +644,8 @@ def build_config(tree: dict) -> ExperimentConfig:
     from fedlab.numerics import MODES
 
     choose(cfg.numerics, MODES, "numerics")
+    out = Path(cfg.output_dir).expanduser()
+    check(not out.exists() or out.is_dir(), "output_dir", cfg.output_dir, "a folder (this path is a file)")
     _check_client_models(cfg)
     check(cfg.federation.min_clients <= cfg.data.num_clients, "federation.min_clients", cfg.federation.min_clients,
           f"at most data.num_clients ({cfg.data.num_clients})")

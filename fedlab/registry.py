@@ -104,6 +104,9 @@ def load_plugins(plugins) -> None:
             sys.modules[mod_name] = module
             try:
                 spec.loader.exec_module(module)
+            except Exception as e:             # the plugin's own error: one line naming the plugin and where
+                del sys.modules[mod_name]
+                raise _plugin_error(plugin, e) from None
             except BaseException:
                 del sys.modules[mod_name]
                 raise
@@ -114,6 +117,21 @@ def load_plugins(plugins) -> None:
                 from fedlab.validation import ConfigError
 
                 raise ConfigError(f"plugins: module {plugin!r} cannot be imported ({e})") from None
+            except Exception as e:
+                raise _plugin_error(plugin, e) from None
+
+
+def _plugin_error(plugin: str, e: Exception):
+    """A ConfigError naming the plugin, its error and the line of the plugin that raised it."""
+    import traceback
+
+    from fedlab.validation import ConfigError
+
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if "fedlab/registry.py" not in f.filename
+              and "importlib" not in f.filename and "<frozen" not in f.filename]
+    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    return ConfigError(f"plugins: {plugin!r} raised {type(e).__name__}: {e}{where} while being imported; fix the "
+                       "plugin or remove it from `plugins`")
 
 
 def method_names() -> list[str]:

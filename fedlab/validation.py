@@ -78,3 +78,16 @@ class MethodConfig:
                 use = f"; use method.name={self.general} to set it" if self.general else ""
                 raise ConfigError(f"{p}.{key}: {value!r} is not allowed with method {self.name!r}, which fixes "
                                   f"it at {defaults[key]!r}{use}")
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer ≥ 1 (a count of zero would mean nothing), else argparse's one-line error."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1 or str(value) != text.strip().lstrip("+"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; expected an integer >= 1")
+    return value

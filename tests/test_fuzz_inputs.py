@@ -180,3 +180,54 @@ def test_fedlab_home_as_a_file_is_not_a_crash(tmp_path, monkeypatch):
     code, err = run_cli(["config", "show", str(ROOT / "experiments/defaults.yaml"), "seed"], tmp_path)
     assert_clean(code, err, "FEDLAB_HOME as a file")
     assert os.path.isfile(tmp_path / "home")
+
+
+PICO_RUN = ["model.name=pico-llama", "federation.rounds=1", "data.train_per_task=24", "data.test_per_task=16",
+            "federation.batch_size=8", "model.max_length=64", "data.num_clients=2", "data.tasks=[recall,sentiment]",
+            "tracking.enabled=false"]
+
+
+def test_fedlab_home_as_a_file_is_refused_before_any_run(tmp_path, monkeypatch):
+    (tmp_path / "home").write_text("not a folder")
+    monkeypatch.setenv("FEDLAB_HOME", str(tmp_path / "home"))
+    code, err = run_cli(["run", str(ROOT / "experiments/defaults.yaml"), *PICO_RUN], tmp_path)
+    assert code == 2 and "FEDLAB_HOME: " in err and "is a file; expected a folder" in err and err.count("\n") == 1
+
+
+def test_an_output_folder_that_is_a_file_is_refused(tmp_path):
+    (tmp_path / "out").write_text("")
+    code, err = run_cli(["run", str(ROOT / "experiments/defaults.yaml"), *PICO_RUN, "output_dir=out"], tmp_path)
+    assert code == 2 and "output_dir: 'out' is not allowed; expected a folder (this path is a file)" in err
+
+
+@pytest.mark.parametrize("argv", [["run", "experiments/defaults.yaml", "--seeds", "0,1", "--jobs", "0"],
+                                  ["report", "--limit", "0"]])
+def test_a_count_of_zero_that_means_nothing_is_refused(tmp_path, argv):
+    code, err = run_cli([a.replace("experiments/", str(ROOT / "experiments") + "/") for a in argv], tmp_path)
+    assert code == 2 and "'0' is not allowed; expected an integer >= 1" in err
+
+
+def test_a_plugin_that_raises_while_importing_is_one_line_naming_it(tmp_path):
+    (tmp_path / "plug.py").write_text("x = 1\nraise RuntimeError('boom')\n")
+    code, err = run_cli(["config", "show", str(ROOT / "experiments/defaults.yaml"), "seed",
+                         f"plugins=[{tmp_path / 'plug.py'}]"], tmp_path)
+    assert code == 2 and err.count("\n") == 1
+    assert f"raised RuntimeError: boom at {tmp_path / 'plug.py'}:2 while being imported" in err
+
+
+@pytest.mark.parametrize("content, says", [(b"", "holds no rows"), (b"\xff\xfe{}", "is not UTF-8 text (byte 0)")])
+def test_a_data_file_with_no_rows_or_not_text_names_the_file(tmp_path, content, says):
+    from fedlab.config import ConfigError
+    from fedlab.data.hf import hf_examples
+
+    (tmp_path / "sst2").mkdir()
+    (tmp_path / "sst2" / "train.jsonl").write_bytes(content)
+    import re
+
+    with pytest.raises(ConfigError, match=f"data.hf_dir: .*sst2/train.jsonl.*{re.escape(says)}"):
+        hf_examples("sst2", "train", hf_dir=str(tmp_path))
+    (tmp_path / "public.jsonl").write_bytes(content)
+    from fedlab.data.public_file import read_rows
+
+    with pytest.raises(ConfigError, match=f"data.public_path: .*public.jsonl.*{re.escape(says)}"):
+        read_rows(tmp_path / "public.jsonl")

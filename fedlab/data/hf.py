@@ -253,9 +253,12 @@ def local_files(name: str, split: str, hf_dir: str) -> list[Path]:
 def check_json_rows(path: Path) -> None:
     """One line naming the file and line when a .jsonl line is not a JSON object (a .json file: when the
     file is not JSON), instead of the `datasets` reader's traceback."""
+    from fedlab.files import read_text
     from fedlab.validation import ConfigError
 
-    text = path.read_text()
+    text = read_text(path, "data.hf_dir", "rows of JSON objects (.jsonl) or a JSON list (.json)")
+    if not text.strip():
+        raise ConfigError(f"data.hf_dir: {path} holds no rows; expected one JSON object per line")
     if path.suffix != ".jsonl":
         try:
             json.loads(text)

@@ -21,12 +21,17 @@ def read_rows(path: str | Path) -> list[dict]:
     if not p.is_file():
         raise ConfigError(f"data.public_path: {str(p)!r} is not a file (a JSON list or JSON Lines of "
                           "{instruction, input, output} rows)")
-    text = p.read_text()
+    from fedlab.files import read_text
+
+    text = read_text(p, "data.public_path", "a JSON list or JSON Lines of {instruction, input, output} rows")
     try:
         rows = json.loads(text) if text.lstrip().startswith("[") else [json.loads(x) for x in text.splitlines()
                                                                         if x.strip()]
     except json.JSONDecodeError as e:
         raise ConfigError(f"data.public_path: {p} is not JSON or JSON Lines ({e.msg}, line {e.lineno})") from None
+    if not rows:
+        raise ConfigError(f"data.public_path: {p} holds no rows; expected a JSON list or JSON Lines of "
+                          "{instruction, input, output} rows")
     for i, r in enumerate(rows):
         missing = [k for k in KEYS if not isinstance(r, dict) or not isinstance(r.get(k), str)]
         if missing:

@@ -27,6 +27,7 @@ from pathlib import Path
 from fedlab.evidence.merge import MergeError, merge_all
 from fedlab.evidence.records import Planned, Results, keep_diff, make_record, record_key, stale_reason
 from fedlab.evidence.spotcheck import SpotCheckError, spot_check
+from fedlab.validation import positive_int
 
 
 class DirtyTree(RuntimeError):
@@ -204,7 +205,7 @@ def table_parser(title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2)) ->
                          "(several: comma-separated)")
     ap.add_argument("--rerun", action="store_true", help="run again rows that results.json already holds")
     ap.add_argument("--render-only", action="store_true", help="write RESULTS.md from results.json, run nothing")
-    ap.add_argument("--jobs", type=int, default=None, help="runs at once (default: as many as the cores allow; "
+    ap.add_argument("--jobs", type=positive_int, default=None, help="runs at once (default: as many as the cores allow; "
                                                          "1 = one after another)")
     ap.add_argument("--allow-dirty", action="store_true", help="run from a tree with uncommitted changes: each "
                     "record keeps the diff (its sha256, and the patch in diffs/)")
@@ -214,7 +215,7 @@ def table_parser(title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2)) ->
                     "(and of --only; every seed), from a clean tree at a commit this checkout holds, current for "
                     "today's config, numerics and weights; a record held here too is kept and compared, and a "
                     "difference exits 1 (repeatable)")
-    ap.add_argument("--spot-check", type=int, default=None, metavar="K",
+    ap.add_argument("--spot-check", type=positive_int, default=None, metavar="K",
                     help="re-run K recorded (row, seed) pairs drawn at random at HEAD (a clean tree) and compare "
                     "every final metric with the record; a difference is a reproducibility failure (exit 1); the "
                     "outcome goes into results.json and the page's header")
@@ -262,8 +263,6 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
         seeds = seed_list(args.seeds)
     except ConfigError as e:
         parser.error(str(e))
-    if args.spot_check is not None and args.spot_check < 1:
-        parser.error(f"--spot-check {args.spot_check}: expected a positive number of (row, seed) pairs")
     rows = select_rows(plan(), args.only)
     spot = None
     try:
