@@ -535,6 +535,10 @@ def main(argv: list[str] | None = None) -> int:
         print("fedlab: interrupted", file=sys.stderr)
         return 130
     except Exception as e:          # fedlab's own bug: one line and a report, the traceback with --debug
+        from fedlab.runtime.context import FederationError
+
+        if isinstance(e, FederationError):   # the federation could not go on (diverged, too few clients)
+            return _fail(f"{e}; the run stopped, its MLflow run FAILED with this reason (tag fedlab.failure)", 1)
         if args.debug or os.environ.get("FEDLAB_DEBUG") == "1":
             raise
         report = crash_report(e, argv)

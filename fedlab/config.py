@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
+import re
 import types
 import typing
 from dataclasses import dataclass
@@ -394,6 +395,9 @@ def _unwrap_optional(tp):
     return tp, False
 
 
+SCIENTIFIC = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+")
+
+
 def _coerce(value: Any, tp, key: str):
     tp, optional = _unwrap_optional(tp)
     if value is None:
@@ -431,6 +435,8 @@ def _coerce(value: Any, tp, key: str):
             raise ConfigError(f"{key}: {value!r} is not allowed; expected an integer")
         return value
     if tp is float:
+        if isinstance(value, str) and SCIENTIFIC.fullmatch(value.strip()):
+            return float(value)        # 1e-3: YAML 1.1 reads a float without a dot as a string
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{key}: {value!r} is not allowed; expected a number")
         return float(value)

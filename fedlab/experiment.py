@@ -4,7 +4,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from fedlab.config import ExperimentConfig, to_yaml
-from fedlab.interrupt import end_status
 
 
 def preflight(cfg: ExperimentConfig) -> None:
@@ -123,7 +122,9 @@ def run_experiment(cfg: ExperimentConfig, tracker=None, progress: bool = True):
     except BaseException as e:
         backend.shutdown()
         if own_tracker:        # a run stopped by a signal was killed, not failed (`fedlab.interrupt`)
-            tracker.finish(end_status(e))
+            from fedlab.tracking import close_on_error
+
+            close_on_error(tracker, e)
         raise
     if own_tracker:
         tracker.finish()

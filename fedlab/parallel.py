@@ -35,7 +35,9 @@ def _run_one(tree: dict, tags: dict | None, progress: bool = False, worker: bool
             history = run_experiment(cfg, tracker=tracker, progress=progress)
     except BaseException as e:
         if tracker is not None:
-            tracker.finish(interrupt.end_status(e))
+            from fedlab.tracking import close_on_error
+
+            close_on_error(tracker, e)
         raise
     if tracker is not None:
         tracker.finish()

@@ -148,6 +148,17 @@ class NullTracker:
         pass
 
 
+def close_on_error(tracker, error: BaseException) -> None:
+    """End a run that stopped on `error`: KILLED for a signal, FAILED otherwise; a federation that could not go
+    on (it diverged, too few clients answered) says why in the tag `fedlab.failure`."""
+    from fedlab.interrupt import end_status
+    from fedlab.runtime.context import FederationError
+
+    if isinstance(error, FederationError):
+        tracker.set_tags({"fedlab.failure": str(error)[:5000]})
+    tracker.finish(end_status(error))
+
+
 def runs_view(experiment_id: str, run_id: str | None = None, host: str = "http://127.0.0.1:5000") -> str:
     """The MLflow UI address of an experiment's runs table (or one run's metric charts). MLflow 3.17 opens an
     experiment on the view its global GenAI / Model-training toggle names (GenAI by default, whatever the

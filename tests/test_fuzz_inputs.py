@@ -231,3 +231,22 @@ def test_a_data_file_with_no_rows_or_not_text_names_the_file(tmp_path, content, 
 
     with pytest.raises(ConfigError, match=f"data.public_path: .*public.jsonl.*{re.escape(says)}"):
         read_rows(tmp_path / "public.jsonl")
+
+
+def test_a_run_that_diverges_stops_in_one_line_and_fails_in_mlflow_with_the_reason(tmp_path):
+    """A learning rate far too large: every client's update is non-finite, so the run stops at that round with
+    one line naming the round, the clients and the setting to lower, and its MLflow run ends FAILED with the
+    reason as a tag."""
+    import mlflow
+
+    argv = ["run", str(ROOT / "experiments/defaults.yaml"),
+            *[a for a in PICO_RUN if not a.startswith("tracking.")], "federation.lr=1e30",
+            f"tracking.uri=sqlite:///{tmp_path}/mlflow.db", f"tracking.artifact_root={tmp_path}/artifacts"]
+    code, err = run_cli(argv, tmp_path)
+    assert code == 1 and "Traceback" not in err and "internal error" not in err
+    line = next(ln for ln in err.splitlines() if ln.startswith("fedlab: error:"))
+    assert "round 1: every client's update was non-finite (2 of 2): training diverged; lower federation.lr " \
+           "(now 1e+30)" in line
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    run = mlflow.search_runs(experiment_names=["fedlab"], output_format="list")[0]
+    assert run.info.status == "FAILED" and "training diverged" in run.data.tags["fedlab.failure"]

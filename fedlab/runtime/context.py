@@ -24,6 +24,14 @@ class FederationError(RuntimeError):
     pass
 
 
+class Diverged(FederationError):
+    """Every client's update of a round was non-finite: training diverged (a finding about the settings, not a
+    fault of fedlab's)."""
+
+
+NONFINITE = "non-finite values in "      # the start of screen_uploads' reason for a non-finite upload
+
+
 def log_line(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -46,7 +54,7 @@ def screen_uploads(rnd: int, results: dict, check_upload, asked=None) -> tuple[d
             reason = f"stale round {r.round} (expected {rnd})"
         else:
             bad = nonfinite_keys(r.state) + nonfinite_keys(r.aux)
-            reason = f"non-finite values in {bad[:3]}" if bad else check_upload(r)
+            reason = f"{NONFINITE}{bad[:3]}" if bad else check_upload(r)
         if reason:
             rejected[cid] = reason
         else:
@@ -66,6 +74,7 @@ class RoundContext:
         self.client_s = 0.0       # wall seconds this round spent waiting for clients' fits (the time split)
         self._losses: dict[str, list] = defaultdict(list)
         self._ok_clients: set[int] = set()
+        self.rejections: list[str] = []      # why each rejected upload of this round was refused
 
     # ------------------------------------------------------------------ clients
     def sample(self) -> list[int]:
@@ -105,6 +114,7 @@ class RoundContext:
         ok, rejected = screen_uploads(self.round, answered, self.method.check_upload, asked)
         for cid, why in rejected.items():
             log_line(f"[fedlab] round {self.round}: rejected the upload of client {cid}: {why}")
+        self.rejections.extend(rejected.values())
         m = self.metrics
         m["rejected"] = m.get("rejected", 0) + len(rejected)
         m["clients/failed"] = m.get("clients/failed", 0) + len(failed)
@@ -171,6 +181,12 @@ class Pending:
 
     def _check_enough(self) -> None:
         need = min(self.ctx.cfg.federation.min_clients, len(self.asked))
+        reasons = self.ctx.rejections
+        if not self.results and not self._failed and reasons and all(r.startswith(NONFINITE) for r in reasons):
+            lr = self.ctx.cfg.federation.lr
+            raise Diverged(f"round {self.ctx.round}: every client's update was non-finite ({len(reasons)} of "
+                           f"{len(self.asked)}): training diverged; lower federation.lr (now {lr:g}) or the "
+                           "method's own learning rates")
         if len(self.results) < need:
             raise FederationError(
                 f"round {self.ctx.round}: only {len(self.results)} of {len(self.asked)} clients gave a usable "
