@@ -144,3 +144,51 @@ def test_a_signal_stops_a_series_of_runs_after_the_current_round(pico_zoo, tmp_p
             got.append(i)
     assert e.value.after_round == 1 and got == []
     assert not any((tmp_path / "runs").glob("*")) or len(list((tmp_path / "runs").iterdir())) == 1
+
+
+@pytest.mark.parametrize("signals", [1, 2])
+def test_sigterm_inside_a_clients_trainer_fit_stops_after_the_round_and_resumes_to_the_same_numbers(
+        pico_zoo, tmp_path, monkeypatch, signals):
+    """SIGTERM landing during a Lightning fit (what a scheduler's preemption does): the fit and its round finish,
+    the run stops with Interrupted after that round (a non-zero exit), never a SystemExit that exits 0, and
+    resuming ends on the uninterrupted run's numbers. A second signal in the same fit stops at once: not a
+    client failure of a round that goes on, and no checkpoint of the round it cut short (the last one stands)."""
+    import lightning as L
+
+    from fedlab.config import load_config
+    from fedlab.experiment import run_experiment
+    from fedlab.objectives import training
+    from fedlab.runtime import federation
+
+    track = lambda d: [f"tracking.uri=sqlite:///{tmp_path}/{d}.db", f"tracking.artifact_root={tmp_path}/a",  # noqa: E731
+                       f"output_dir={tmp_path}/{d}"]
+    whole = run_experiment(load_config(ROOT / "experiments/defaults.yaml", RUN + track("whole")), progress=False)
+    make = training.make_trainer
+    fits = []
+
+    class SigtermAtFirstBatch(L.Callback):
+        def on_train_batch_start(self, trainer, module, batch, batch_idx):
+            if batch_idx == 0 and len(fits) == 4:        # round 2's first client (3 clients a round)
+                fits.append("signalled")
+                for _ in range(signals):
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    time.sleep(0.2)
+
+    def make_with_signal(cfg, *a, callbacks=None, **kw):
+        fits.append(1)
+        return make(cfg, *a, callbacks=[*(callbacks or []), SigtermAtFirstBatch()], **kw)
+
+    monkeypatch.setattr("fedlab.methods.client.make_trainer", make_with_signal)
+    cfg = load_config(ROOT / "experiments/defaults.yaml", RUN + track("cut"))
+    with interrupt.handlers(), pytest.raises(interrupt.Interrupted) as e:
+        run_experiment(cfg, progress=False)
+    stopped_after = 2 if signals == 1 else 1
+    assert e.value.signum == signal.SIGTERM and e.value.after_round == stopped_after and e.value.exit_code == 143
+    # one signal: round 2's three fits all ran to their end; two: the first of them was its last
+    assert "signalled" in fits and fits.count(1) == (6 if signals == 1 else 4)
+    assert federation.load_checkpoint(federation.run_dir(cfg) / "checkpoint.pt")["round"] == stopped_after
+    monkeypatch.setattr("fedlab.methods.client.make_trainer", make)
+    done = run_experiment(load_config(ROOT / "experiments/defaults.yaml", RUN + track("cut") + ["resume=true"]),
+                          progress=False)
+    differ = {k: (v, done.final.get(k)) for k, v in whole.final.items() if not k.startswith("time/") and done.final.get(k) != v}
+    assert not differ, differ

@@ -48,11 +48,18 @@ def make_trainer(cfg, max_epochs: int | None = None, max_steps: int | None = Non
                          use_distributed_sampler=False)
     else:
         placement = dict(accelerator="gpu" if where.type == "cuda" else "cpu", strategy=ResidentStrategy(where))
-    return L.Trainer(
+    trainer = L.Trainer(
         **placement, callbacks=callbacks,
         max_epochs=-1 if steps else epochs, max_steps=steps or -1,
         logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
         num_sanity_val_steps=0, gradient_clip_val=None if manual_optimization or not clip_gradients else 1.0, deterministic=False)
+    # fedlab owns SIGINT and SIGTERM (`fedlab.interrupt`: the round finishes, its checkpoint is written, the run
+    # stops with a non-zero exit). Lightning's own SIGTERM handling would end the fit with a SystemExit that
+    # exits 0 mid-round, so its signal connector registers nothing.
+    connector = getattr(trainer, "_signal_connector", None)
+    if connector is not None:
+        connector.register_signal_handlers = lambda: None
+    return trainer
 
 
 def sgd_factory(cfg):

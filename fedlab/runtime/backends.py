@@ -20,6 +20,7 @@ from fedlab.comm.messages import (
     msg_to_wire,
     to_wire,
 )
+from fedlab.interrupt import Interrupted
 from fedlab.runtime.faults import InjectedFault
 from fedlab.runtime.host import ClientHost
 
@@ -92,6 +93,8 @@ class InProcessBackend:
                     out = self._timed_fit(cid, ins, timeout)
                 else:
                     out = getattr(self.host, kind)(cid, ins)
+            except Interrupted:     # a second signal stops at once: never a client failure of a round that goes on
+                raise
             except Exception as e:  # a client that raises is reported, the round policy decides
                 if not isinstance(e, (TimeoutError, InjectedFault)):
                     traceback.print_exc()
@@ -244,6 +247,8 @@ class RayBackend:
             w = self.owner[cid]
             try:
                 out = msg_from_wire(ray.get(ready[0]))
+            except Interrupted:
+                raise
             except RayActorError as e:
                 self.dead.add(w)
                 why = "its process exited" if "worker process has died" in str(e) else _one_line(e)[:200]

@@ -262,6 +262,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
         out = overlap.summarize(rnd_now, overlap.joined({**theirs, **mine}, tasks, rnd_now))
         return out if seconds is None else {**out, "time/eval_beside": seconds}
 
+    completed = 0                       # the last round whose checkpoint is written (0: none yet)
     try:        # whatever fails or stops the run, no second process is left behind (except below)
         beside = _beside_evaluator(cfg, method, num_clients)   # started first: it imports and builds while we do
         backend.start(cfg, num_clients)
@@ -301,6 +302,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
             if progress:
                 log_line(_progress(method, m, rounds, time.perf_counter() - t0) + "  (zero-shot)")
             interrupt.check("before round 1 completed")
+        completed = start - 1
         for rnd in range(start, rounds + 1):
             t0 = time.perf_counter()
             ctx = context(rnd)
@@ -329,6 +331,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
                                          "run_id": tracker.run_id,
                                          # evaluations still beside training: scored on resume if the run dies
                                          "pending_eval": dict(beside.pending) if beside is not None else {}})
+            completed = rnd
             m["time/bookkeeping"] = time.perf_counter() - t_book     # checkpoint (its own record lacks this key)
             log_round(m)
             if progress:
@@ -340,8 +343,10 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
         if beside is not None:
             merge(wait_until=0)     # the last round was scored here and there; nothing should be left
             beside_off()
-    except BaseException:
+    except BaseException as e:
         beside_off()
+        if isinstance(e, interrupt.Interrupted) and e.after_round is None and completed > 0:
+            e.after_round = completed       # a second signal cut a round short: the last checkpoint stands
         raise
     end = method.finalize(context(rounds))
     numbers = {k: v for k, v in end.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
