@@ -96,6 +96,16 @@ def model_provenance(cfg: ExperimentConfig) -> dict:
 
 
 def run_experiment(cfg: ExperimentConfig, tracker=None, progress: bool = True):
+    """Run one experiment, holding its run folder (`fedlab.files.run_lock`): a second run of the same config and
+    seed, or a resume of it, is refused while this one runs."""
+    from fedlab.files import run_lock
+    from fedlab.runtime.federation import run_dir
+
+    with run_lock(run_dir(cfg)):
+        return _run_experiment(cfg, tracker, progress)
+
+
+def _run_experiment(cfg: ExperimentConfig, tracker=None, progress: bool = True):
     from fedlab import registry
     from fedlab.data.federated import build_federated_data
     from fedlab.runtime.backends import make_backend

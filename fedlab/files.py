@@ -50,6 +50,41 @@ def file_lock(path: Path, optional: bool = False):
         f.close()
 
 
+@contextlib.contextmanager
+def run_lock(folder: Path):
+    """Hold a run's folder for the block: an exclusive lock on `<folder>/.lock` that a second run of the same
+    config and seed (or its resume) cannot take while the first runs — it is refused in one line naming the
+    holder. The lock goes with the process, however it ends (POSIX flock; without fcntl, no lock)."""
+    import datetime
+    import os
+
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    f = open(folder / ".lock", "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        holder = f.read().strip() or "another process"
+        f.close()
+        raise ConfigError(f"output_dir: {folder} is held by {holder}: the same config and seed are running; wait "
+                          "for that run to end, or give this one another output_dir or seed") from None
+    try:
+        f.seek(0)
+        f.truncate()
+        f.write(f"pid {os.getpid()} since {datetime.datetime.now().isoformat(timespec='seconds')}\n")
+        f.flush()
+        yield
+    finally:
+        fcntl.flock(f, fcntl.LOCK_UN)
+        f.close()
+
+
 class FileProblem(ConfigError):
     """A file fedlab was pointed at is missing, damaged or of the wrong shape (one line: key, file, fix)."""
 

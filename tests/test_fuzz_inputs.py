@@ -250,3 +250,30 @@ def test_a_run_that_diverges_stops_in_one_line_and_fails_in_mlflow_with_the_reas
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
     run = mlflow.search_runs(experiment_names=["fedlab"], output_format="list")[0]
     assert run.info.status == "FAILED" and "training diverged" in run.data.tags["fedlab.failure"]
+
+
+def test_two_runs_of_one_config_and_seed_cannot_share_a_run_folder(tmp_path):
+    """A run holds its folder: a second run of the same config and seed (another process) is refused in one line
+    naming the holder, and the folder is free again once the first has ended."""
+    import subprocess
+    import sys
+
+    from fedlab.config import load_config
+    from fedlab.files import run_lock
+    from fedlab.runtime.federation import run_dir
+
+    args = [str(ROOT / "experiments/defaults.yaml"), *PICO_RUN, f"output_dir={tmp_path}/runs"]
+    folder = run_dir(load_config(args[0], args[1:]))
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from fedlab.files import run_lock\n"
+                               f"with run_lock({str(folder)!r}):\n    print('held', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        code, err = run_cli(["run", *args], tmp_path)
+        assert code == 2 and err.count("\n") == 1
+        assert f"output_dir: {folder} is held by pid {holder.pid} since " in err and "the same config and seed" in err
+    finally:
+        holder.kill()
+        holder.wait()
+    with run_lock(folder):          # the first run's end (here: its process killed) frees the folder
+        pass
