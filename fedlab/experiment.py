@@ -101,6 +101,7 @@ def run_experiment(cfg: ExperimentConfig, tracker=None, progress: bool = True):
     from fedlab.files import run_lock
     from fedlab.runtime.federation import run_dir
 
+    preflight(cfg)                  # a config that cannot run fails here, before any lock or file
     with run_lock(run_dir(cfg)):
         return _run_experiment(cfg, tracker, progress)
 
@@ -112,7 +113,6 @@ def _run_experiment(cfg: ExperimentConfig, tracker=None, progress: bool = True):
     from fedlab.runtime.federation import run_dir, run_federation
     from fedlab.tracking import make_tracker
 
-    preflight(cfg)
     data = build_federated_data(cfg.data, cfg.seed)
     method = registry.get(cfg.method.name).method_cls(cfg, data)
     backend = make_backend(cfg)

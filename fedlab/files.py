@@ -52,9 +52,10 @@ def file_lock(path: Path, optional: bool = False):
 
 @contextlib.contextmanager
 def run_lock(folder: Path):
-    """Hold a run's folder for the block: an exclusive lock on `<folder>/.lock` that a second run of the same
-    config and seed (or its resume) cannot take while the first runs — it is refused in one line naming the
-    holder. The lock goes with the process, however it ends (POSIX flock; without fcntl, no lock)."""
+    """Hold a run's folder for the block: an exclusive lock, keyed by the folder's absolute path, that a second
+    run of the same config and seed (or its resume) on this machine cannot take while the first runs — it is
+    refused in one line naming the holder. The lock goes with the process, however it ends (POSIX flock; without
+    fcntl, no lock)."""
     import datetime
     import os
 
@@ -63,9 +64,15 @@ def run_lock(folder: Path):
     except ImportError:
         yield
         return
+    import hashlib
+    import tempfile
+
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    f = open(folder / ".lock", "a+")
+    # the lock lives in the machine's temporary folder, keyed by the run folder's absolute path: nothing is
+    # written into output_dir before the run itself writes there
+    locks = Path(tempfile.gettempdir()) / "fedlab-run-locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    f = open(locks / f"{hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:24]}.lock", "a+")
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -166,7 +166,7 @@ def test_config_show_follows_a_defaults_chain_and_a_method_switch(capsys, tmp_pa
     ([HETERO, "method.nope"], "no key of this config starts with 'method.nope'"),
     ([HETERO, "metod.topk"], "did you mean 'method.topk'"),
     (["experiments/no_such.yaml"], "does not exist"),
-    (["experiments"], "cannot be read"),
+    (["experiments"], "is a folder; expected a YAML file"),
     ([HETERO, "method.topk=0"], "method.topk"),
     ([HETERO, "a", "b"], "one KEY-PREFIX at most"),
 ])

@@ -58,8 +58,13 @@ def make_trainer(cfg, max_epochs: int | None = None, max_steps: int | None = Non
     # exits 0 mid-round, so its signal connector registers nothing.
     connector = getattr(trainer, "_signal_connector", None)
     if connector is not None:
-        connector.register_signal_handlers = lambda: None
+        connector.register_signal_handlers = _signals_are_fedlabs
     return trainer
+
+
+def _signals_are_fedlabs() -> None:
+    """Lightning's signal registration, replaced on fedlab's Trainers (a module-level function: a Trainer sent to
+    another process is pickled with it)."""
 
 
 def sgd_factory(cfg):
