@@ -382,6 +382,15 @@ def cmd_results(args) -> int:
     return 0
 
 
+def cmd_export(args) -> int:
+    """A run's trained models as PEFT adapter folders (and merged Hugging Face folders) with a manifest."""
+    from fedlab.export import export_run
+
+    path = export_run(args.run, args.to, merged=args.merged)
+    print(f"exported to {path.parent} (manifest: {path})")
+    return 0
+
+
 def cmd_profile(args) -> int:
     """Floe's profile table for a config: memory and step latency per LoRA rank on this machine (cached)."""
     from fedlab.config import load_config
@@ -478,6 +487,12 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=5000)
     ui.set_defaults(fn=cmd_ui)
+    ex = sub.add_parser("export", help="a run's trained models as PEFT adapter folders (and --merged Hugging Face "
+                        "folders) with a manifest of their base models")
+    ex.add_argument("run", help="a run folder (runs/<method>-<key>) or an MLflow run id")
+    ex.add_argument("--to", required=True, help="the folder to write")
+    ex.add_argument("--merged", action="store_true", help="also a merged save_pretrained folder per party")
+    ex.set_defaults(fn=cmd_export)
     rs = sub.add_parser("results", help="every system's claims by verdict, from the records: RESULTS.md and the "
                         "README's summary; then the check that prose quotes only generated numbers")
     rs.add_argument("--check", action="store_true", help="write nothing; exit 1 where the summary on disk differs")

@@ -200,6 +200,26 @@ def _log_plan(cfg, out: Path, tracker) -> None:
     tracker.log_artifact(out / "plan.txt", "plan")
 
 
+def _log_export(method, out: Path, tracker) -> None:
+    """The run's trained models as PEFT adapter folders (`fedlab.export`, without the base model, which the
+    manifest names) beside the run and in MLflow (`model/`), so a run compared in the UI leads to a loadable
+    model; `fedlab export` writes the base and merged folders too. A party this method cannot write so is said,
+    never a failure of the run."""
+    import sys
+
+    from fedlab.export import export_method
+    from fedlab.validation import ConfigError
+
+    if not method.export_parties():
+        return
+    try:
+        manifest = export_method(method, out / "model", base=False, run=str(out))
+    except ConfigError as e:
+        print(f"[fedlab] {e}", file=sys.stderr)
+        return
+    tracker.log_artifact(manifest.parent, "model")
+
+
 def _log_artifacts(cfg, method, history, tracker) -> None:
     from safetensors.torch import save_file
 
@@ -214,6 +234,7 @@ def _log_artifacts(cfg, method, history, tracker) -> None:
     if adapters:
         save_file({k: v.contiguous() for k, v in adapters.items()}, str(out / "adapters.safetensors"))
         tracker.log_artifact(out / "adapters.safetensors")
+    _log_export(method, out, tracker)
     labels = {cid: ", ".join(method.data.client_tasks(cid)) for cid in range(method.data.num_clients)}
     labels = {cid: (t if len(t) <= 24 else t[:21] + "...") for cid, t in labels.items()}
     png = accuracy_per_round(history.rounds, out / "accuracy_per_round.png",

@@ -122,7 +122,11 @@ class Tracker:
             self.mlflow.log_metrics(clean, step=step)
 
     def log_artifact(self, path: str | Path, artifact_path: str | None = None) -> None:
-        self.mlflow.log_artifact(str(path), artifact_path=artifact_path)
+        """A file, or a folder's files under `artifact_path`."""
+        if Path(path).is_dir():
+            self.mlflow.log_artifacts(str(path), artifact_path=artifact_path)
+        else:
+            self.mlflow.log_artifact(str(path), artifact_path=artifact_path)
 
     def set_tags(self, tags: dict) -> None:
         self.mlflow.set_tags(tags)

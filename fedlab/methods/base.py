@@ -104,6 +104,26 @@ class FedMethod:
     def final_adapters(self) -> dict | None:
         return self.global_state
 
+    def export_parties(self) -> list:
+        """The trained models `fedlab export` writes (`fedlab.export.Party`): by default the global model, its
+        final adapters on `model.name`; a method with other parties (a server LLM beside its clients' SLMs, a
+        proxy and a fused LLM) names each."""
+        from fedlab.export import Party
+
+        from fedlab.models.zoo import is_encoder
+
+        state = self.final_adapters()
+        if not state or is_encoder(self.cfg.model.name):     # an encoder's own parts: the method names them
+            return []
+        from peft import PeftModelForCausalLM
+
+        res = self.resident
+        names = {n for n, _ in res.model.named_parameters()}
+        # a causal LM with LoRA whose parameters the final adapters are; a method whose adapters live on another
+        # model, or an encoder with a head of fedlab's, names its own parties
+        fits = isinstance(res.model, PeftModelForCausalLM) and set(state) <= names
+        return [Party("model", res, state)] if fits else []
+
 
 def stack_deltas(results: dict[int, FitRes], base: dict) -> tuple[list[int], torch.Tensor, torch.Tensor]:
     """(client ids, τ[K, P] = φ_k − φ in the base's key order, example counts[K])."""

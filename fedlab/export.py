@@ -1,0 +1,155 @@
+"""A run's trained models in the ecosystem's formats (`fedlab export RUN --to DIR`).
+
+Every trained party of the run becomes a folder named by its role: a PEFT adapter folder
+(`adapter_config.json` + `adapter_model.safetensors`) that `PeftModel.from_pretrained(base, folder)` loads, and with
+`--merged` a `save_pretrained` folder with its tokenizer that `AutoModelForCausalLM.from_pretrained(folder)` loads.
+The base model an adapter needs is written once under `base/<name>/` (a zoo model is a Hugging Face folder
+already), and `manifest.json` says, per party, its adapter folder, its merged folder, the base model's name and
+the sha256 of the base's weights.
+
+A method says which parties it trained with `FedMethod.export_parties()` (default: its global model, the
+`final_adapters` on `model.name`); the run's state comes from its last checkpoint, so every party the method
+checkpoints can be exported.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from fedlab.validation import ConfigError
+
+
+@dataclass
+class Party:
+    """One trained model of a run: its role (the folder's name), the resident model it lives on (base model,
+    transforms and LoRA) and its trained adapter state (parameter names as the resident model has them)."""
+    role: str
+    resident: object                  # fedlab.runtime.resident.Resident
+    state: dict
+
+
+def run_folder(run: str | Path) -> Path:
+    """The run folder of RUN: a folder holding config.yaml and checkpoint.pt, or an MLflow run id of this
+    folder's store (its config.yaml artifact names the folder)."""
+    p = Path(run)
+    if p.is_dir():
+        if not (p / "config.yaml").is_file() or not (p / "checkpoint.pt").is_file():
+            raise ConfigError(f"export: {p} is not a finished run's folder (it needs config.yaml and checkpoint.pt)")
+        return p
+    if len(str(run)) == 32 and all(c in "0123456789abcdef" for c in str(run)):
+        return _folder_of_mlflow_run(str(run))
+    raise ConfigError(f"export: {run!r} is neither a run folder nor an MLflow run id")
+
+
+def _folder_of_mlflow_run(run_id: str) -> Path:
+    import mlflow
+
+    from fedlab.config import load_config
+    from fedlab.runtime.federation import run_dir
+    from fedlab.tracking import setup_mlflow
+
+    t = load_config(None, []).tracking
+    setup_mlflow(t.uri, t.artifact_root, t.experiment)
+    try:
+        local = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="config.yaml")
+    except Exception as e:           # an id the store does not hold, an artifact store out of reach
+        raise ConfigError(f"export: MLflow run {run_id} has no config.yaml in {t.uri} ({str(e)[:120]})") from None
+    return run_folder(run_dir(load_config(local, [])))
+
+
+def method_of_run(folder: Path):
+    """The run's method with its last checkpointed state, built from the run's own config."""
+    import torch
+
+    from fedlab import registry
+    from fedlab.config import load_config
+    from fedlab.data.federated import build_federated_data
+
+    cfg = load_config(folder / "config.yaml", [])
+    method = registry.get(cfg.method.name).method_cls(cfg, build_federated_data(cfg.data, cfg.seed))
+    method.setup()
+    ck = torch.load(folder / "checkpoint.pt", map_location="cpu", weights_only=False)
+    method.load_state_dict(ck["method"])
+    method.client_states = ck.get("client_states") or {}
+    return method
+
+
+def _sha256_of(folder: Path) -> str:
+    """The sha256 of a model folder's weights files, in name order."""
+    h = hashlib.sha256()
+    for f in sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")):
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _write_base(name: str, out: Path) -> tuple[Path, str]:
+    """The base model as a Hugging Face folder under out/base/<name> (once); (its folder, its weights' sha256)."""
+    from fedlab.models.zoo import resolve
+
+    folder = out / "base" / name.replace("/", "--")
+    if not folder.exists():
+        src = Path(resolve(name))
+        if not src.is_dir():
+            raise ConfigError(f"export: the base model {name!r} is not a local folder fedlab can copy")
+        shutil.copytree(src, folder, ignore=shutil.ignore_patterns("meta.json", "*.lock"))
+    return folder, _sha256_of(folder)
+
+
+def export_party(party: Party, out: Path, merged: bool, base: bool = True) -> dict:
+    """One party's adapter folder (and merged folder, and the base model's folder when `base`); its manifest
+    entry."""
+    import copy
+    import os
+
+    from peft import PeftModelForCausalLM
+
+    from fedlab.transforms.lora import set_state
+
+    res = party.resident
+    if not isinstance(res.model, PeftModelForCausalLM):
+        raise ConfigError(f"export: the party {party.role!r} is not a causal LM with LoRA over its base (its "
+                          "transforms change the architecture, or it is an encoder); this method does not export it yet")
+    set_state(res.model, party.state)
+    folder = out / party.role
+    res.model.save_pretrained(folder)
+    res.tokenizer.save_pretrained(folder)
+    entry = {"adapter": party.role, "base_model": res.name}
+    if base:
+        base_dir, entry["base_sha256"] = _write_base(res.name, out)
+        entry["base"] = os.path.relpath(base_dir, out)
+        config = json.loads((folder / "adapter_config.json").read_text())
+        config["base_model_name_or_path"] = os.path.relpath(base_dir, folder)
+        (folder / "adapter_config.json").write_text(json.dumps(config, indent=2))
+    if merged:
+        full = copy.deepcopy(res.model).merge_and_unload()
+        target = out / f"{party.role}-merged"
+        full.save_pretrained(target)
+        res.tokenizer.save_pretrained(target)
+        entry["merged"] = target.name
+    return entry
+
+
+def export_run(run: str | Path, to: str | Path, merged: bool = False) -> Path:
+    """Write every party the run trained into `to` (module docstring); returns the manifest's path."""
+    folder = run_folder(run)
+    to = Path(to)
+    if to.exists() and not to.is_dir():
+        raise ConfigError(f"export: --to {to} is a file; expected a folder")
+    to.mkdir(parents=True, exist_ok=True)
+    method = method_of_run(folder)
+    if not method.export_parties():
+        raise ConfigError(f"export: {method.cfg.method.name} trains no model to export")
+    return export_method(method, to, merged, run=str(folder))
+
+
+def export_method(method, to: Path, merged: bool = False, base: bool = True, run: str = "") -> Path:
+    """Write the parties of a method in memory into `to`; returns the manifest's path."""
+    to = Path(to)
+    manifest = {"run": run, "method": method.cfg.method.name,
+                "parties": {p.role: export_party(p, to, merged, base) for p in method.export_parties()}}
+    path = to / "manifest.json"
+    path.write_text(json.dumps(manifest, indent=1))
+    return path
