@@ -1,4 +1,5 @@
-"""Aggregation kernels: pure functions of stacked client updates tau[K, P] (SPEC.md §0)."""
+"""Aggregation kernels: pure functions of stacked client updates tau[K, P] — vectorised over P, on CPU and
+GPU, inputs never modified."""
 from fedlab.aggregators.basic import fedavg, magnitude_trim, pairwise_cosine
 from fedlab.aggregators.merging import (
     conflict_scores,

@@ -1,8 +1,9 @@
-"""Fused merge passes of `h_ties` and `ties` (issue 33): the trimming mask, the client weights, the reductions
-over clients and the per-coordinate decision of SPEC §1.4 / §1.6 written as one function of the whole [K, P]
-update matrix and handed to `torch.compile`, which generates one C++/OpenMP loop over the coordinates with the K
-clients reduced inside it (CPU float32/float64 only: `fedlab.compiled`). τ is read once after the thresholds are known,
-where the eager block loop (`merging.h_ties`) runs about a dozen torch operations per block, each one more pass.
+"""Fused merge passes of `h_ties` and `ties`: the trimming mask, the client weights, the reductions over
+clients and the per-coordinate decision (fedlab/methods/fedproxy/README.md (FP-12), (FP-16)) written as one
+function of the whole [K, P] update matrix and handed to `torch.compile`, which generates one C++/OpenMP loop
+over the coordinates with the K clients reduced inside it (CPU float32/float64 only: `fedlab.compiled`). τ is
+read once after the thresholds are known, where the eager block loop (`merging.h_ties`) runs about a dozen
+torch operations per block, each one more pass.
 
 What is fused: given the per-row trimming threshold (`basic.row_thresholds`, unchanged), the rest of the kernel.
 The threshold's selection pass stays eager. A row with more entries at its threshold than it may keep keeps

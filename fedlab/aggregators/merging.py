@@ -1,5 +1,6 @@
-"""FedProxy's server analysis and merging kernels (SPEC.md §1.2, §1.4, §1.6): conflict scores,
-heterogeneity, consensus weights, H-TIES and TIES. Pure, vectorised over P, inputs never modified."""
+"""FedProxy's server analysis and merging kernels: conflict scores, heterogeneity, consensus weights, H-TIES
+and TIES (fedlab/methods/fedproxy/README.md (FP-3) – (FP-16); "README" below is that page). Pure, vectorised
+over P, inputs never modified."""
 from __future__ import annotations
 
 import torch
@@ -78,9 +79,9 @@ def h_ties(tau: Tensor, *, r0: float = 1.0, delta: float = 0.2, rho: float = 1.1
     r_k = clip(r0 − δ·h_norm_k, 0, 1); τ̃_k = magnitude_trim(τ_k, r_k); τ̂_k = w_k τ̃_k;
     P_d = Σ_{τ̂>0} |τ̂_k[d]|, N_d = Σ_{τ̂<0} |τ̂_k[d]|;
     Δ[d] = Σ_{τ̂>0} τ̂_k[d] / Σ_{τ̂>0} w_k if P_d/(N_d+ε) ≥ ρ, elif N_d/(P_d+ε) ≥ ρ the same over τ̂ < 0, else 0.
-    `denominator="all"` (SPEC §1.4's ablation) divides the winning sign's mass by Σ_k w_k over every client
-    instead of the agreeing ones. With diagnostics=True returns (Δ, `server_analysis(τ)`) so a caller need
-    not recompute S, h, w, r."""
+    `denominator="all"` (an ablation, README (FP-12)) divides the winning sign's mass by Σ_k w_k over every
+    client instead of the agreeing ones. With diagnostics=True returns (Δ, `server_analysis(τ)`) so a caller
+    need not recompute S, h, w, r."""
     _check_tau(tau)
     if rho < 1:
         raise ValueError(f"rho: {rho!r} is not allowed; expected a number >= 1 (sign-dominance ratio)")
@@ -143,8 +144,9 @@ def _h_ties_blocks(tau: Tensor, info: dict, w: Tensor, rho: float, eps: float, d
 
 
 def ties(tau: Tensor, *, density: float = 0.2, weights: Tensor | None = None) -> Tensor:
-    """TIES-merging (SPEC.md §1.6): trim each client to `density`; elect the sign per entry as the sign of
-    Σ_k w_k τ̃_k (0 counts as +); average the agreeing non-zero entries with their weights."""
+    """TIES-merging (fedlab/methods/fedproxy/README.md (FP-16)): trim each client to `density`; elect the sign
+    per entry as the sign of Σ_k w_k τ̃_k (0 counts as +); average the agreeing non-zero entries with their
+    weights."""
     _check_tau(tau)
     k, p = tau.shape
     if k == 0:

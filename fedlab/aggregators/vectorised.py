@@ -1,4 +1,4 @@
-"""The trimming threshold without per-row Python loops or per-block host syncs, for accelerators (issue 32).
+"""The trimming threshold without per-row Python loops or per-block host syncs, for accelerators.
 
 On the CPU `basic._thresholds` walks cache-sized column blocks and handles each row's bracket on its own
 (cheap there, and bit for bit stable). On a GPU every per-row step and every `.tolist()` inside the block loop

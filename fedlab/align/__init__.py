@@ -1,4 +1,5 @@
-"""Cross-tokenizer alignment for logit-level knowledge transfer (FedMKT, SPEC.md §2.2)."""
+"""Cross-tokenizer alignment for logit-level knowledge transfer (fedlab/methods/fedmkt/README.md (FM-4) –
+(FM-6))."""
 from fedlab.align.logits import translate_topk
 from fedlab.align.normalize import canonical, canonical_tokens, detect_convention
 from fedlab.align.sequence import align_sequences, next_token_pairs

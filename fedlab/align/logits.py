@@ -1,4 +1,5 @@
-"""Translation of a teacher's top-K logits into a student's token space (SPEC.md §2.2, Appendix B step 3)."""
+"""Translation of a teacher's top-K logits into a student's token space (FedMKT paper Appendix B step 3;
+fedlab/methods/fedmkt/README.md (FM-6))."""
 from __future__ import annotations
 
 import numpy as np

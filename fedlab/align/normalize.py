@@ -1,4 +1,5 @@
-"""Word-boundary conventions of the tokenizer families, normalised to one (SPEC.md §2.2).
+"""Word-boundary conventions of the tokenizer families, normalised to one (fedlab/methods/fedmkt/README.md
+(FM-4)).
 
 Canonical form: a token that starts a word carries a leading "▁"; a continuation carries nothing.
 - SentencePiece (LLaMA, T5): "▁" already marks a word start; byte-fallback pieces "<0x0A>" become the byte.

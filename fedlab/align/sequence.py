@@ -1,4 +1,5 @@
-"""FedMKT's token alignment of one text tokenized two ways (SPEC.md §2.2, paper Appendix B step 2)."""
+"""FedMKT's token alignment of one text tokenized two ways (paper Appendix B step 2;
+fedlab/methods/fedmkt/README.md (FM-5))."""
 from __future__ import annotations
 
 from fedlab.align.normalize import canonical_tokens, surface
@@ -60,11 +61,11 @@ def align_sequences(src: list[str], tgt: list[str]) -> list[tuple[int, int]]:
 
 def next_token_pairs(pairs: list[tuple[int, int]], lengths: tuple[int, int] | None = None,
                      ) -> list[tuple[int, int]]:
-    """Logit positions that predict the same thing (SPEC.md §2.2): the logits at position p predict token
-    p + 1, so teacher position i pairs with student position j when tokens i + 1 and j + 1 are matched in
-    `pairs` (they cover the same characters). `lengths` = (n_teacher, n_student) when both texts end at
-    their last token (e.g. both end with EOS, whose span is empty): the positions before the two last
-    tokens pair too, since both predict the end of the answer."""
+    """Logit positions that predict the same thing (fedlab/methods/fedmkt/README.md (FM-5)): the logits at
+    position p predict token p + 1, so teacher position i pairs with student position j when tokens i + 1 and
+    j + 1 are matched in `pairs` (they cover the same characters). `lengths` = (n_teacher, n_student) when
+    both texts end at their last token (e.g. both end with EOS, whose span is empty): the positions before the
+    two last tokens pair too, since both predict the end of the answer."""
     out = [(i - 1, j - 1) for i, j in pairs if i >= 1 and j >= 1]
     if lengths is not None and lengths[0] >= 2 and lengths[1] >= 2:
         last = (lengths[0] - 2, lengths[1] - 2)

@@ -1,4 +1,4 @@
-"""FedMKT's optimal vocabulary mapping (SPEC.md §2.2, paper Appendix B step 1)."""
+"""FedMKT's optimal vocabulary mapping (paper Appendix B step 1; fedlab/methods/fedmkt/README.md (FM-4))."""
 from __future__ import annotations
 
 import hashlib

@@ -1,6 +1,6 @@
-"""Public-set knowledge transfer between models of different tokenizers (SPEC.md §2.1–2.2): `PublicSet`,
-`public_knowledge`, `Aligner`, `distill_items`, `DistillCollator`, a per-process `StudentView` that clients
-of one model share, and `train_distill`."""
+"""Public-set knowledge transfer between models of different tokenizers (fedlab/methods/fedmkt/README.md
+(FM-2) – (FM-8)): `PublicSet`, `public_knowledge`, `Aligner`, `distill_items`, `DistillCollator`, a
+per-process `StudentView` that clients of one model share, and `train_distill`."""
 from fedlab.knowledge.public import (
     Aligner,
     DistillCollator,

@@ -1,12 +1,13 @@
-"""Mutual learning between two models that may tokenize differently (Co-PLMs' SAML, SPEC.md §5.3/§5.5):
-both see the same examples, each in its own tokens; the logit positions that predict the same next token
-are paired by the §2.2 alignment; on every mini-batch each model steps on
+"""Mutual learning between two models that may tokenize differently (Co-PLMs' SAML,
+fedlab/methods/coplms/README.md (CP-5) – (CP-9)): both see the same examples, each in its own tokens; the
+logit positions that predict the same next token are paired by FedMKT's alignment
+(fedlab/methods/fedmkt/README.md (FM-5)); on every mini-batch each model steps on
 
     L_a = w_a·L_kt(b → a) + (1 − w_a)·CE_a,      L_b = w_b·L_kt(a → b) + (1 − w_b)·CE_b,
 
 where L_kt(t → s) = mean over the batch's paired positions of KL(pooled_t ‖ pooled_s) (top-K pooling,
 `mapped_pooled_kl`) against the other model's detached logits — per token, the normalisation of the CE it is
-mixed with (SPEC §5.5, 2026-11-25); `kt_reduction="sum"` (the ablation, the earlier reading) sums over the
+mixed with (README (CP-6)); `kt_reduction="sum"` (the ablation, the paper's Eq. 7 sum) sums over the
 positions and divides by the batch's examples B. Two optimisers, one per model (manual optimisation), so each
 model's step and gradient clipping depend on its own loss only."""
 from __future__ import annotations
@@ -25,7 +26,7 @@ from fedlab.seeding import seed_everything
 def answer_pairs(item_a: dict, item_b: dict, tokens_a: list[str] | None, tokens_b: list[str] | None,
                  eos: tuple[int | None, int | None] = (None, None)) -> list[tuple[int, int]]:
     """(position in a, position in b) of the logits that predict the same answer token: with token strings
-    given, the §2.2 next-token pairing of the two tokenizations (the end of the answer pairs when both end
+    given, the next-token pairing (FM-5) of the two tokenizations (the end of the answer pairs when both end
     with their EOS); with `tokens_a = tokens_b = None` the two share a tokenizer and position i pairs with
     i. Only positions whose next token is an answer token on both sides."""
     la, lb = item_a["labels"], item_b["labels"]

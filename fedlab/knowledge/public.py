@@ -38,9 +38,10 @@ class PublicSet:
 @torch.no_grad()
 def public_knowledge(model, public: PublicSet, k: int, batch_size: int = 32,
                      logit_dtype: torch.dtype = torch.float32) -> dict:
-    """SPEC.md §2.1 step 2/4: per public sample l^i = −log p(answer | prompt), the NLL *summed* over the
-    answer's tokens (it does not depend on how a tokenizer cuts the answer; a per-token mean favours finer
-    tokenizers), and the top-K (id, logit) at every position that has a next token. k = 0: the losses only."""
+    """FedMKT's knowledge (Algorithm 1 lines 17 and 27; fedlab/methods/fedmkt/README.md (FM-2)): per public
+    sample l^i = −log p(answer | prompt), the NLL *summed* over the answer's tokens (it does not depend on how
+    a tokenizer cuts the answer; a per-token mean favours finer tokenizers), and the top-K (id, logit) at
+    every position that has a next token. k = 0: the losses only."""
     device = next(model.parameters()).device
     losses, ids, logits = [], [], []
     with eval_mode(model):
@@ -79,9 +80,9 @@ class Aligner:
         self._pairs: dict[tuple, list] = {}
 
     def pairs(self, teacher_key, teacher: PublicSet, i: int) -> list[tuple[int, int]]:
-        """(teacher position, student position) whose logits predict the same next token (SPEC §2.2): the
-        tokens matched by `align_sequences` shifted by one, and the last positions when both samples end with
-        their EOS (both then predict the end of the answer)."""
+        """(teacher position, student position) whose logits predict the same next token
+        (fedlab/methods/fedmkt/README.md (FM-5)): the tokens matched by `align_sequences` shifted by one, and
+        the last positions when both samples end with their EOS (both then predict the end of the answer)."""
         key = (teacher_key, i)
         if key not in self._pairs:
             s_tokens = self.student.tokens[i]
@@ -98,10 +99,11 @@ class Aligner:
 
 def distill_items(aligner: Aligner, teachers: dict[int, tuple], vmaps: dict, temperature: float,
                   kd_positions: str, k: int) -> list[dict]:
-    """Training items for the student, one per public sample, in order: L_FT covers every sample (SPEC §2.1);
-    a selected sample i carries sparse soft targets from the teacher chosen for it, `teachers[i]` = (teacher
-    key, the teacher's PublicSet, its knowledge), with `vmaps[teacher key]` mapping teacher ids to student ids;
-    the others carry none (kd_mask all False, so only the task loss trains on them)."""
+    """Training items for the student, one per public sample, in order: L_FT covers every sample
+    (fedlab/methods/fedmkt/README.md (FM-7)); a selected sample i carries sparse soft targets from the teacher
+    chosen for it, `teachers[i]` = (teacher key, the teacher's PublicSet, its knowledge), with `vmaps[teacher
+    key]` mapping teacher ids to student ids; the others carry none (kd_mask all False, so only the task loss
+    trains on them)."""
     items = []
     for i, item in enumerate(aligner.student.items):
         if i in teachers:

@@ -109,7 +109,6 @@ class FedMethod:
         final adapters on `model.name`; a method with other parties (a server LLM beside its clients' SLMs, a
         proxy and a fused LLM) names each."""
         from fedlab.export import Party
-
         from fedlab.models.zoo import is_encoder
 
         state = self.final_adapters()

@@ -1,4 +1,4 @@
-"""Pure penalty kernels (SPEC.md §0), differentiable in `params`."""
+"""Pure penalty kernels, differentiable in `params`, never modifying their inputs."""
 from __future__ import annotations
 
 import torch

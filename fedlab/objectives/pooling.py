@@ -1,5 +1,6 @@
-"""Co-PLMs' structure-agnostic mutual learning kernels (SPEC.md §5.3): top-K pooling of a distribution and
-the KL divergence between pooled distributions."""
+"""Co-PLMs' structure-agnostic mutual learning kernels: top-K pooling of a distribution and the KL divergence
+between pooled distributions (paper Eqs. 6–7; fedlab/methods/coplms/README.md (CP-5), (CP-6); "README" below
+is that page)."""
 from __future__ import annotations
 
 import torch
@@ -8,8 +9,9 @@ from torch import Tensor
 
 
 def topk_pool(probs: Tensor, k: int, index: Tensor | None = None) -> tuple[Tensor, Tensor]:
-    """Co-PLMs §5.3: [p[I], 1 − Σ p[I]] over the k chosen indices I (the top-k of `probs` itself when
-    `index` is None). Returns (pooled[..., k+1], I[..., k]); the tail mass is clamped at 0 against rounding."""
+    """Co-PLMs paper Eq. 6 (README (CP-5)): [p[I], 1 − Σ p[I]] over the k chosen indices I (the top-k of
+    `probs` itself when `index` is None). Returns (pooled[..., k+1], I[..., k]); the tail mass is clamped at 0
+    against rounding."""
     if index is None:
         if not 1 <= k <= probs.shape[-1]:
             raise ValueError(f"k must be in [1, {probs.shape[-1]}], got {k}")
@@ -22,7 +24,7 @@ def topk_pool(probs: Tensor, k: int, index: Tensor | None = None) -> tuple[Tenso
 
 
 def pooled_kl(teacher_logits: Tensor, student_logits: Tensor, k: int) -> Tensor:
-    """Co-PLMs §5.3: KL(pooled_t ‖ pooled_s) over the teacher's top-k bins plus the tail, summed over
+    """Co-PLMs paper Eq. 7: KL(pooled_t ‖ pooled_s) over the teacher's top-k bins plus the tail, summed over
     positions and averaged over the batch (the first dimension; a [V] input is one position)."""
     if teacher_logits.shape != student_logits.shape:
         raise ValueError(f"teacher {tuple(teacher_logits.shape)} and student {tuple(student_logits.shape)} differ")
@@ -43,7 +45,7 @@ def _log_tail(logits: Tensor, index: Tensor, log_z: Tensor) -> Tensor:
 
 def mapped_pooled_kl(teacher_logits: Tensor, student_logits: Tensor, k: int, vmap: Tensor | None = None,
                      pool_index: str = "teacher") -> Tensor:
-    """Co-PLMs' L_kt per position across two vocabularies (SPEC.md §5.5): teacher logits [N, V_t], student
+    """Co-PLMs' L_kt per position across two vocabularies (README (CP-5)): teacher logits [N, V_t], student
     logits [N, V_s] at N paired positions; returns KL(pooled_t ‖ pooled_s) per position, [N].
 
     pool_index="teacher" (default): I = the teacher's top-k ids, mapped into the student's vocabulary by

@@ -1,10 +1,11 @@
-"""The server's training steps on one device or data-parallel over `backend.server_devices` (issue 32).
+"""The server's training steps on one device or data-parallel over `backend.server_devices`.
 
-At paper scale a server LLM's LoRA step is dominated by activations (LLaMA-2-7B at 16 × 512: 92 GiB peak, against
-33 GiB at 4 × 512; `benchmarks/results/gpu_h200_2026-11-26/`), so splitting the batch over W devices is what lets
-it fit: each device holds the model and B/W of each batch. The fit then runs under Lightning's DDP strategy in W
-spawned processes (GPUs on CUDA, processes with the gloo backend on the CPU); the gradients are averaged across the
-devices before every step, and rank 0's trained weights come back into the calling process.
+At paper scale a server LLM's LoRA step is dominated by activations (LLaMA-2-7B at 16 × 512: 92 GiB peak,
+against 33 GiB at 4 × 512; measured on an H200, `benchmarks/results/`), so splitting the batch over W devices
+is what lets it fit: each device holds the model and B/W of each batch. The fit then runs under Lightning's
+DDP strategy in W spawned processes (GPUs on CUDA, processes with the gloo backend on the CPU); the gradients
+are averaged across the devices before every step, and rank 0's trained weights come back into the calling
+process.
 
 Same batches as one device: every process draws the same permutation from the same generator the one-device
 loader would use (a `RandomSampler` on the same seed, the loader's generator drawn in the same order), cuts it

@@ -20,7 +20,8 @@ def target_cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
 
 
 def per_sample_target_nll(logits: Tensor, labels: Tensor) -> Tensor:
-    """[B] Σ over each sample's target tokens of −log p(token | prefix) (FedMKT's l_k^i, SPEC §2.1)."""
+    """[B] Σ over each sample's target tokens of −log p(token | prefix) (FedMKT's l_k^i,
+    fedlab/methods/fedmkt/README.md (FM-2))."""
     shift_logits = logits[:, :-1, :].float()
     shift_labels = labels[:, 1:]
     ce = F.cross_entropy(shift_logits.transpose(1, 2), shift_labels.clamp(min=0), reduction="none")
@@ -66,7 +67,7 @@ class ProximalTerm(ParamsTerm):
 
 class PCRTerm(ParamsTerm):
     """FedProxy's conflict-aware regulariser Σ_d C_d (φ[d] − φ^(t)[d])² (Eq. 9); with
-    weighting='consensus' the weights are 1 − C (the ablation of SPEC.md §1.3)."""
+    weighting='consensus' the weights are 1 − C (an ablation; fedlab/methods/fedproxy/README.md (FP-7))."""
     name = "pcr"
 
     def __init__(self, keys, anchor, conflict: Tensor, weighting: str = "conflict"):

@@ -1,6 +1,7 @@
 """Model → model transforms that declare what they make trainable and what is communicated, registered
 by name (`register_transform`) so that a method names them in its instructions and any process builds
-them; plus the block-influence kernels of FedProxy's compression (SPEC.md §0)."""
+them; plus the block-influence kernels of FedProxy's compression (fedlab/methods/fedproxy/README.md (FP-1),
+(FP-2))."""
 from fedlab.transforms.adapters import Adapter
 from fedlab.transforms.compress import block_influence, make_proxy, select_blocks
 from fedlab.transforms.lora import AdapterSpec, apply_lora, get_state, set_state

@@ -1,7 +1,8 @@
-"""Bottleneck adapters on a model's blocks (SPEC.md §5.5): h ← h + W2·GeLU(W1·h), W1: d → ⌈width·d⌉,
-W2 zero-initialised so the adapted model starts as the base model. Co-PLMs' domain adapters sit on each
-block's output; FedAP's bottleneck adapters after each block's attention and feed-forward sublayers.
-Added by forward hooks, so no parameter of the model is renamed."""
+"""Bottleneck adapters on a model's blocks (fedlab/methods/coplms/README.md (CP-3),
+fedlab/methods/fedap/README.md (AP-1)): h ← h + W2·GeLU(W1·h + b1) + b2, W1: d → ⌈width·d⌉, W2 and b2
+zero-initialised so the adapted model starts as the base model. Co-PLMs' domain adapters sit on each block's
+output; FedAP's bottleneck adapters after each block's attention and feed-forward sublayers. Added by forward
+hooks, so no parameter of the model is renamed."""
 from __future__ import annotations
 
 import math

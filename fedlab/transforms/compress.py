@@ -1,5 +1,6 @@
-"""FedProxy compression (SPEC.md §1.1, Eqs. 1 and 4): block influence from decoder-block inputs/outputs
-captured with forward hooks, block selection, and the proxy SLM that keeps the selected blocks."""
+"""FedProxy compression (paper Eqs. 1 and 4; fedlab/methods/fedproxy/README.md (FP-1), (FP-2)): block
+influence from decoder-block inputs/outputs captured with forward hooks, block selection, and the proxy SLM
+that keeps the selected blocks."""
 from __future__ import annotations
 
 import copy as _copy
@@ -126,9 +127,9 @@ def make_proxy(model, kept_layers: list[int], copy: bool = True):
 
 @register_transform("proxy", params=("kept_layers", "lora_layers"))
 def proxy_transform(model, build, kept_layers, lora_layers=None):
-    """The model keeping only the blocks `kept_layers` (FedProxy's proxy, SPEC §1.1; Offsite-Tuning's
-    adapters + emulator, §1.6), built in place; LoRA goes on the proxy positions `lora_layers` (None: all).
-    Declares one parameter group per kept block, `block/<position>`."""
+    """The model keeping only the blocks `kept_layers` (FedProxy's proxy, fedlab/methods/fedproxy/README.md
+    (FP-2); Offsite-Tuning's adapters + emulator, (FP-18)), built in place; LoRA goes on the proxy positions
+    `lora_layers` (None: all). Declares one parameter group per kept block, `block/<position>`."""
     proxy = make_proxy(model, list(kept_layers), copy=False)
     for pos, blk in enumerate(decoder_blocks(proxy)):
         build.groups[f"block/{pos}"] = list(blk.parameters())

@@ -1,5 +1,5 @@
-"""FedProxy fusion (SPEC.md §1.5): plug-in fusion of the tuned proxy into the LLM (Eq. 3) and the
-proxy-tuning logit variant (Appendix C.2)."""
+"""FedProxy fusion (fedlab/methods/fedproxy/README.md (FP-14), (FP-15)): plug-in fusion of the tuned proxy
+into the LLM (paper Eq. 3) and the proxy-tuning logit variant (paper Appendix C.2)."""
 from __future__ import annotations
 
 import copy

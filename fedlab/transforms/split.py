@@ -1,4 +1,4 @@
-"""Split learning (ELSA, SPEC.md §3.2): a model's blocks cut into parts held by different parties — with
+"""Split learning (ELSA, paper 002): a model's blocks cut into parts held by different parties — with
 cuts (c1, c2), blocks [0, c1) are the `front` (the client: embeddings and first blocks), [c1, c2) the
 `middle` (the edge), [c2, L) the `back` (the client again: last blocks and the head).
 

@@ -1,5 +1,5 @@
 """Co-PLMs: a distilled proxy model with domain adapters between the server's LLM and the devices' SLMs,
-structure-agnostic mutual learning with top-K pooled KL (paper 004; SPEC.md §5)."""
+structure-agnostic mutual learning with top-K pooled KL (paper 004; fedlab/methods/coplms/README.md)."""
 from fedlab.methods.coplms.config import CoPLMsConfig, CoPLMsNoDSTConfig, CoPLMsNoSAMLConfig
 from fedlab.registry import register_method
 

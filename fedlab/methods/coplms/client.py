@@ -1,5 +1,6 @@
-"""Co-PLMs' device (SPEC.md §5.5, Algorithm 1): the DPM (LLM tokenizer, domain adapters, LoRA) beside the
-device's own SLM (its own architecture and tokenizer, LoRA). Each round:
+"""Co-PLMs' device (paper 004, Algorithm 1; fedlab/methods/coplms/README.md (CP-4) – (CP-9)): the DPM (LLM
+tokenizer, domain adapters, LoRA) beside the device's own SLM (its own architecture and tokenizer, LoRA).
+Each round:
 
     DST    the adapters train on CE (the DPM's LoRA frozen at the received global state);
     SAML   the DPM's LoRA and the SLM's LoRA train together (adapters frozen), each on
@@ -43,8 +44,9 @@ def dpm_chain(cfg) -> tuple:
 
 
 def domain_tuning(cfg, dpm, dataset, seed: int) -> dict:
-    """DST (SPEC §5.2): the DPM's domain adapters train on the task CE over `dataset`, everything else frozen
-    (the LoRA stays at the state set before). Used by the devices on their data and by the server on D^s."""
+    """DST (paper Eq. 5, README (CP-4)): the DPM's domain adapters train on the task CE over `dataset`,
+    everything else frozen (the LoRA stays at the state set before). Used by the devices on their data and by
+    the server on D^s."""
     seed_everything(seed)
     loader = DataLoader(dataset, batch_size=cfg.federation.batch_size, shuffle=True,
                         generator=torch.Generator().manual_seed(seed), collate_fn=PadCollator(dpm.tokenizer.pad_token_id))

@@ -7,13 +7,14 @@ from fedlab.validation import METHOD_NAME_HELP, MethodConfig, check, choose, doc
 
 @dataclass(frozen=True)
 class CoPLMsConfig(MethodConfig):
-    """Co-PLMs (paper 004, SPEC.md §5): model.name is the server's LLM, model.clients the devices' SLMs; the
-    distilled proxy model (DPM) shares the LLM's tokenizer and lives on every device beside its SLM."""
+    """Co-PLMs (paper 004, fedlab/methods/coplms/README.md): model.name is the server's LLM, model.clients the
+    devices' SLMs; the distilled proxy model (DPM) shares the LLM's tokenizer and lives on every device beside
+    its SLM."""
     name: str = doc("coplms", METHOD_NAME_HELP)
     server_fits: ClassVar[bool] = True    # its server trains a model: backend.server_devices applies (objectives/server_devices.py)
     heterogeneous_clients: ClassVar[bool] = True   # SLMs of any architecture: only the DPM's LoRA is averaged
 
-    # the DPM (§5.1)
+    # the DPM (README (CP-1), (CP-2))
     dpm_init: str = doc("compress", "how the DPM is made: compress (FedProxy's block-influence compression of the "
                                     "LLM) | a zoo model name that shares the LLM's tokenizer")
     kappa: float = doc(0.5, "with dpm_init compress: fraction of the LLM's blocks dropped (FedProxy paper Eq. 1)")
@@ -28,12 +29,12 @@ class CoPLMsConfig(MethodConfig):
            "before a run)")
     dpm_upload_check: bool = doc(True, "refuse a DPM whose LoRA is not smaller than every device SLM's "
                                        "(fedlab/methods/coplms/upload.py)")
-    # DST (§5.2)
+    # DST (README (CP-3), (CP-4))
     dst: bool = doc(True, "domain adapters on the DPM's blocks, trained on CE, never uploaded")
     adapter_width: float = doc(0.25, "hidden size of each domain adapter, a fraction of the model width d (d/4)")
     dst_epochs: int = doc(1, "epochs of domain-adapter training (DST) per round, on the devices' and the server's "
                              "data")
-    # SAML (§5.3)
+    # SAML (README (CP-5) – (CP-8))
     topk: int = doc(16, "K of the top-K pooling")
     alpha: float = doc(0.5, "L_dpm = α·L_kt(SLM→DPM) + (1 − α)·CE")
     beta: float = doc(0.5, "L_slm = β·L_kt(DPM→SLM) + (1 − β)·CE")

@@ -1,8 +1,8 @@
-"""Co-PLMs' distilled proxy model (SPEC.md §5.1, §5.5): a smaller model with the LLM's tokenizer —
-FedProxy's block-influence compression of the LLM by default, or a zoo model that shares the tokenizer —
-distilled from the LLM on the server's data with token-level reverse KL (MiniLLM's sequence-level
-policy-gradient objective simplified to its per-token form; forward KL as an option). The result is cached
-as a derived model (`fedlab.models.derived`) under the hash of everything that built it."""
+"""Co-PLMs' distilled proxy model (paper Eq. 4; fedlab/methods/coplms/README.md (CP-1)): a smaller model with
+the LLM's tokenizer — FedProxy's block-influence compression of the LLM by default, or a zoo model that shares
+the tokenizer — distilled from the LLM on the server's data with token-level reverse KL (MiniLLM's
+sequence-level policy-gradient objective simplified to its per-token form; forward KL as an option). The
+result is cached as a derived model (`fedlab.models.derived`) under the hash of everything that built it."""
 from __future__ import annotations
 
 import hashlib
@@ -74,7 +74,7 @@ def _data_digest(examples) -> str:
 def _check_same_tokenizer(llm_name: str, llm_tok, name: str, tok) -> None:
     if llm_tok.get_vocab() != tok.get_vocab():
         raise ConfigError(f"method.dpm_init: {name!r} does not share the LLM's tokenizer ({llm_name}); the DPM "
-                          "must (Co-PLMs §5.1). Use 'compress' or a model with the same vocabulary")
+                          "must (Co-PLMs paper §4.1). Use 'compress' or a model with the same vocabulary")
 
 
 def build_dpm(cfg, examples, progress: bool = True) -> tuple[str, dict]:

@@ -1,4 +1,4 @@
-"""Co-PLMs (paper 004, SPEC.md §5), read top to bottom:
+"""Co-PLMs (paper 004; its equations: fedlab/methods/coplms/README.md), read top to bottom:
 
 setup        the DPM: the LLM compressed by block influence (or a zoo model with its tokenizer), distilled
              from the LLM on the server's data (reverse KL), cached as a derived model;
@@ -120,8 +120,8 @@ class CoPLMs(FedMethod):
         examples = list(self.data.public)
         stats = {}
         if m.dst and m.server_saml:
-            # the server's DST on D^s before its SAML (SPEC §5.5): the DPM that teaches the LLM carries adapters
-            # trained for the server's domain, as each device's DPM does for its own
+            # the server's DST on D^s before its SAML (README (CP-11)): the DPM that teaches the LLM carries
+            # adapters trained for the server's domain, as each device's DPM does for its own
             from fedlab.data.collate import TokenizedExamples
 
             if self._server_dst_items is None:

@@ -1,7 +1,7 @@
-"""Co-PLMs' upload against the SLM baselines' (SPEC §5, issue 31): the floats a device sends per round — its
-DPM's LoRA — must be fewer than any device SLM's LoRA (what FedCoLLM and FedLoRA send), or the communication
-claim (Fig. 3) is reversed by the configuration rather than the method. Counted on the meta device from the
-architectures (no weights are loaded)."""
+"""Co-PLMs' upload against the SLM baselines' (fedlab/methods/coplms/README.md (CP-13)): the floats a device
+sends per round — its DPM's LoRA — must be fewer than any device SLM's LoRA (what FedCoLLM and FedLoRA send),
+or the communication claim (Fig. 3) is reversed by the configuration rather than the method. Counted on the
+meta device from the architectures (no weights are loaded)."""
 from __future__ import annotations
 
 import warnings

@@ -1,12 +1,13 @@
-"""FedCoLLM (the Co-PLMs paper's baseline, SPEC.md §5.5), read top to bottom:
+"""FedCoLLM (the Co-PLMs paper's baseline; fedlab/methods/fedcollm/README.md), read top to bottom:
 
 round t      down: each device's SLM LoRA as the server last returned it; the device tunes it on its private
              data (CE) and uploads it;
 server       one SLM architecture on every device: FedAvg of the SLM LoRAs, then mutual distillation between
              the LLM and the averaged SLM on the server's data (FedCoLLM as published); several architectures:
-             mutual distillation between the LLM and each device's SLM in turn (the heterogeneous reading of
-             SPEC §5.5), each device getting its own distilled LoRA back. Both sides train their LoRA on
-             w·KL(other → self) + (1 − w)·CE with the positions paired across tokenizers (§2.2).
+             mutual distillation between the LLM and each device's SLM in turn (fedlab's reading for
+             heterogeneous devices), each device getting its own distilled LoRA back. Both sides train their
+             LoRA on w·KL(other → self) + (1 − w)·CE (README (CL-1), (CL-2)) with the positions paired across
+             tokenizers (fedlab/methods/coplms/README.md (CP-9)).
 Deviation: FedCoLLM's KL over the full vocabulary needs one vocabulary; across tokenizers the KL is the
 aligned top-K pooled KL that Co-PLMs uses (`mapped_pooled_kl`), so the two methods differ in their protocol,
 not in their distillation loss.

@@ -1,5 +1,6 @@
 """FedMKT: selective mutual knowledge transfer between a server LLM and heterogeneous client SLMs through
-top-K logits on a public set, with cross-tokenizer alignment and DualMinCE (paper 001; SPEC.md §2)."""
+top-K logits on a public set, with cross-tokenizer alignment and DualMinCE (paper 001;
+fedlab/methods/fedmkt/README.md)."""
 from fedlab.methods.fedmkt.config import FedMKTConfig, LLM2SLMConfig
 from fedlab.registry import register_method
 

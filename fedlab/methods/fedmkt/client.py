@@ -1,5 +1,6 @@
-"""FedMKT's client (SPEC.md §2.1 steps 1, 2 and 5): LoRA on the private data, knowledge on the public set,
-then selective distillation from the LLM's knowledge (L3). The SLM's adapter never leaves the client."""
+"""FedMKT's client (Algorithm 1's ClientUpdate1 and ClientUpdate2, fedlab/methods/fedmkt/README.md): LoRA on
+the private data (FM-1), knowledge on the public set (FM-2), then selective distillation from the LLM's
+knowledge (L3, FM-10). The SLM's adapter never leaves the client."""
 from __future__ import annotations
 
 import time
@@ -49,7 +50,7 @@ class FedMKTClient(LoraClient):
         indices = keep.nonzero().flatten().tolist()
         metrics = {"distill/kept": len(indices) / max(1, len(public))}
         metrics.update({f"distill/kept/{t}": v for t, v in kept_by_task(public, keep).items()})
-        if len(public):      # L_FT on every public sample, KD on the selected ones (SPEC §2.1 step 5)
+        if len(public):      # L_FT on every public sample, KD on the selected ones (README (FM-10))
             teacher, vmap = view.teacher_view(self.cfg.model.name)
             items = distill_items(view.aligner, {i: (LLM, teacher, knowledge) for i in indices}, {LLM: vmap},
                                   m.temperature, m.kd_positions, knowledge["ids"].shape[1])

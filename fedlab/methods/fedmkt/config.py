@@ -7,7 +7,8 @@ from fedlab.validation import METHOD_NAME_HELP, MethodConfig, check, choose, doc
 
 @dataclass(frozen=True)
 class FedMKTConfig(MethodConfig):
-    """FedMKT (paper 001, SPEC.md §2): model.name is the server's LLM, model.clients the clients' SLMs."""
+    """FedMKT (paper 001, fedlab/methods/fedmkt/README.md): model.name is the server's LLM, model.clients the
+    clients' SLMs."""
     name: str = doc("fedmkt", METHOD_NAME_HELP)
     heterogeneous_clients: ClassVar[bool] = True   # logits cross the wire, not weights
     server_fits: ClassVar[bool] = True    # its server trains a model: backend.server_devices applies (objectives/server_devices.py)

@@ -1,4 +1,4 @@
-"""FedMKT (paper 001, SPEC.md §2), read top to bottom:
+"""FedMKT (paper 001; its equations: fedlab/methods/fedmkt/README.md), read top to bottom:
 
 round t, phase 0   each client trains its SLM's LoRA on its private data, then uploads (l_k^i, top-K_k^i)
                    for every public sample (knowledge, not weights);
@@ -95,7 +95,7 @@ class FedMKT(FedMethod):
                 stats[f"chosen_client_{c}"] = sum(1 for i in indices if int(which[i]) == n) / max(1, len(local))
                 stats[f"public_loss_client_{c}"] = float(losses[n].mean())
             stats["public_loss_llm"] = float(local.mean())
-            if len(local):        # L_FT on every public sample, KD on the selected ones (SPEC §2.1 step 3)
+            if len(local):        # L_FT on every public sample, KD on the selected ones (README (FM-9))
                 teachers = {}
                 for i in indices:
                     c = cids[int(which[i])]
@@ -106,7 +106,7 @@ class FedMKT(FedMethod):
                                     derive_seed(self.cfg.seed, "server-distill", rnd), m.lam, module_cls=ServerModule,
                                     server=True)
                 stats.update({f"llm_{k.split('/', 1)[1]}_loss": v for k, v in out.items() if k.startswith("loss/")})
-                for name in self.client_tokens:     # the share of the LLM's positions that pair (§2.2)
+                for name in self.client_tokens:     # the share of the LLM's positions that pair (FM-5)
                     stats[f"aligned_{name}"] = self.aligner.matched_fraction(name)
                 self.global_state = get_state(llm.model, llm.spec.communicated)
                 self._llm_eval = None

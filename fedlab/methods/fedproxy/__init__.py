@@ -1,5 +1,5 @@
 """FedProxy: compress the LLM into a proxy SLM, federated LoRA on the proxy with PCR, H-TIES merging,
-plug-in fusion back into the LLM (paper 000; SPEC.md §1)."""
+plug-in fusion back into the LLM (paper 000; fedlab/methods/fedproxy/README.md)."""
 from fedlab.methods.fedproxy.config import (
     FedBiOTConfig,
     FedOTETConfig,

@@ -71,8 +71,9 @@ class TiesConfig(FedProxyConfig):
 
 @dataclass(frozen=True)
 class OffsiteConfig(FedProxyConfig):
-    """The Offsite-Tuning family on the LLM (SPEC.md §1.6): adapters = the first `adapter_front` and last
-    `adapter_back` blocks with LoRA, emulator = the middle blocks uniformly sub-sampled by κ, frozen."""
+    """The Offsite-Tuning family on the LLM (fedlab/methods/fedproxy/README.md (FP-18)): adapters = the first
+    `adapter_front` and last `adapter_back` blocks with LoRA, emulator = the middle blocks uniformly
+    sub-sampled by κ, frozen."""
     name: str = doc("fedot", METHOD_NAME_HELP)
     aggregator: str = doc("fedavg", "how the client updates merge on the server: h_ties | fedavg | ties (fixed at "
                                     "fedavg for the Offsite-Tuning family)")

@@ -1,4 +1,4 @@
-"""FedProxy (paper 000, SPEC.md §1), read top to bottom:
+"""FedProxy (paper 000; its equations: fedlab/methods/fedproxy/README.md), read top to bottom:
 
 setup      the server runs the LLM on public samples, measures block influence with hooks, keeps the
            L − floor(κL + 0.5) most influential blocks: the proxy SLM (clients build it from the LLM and
@@ -31,7 +31,7 @@ class FedProxy(FedMethod):
     table_columns = (("final", "llm_zeroshot/", "LLM zero-shot"), ("final", "llm/", "LLM after fusion"))
     headline = "llm/acc/mean"
 
-    # ------------------------------------------------------------------ compression (SPEC §1.1)
+    # ------------------------------------------------------------------ compression (README (FP-1), (FP-2))
     def setup(self) -> None:
         from fedlab.models.zoo import load_model
 
@@ -126,7 +126,7 @@ class FedProxy(FedMethod):
         ctx.log_artifact(heat, "plots/similarity")
         ctx.log_artifact(hist, "plots/conflict")
 
-    # ------------------------------------------------------------------ fusion (SPEC §1.5)
+    # ------------------------------------------------------------------ fusion (README (FP-14), (FP-15))
     def fused_llm(self):
         res = self.resident
         set_state(res.model, self.global_state)

@@ -1,7 +1,7 @@
-"""The Offsite-Tuning family (SPEC.md §1.6), as FedProxy variants: the client model is the LLM's adapter
-blocks around a uniformly sub-sampled, frozen emulator of the middle; only the adapters' LoRA is plugged
-back into the full LLM. OT pools the data at one owner, FedOT averages the adapters, FedBiOT also
-re-aligns the emulator on the server each round, FedOT-ET trains the emulator too."""
+"""The Offsite-Tuning family (fedlab/methods/fedproxy/README.md (FP-18), (FP-19)), as FedProxy variants: the
+client model is the LLM's adapter blocks around a uniformly sub-sampled, frozen emulator of the middle; only
+the adapters' LoRA is plugged back into the full LLM. OT pools the data at one owner, FedOT averages the
+adapters, FedBiOT also re-aligns the emulator on the server each round, FedOT-ET trains the emulator too."""
 from __future__ import annotations
 
 import itertools
