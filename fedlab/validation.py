@@ -68,6 +68,11 @@ class MethodConfig:
     # the method to name instead when a fixed field should change
     general: ClassVar[str | None] = None
 
+    def plan_roles(self, cfg) -> list | None:
+        """The roles `fedlab plan` sizes for a run of this method (`fedlab.plan.roles.Role`): who holds which model
+        and what each sends. None: the default shape, LoRA clients of `model.name` and a server (FedAvg's)."""
+        return None
+
     def check_fixed(self, p: str = "method") -> None:
         from dataclasses import fields
 

@@ -173,3 +173,26 @@ def test_server_devices_split_the_server_batch_in_the_plan():
         plan(load_config(yaml, ["federation.batch_size=16", "backend.server_devices=3"]))
     with pytest.raises(ConfigError, match=r"backend.server_devices=2: llm2slm's server trains no model"):
         plan(load_config(yaml, ["method.name=llm2slm", "backend.server_devices=2"]))
+
+
+def test_a_method_declares_its_roles_and_the_plan_package_names_none():
+    """`fedlab plan` takes a method's roles from its config (`plan_roles`); a method that declares none is planned
+    in the default shape and the plan says so; no module of fedlab/plan names a method."""
+    import re
+    from pathlib import Path
+
+    from fedlab import registry
+    from fedlab.config import load_config
+    from fedlab.plan.roles import DEFAULT_NOTE, roles
+
+    root = Path(__file__).resolve().parents[1]
+    fedavg = roles(load_config(root / "experiments/defaults.yaml", ["method.name=fedavg"]))
+    assert any(DEFAULT_NOTE in r.notes for r in fedavg)
+    fedmkt = roles(load_config(root / "experiments/fedmkt/hetero.yaml", []))
+    assert [r.name for r in fedmkt][:2] == ["server LLM", "client 0 SLM"] and not any(DEFAULT_NOTE in r.notes
+                                                                                      for r in fedmkt)
+    names = set(registry.method_names())
+    for path in (root / "fedlab" / "plan").glob("*.py"):
+        quoted = set(re.findall(r"[\"']([a-z_0-9]+)[\"']", path.read_text()))
+        assert not quoted & names, f"{path.name} names {quoted & names}"
+        assert not re.search(r"^\s*(from|import) fedlab\.methods", path.read_text(), re.M), path.name

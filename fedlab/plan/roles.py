@@ -1,13 +1,13 @@
-"""Who holds which model in a run of a config: the roles `fedlab plan` sizes (issue 32).
+"""Who holds which model in a run of a config: the roles `fedlab plan` sizes.
 
 A role is one kind of party (the server's LLM, the clients' proxy, one client's SLM, an edge): the model it
 holds (an architecture and how many of its blocks), whether it trains and with LoRA, how many parties hold it,
-and what one party sends and receives per round. The five systems and the LoRA-exchange baselines have their
-roles here; any other method is planned as LoRA clients of `model.name` (FedAvg's shape)."""
+and what one party sends and receives per round. A method declares its roles on its config
+(`MethodConfig.plan_roles`, usually in its package's plan.py); one that declares none is planned in the default
+shape, LoRA clients of `model.name` (FedAvg's), and its plan says so."""
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 
 # the model-name resolution lives with the architecture files (fedlab.methods imports it too); re-exported here
@@ -30,12 +30,13 @@ class Role:
     adapters: float | None = None  # Co-PLMs' bottleneck adapters (width · d) on every block, trained with the LoRA
 
 
-def _lora(cfg) -> dict:
+def lora_of(cfg) -> dict:
+    """The run's LoRA settings as a role carries them."""
     lc = cfg.model.lora
     return {"r": lc.r, "alpha": lc.alpha, "dropout": lc.dropout, "target_modules": lc.target_modules}
 
 
-def _public_tokens(cfg) -> int:
+def public_tokens(cfg) -> int:
     """Tokens of the public set (an upper bound on the positions whose top-K logits travel)."""
     d = cfg.data
     per_task = d.public_count()
@@ -43,76 +44,18 @@ def _public_tokens(cfg) -> int:
     return per_task * tasks * cfg.model.max_length
 
 
+DEFAULT_NOTE = "the default shape: this method declares no roles of its own (`plan_roles` on its config)"
+
+
 def roles(cfg) -> list[Role]:
-    m, n = cfg.method, cfg.data.num_clients
-    name, lora = cfg.model.name, _lora(cfg)
-    method = m.name
-    if method == "fedproxy":
-        kept = kept_blocks(name, m.kappa)
-        return [Role("server LLM", name, 1, trains=False, notes=["block influence, H-TIES merge, plug-in fusion: no training step"]),
-                Role("client proxy", name, n, blocks=kept, lora=lora, up="LoRA of the proxy", down="LoRA of the proxy")]
-    names = cfg.model.clients or [name] * n
-    if method.startswith("coplms"):
-        # the DPM: the LLM compressed by κ (or a zoo model), its LoRA at dpm_lora_r (α/r kept), DST adapters
-        from fedlab.methods.coplms.upload import dpm_base, dpm_lora_settings
-
-        r_dpm, alpha_dpm = dpm_lora_settings(cfg)
-        dpm_lora = {**lora, "r": r_dpm, "alpha": alpha_dpm}
-        dpm_model, dpm_blocks = dpm_base(cfg)
-        width = m.adapter_width if m.dst else None
-        out = [Role("server LLM", name, 1, lora=lora, notes=["server SAML with the server's DPM on its data"]),
-               Role("server DPM", dpm_model, 1, blocks=dpm_blocks, lora=dpm_lora, adapters=width,
-                    notes=["the server's own adapters (DST on its data), never sent"])]
-        for c in sorted(set(names[:n])):
-            count = sum(x == c for x in names[:n])
-            out.append(Role(f"device DPM (beside {c})", dpm_model, count, blocks=dpm_blocks, lora=dpm_lora,
-                            adapters=width, up="the DPM's LoRA", down="the DPM's LoRA",
-                            notes=["each device holds its DPM and its SLM and trains both (DST, SAML): its "
-                                   "peak is about the sum of the two rows"]))
-            out.append(Role(f"device SLM {c}", c, count, lora=lora, notes=["its LoRA never leaves the device"]))
-        return out
-    if method == "fedcollm":
-        out = [Role("server LLM", name, 1, lora=lora, notes=["distils to and from the devices' SLMs on its data"])]
-        for c in sorted(set(names[:n])):
-            out.append(Role(f"device SLM {c}", c, sum(x == c for x in names[:n]), lora=lora,
-                            up="its SLM's LoRA", down="its distilled LoRA"))
-        return out
-    if method in ("fedmkt", "llm2slm"):
-        k = getattr(m, "topk", 16)
-        knowledge = _public_tokens(cfg) * k * 8          # top-K (index int32, value float32) per position
-        out = [Role("server LLM", name, 1, lora=lora, up=f"top-{k} logits of the public set", down="", up_bytes=0,
-                    down_bytes=0, notes=["trains on the public set with the clients' knowledge"])]
-        for i, c in enumerate(names[:n]):
-            out.append(Role(f"client {i} SLM" if cfg.model.clients else "client SLM", c,
-                            1 if cfg.model.clients else n, lora=lora, up=f"top-{k} logits of the public set",
-                            down=f"top-{k} logits of the public set", up_bytes=knowledge, down_bytes=knowledge))
-            if not cfg.model.clients:
-                break
-        return out
-    if method.startswith("floe") or method in ("llm_fedmoe",):
-        ranks = list(getattr(m, "ranks", [lora["r"]]))
-        out = [Role(f"device SLM (r = {r})", name, 0, lora={**lora, "r": r}, up="LoRA at its rank", down="LoRA at its rank")
-               for r in (min(ranks), max(ranks))]
-        out[0].count = out[1].count = n
-        out[0].notes.append("the smallest rank a device class may get")
-        out[1].notes.append("the largest rank")
-        if getattr(m, "llm", None):
-            out.append(Role("cloud LLM", m.llm, 1, trains=False, notes=["inference only: fused with the routed SLM"]))
-        return out
-    if method == "elsa":
-        from fedlab.methods.elsa.chains import default_split
-
-        # the method's split: method.split, else its default rule on the architecture's block count
-        front, middle, back = (tuple(int(x) for x in m.split) if m.split is not None
-                               else default_split(int(architecture(name).num_hidden_layers)))
-        edges = getattr(m, "num_edges", 1)
-        return [Role("client (front + back blocks, head)", name, n, blocks=front + back, lora=lora,
-                     up="LoRA of its blocks + sketched activations each step", down="LoRA of its blocks",
-                     notes=["activations travel every step: see `link/` metrics"]),
-                Role("edge (middle blocks, one copy per member)", name, edges, blocks=middle, lora=lora,
-                     notes=[f"{math.ceil(n / max(1, edges))} members per edge, each its own θ₂ⁿ"])]
-    return [Role("server", name, 1, trains=False, notes=["aggregates the LoRA states; evaluates"]),
-            Role("client", name, n, lora=lora, up="LoRA state", down="LoRA state")]
+    """The roles of a run: those its method's config declares (`MethodConfig.plan_roles`), else the default shape,
+    LoRA clients of `model.name` and a server that aggregates."""
+    declared = cfg.method.plan_roles(cfg)
+    if declared is not None:
+        return declared
+    name, n = cfg.model.name, cfg.data.num_clients
+    return [Role("server", name, 1, trains=False, notes=["aggregates the LoRA states; evaluates", DEFAULT_NOTE]),
+            Role("client", name, n, lora=lora_of(cfg), up="LoRA state", down="LoRA state")]
 
 
 def role_json(r: Role) -> str:

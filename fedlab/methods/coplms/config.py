@@ -48,6 +48,12 @@ class CoPLMsConfig(MethodConfig):
     server_epochs: int = doc(1, "server SAML (or CE) epochs per round")
     server_lr: Optional[float] = doc(None, "learning rate of the server's SAML (or CE) tuning; null: federation.lr")
 
+    def plan_roles(self, cfg):
+        """The roles `fedlab plan` sizes (fedlab/methods/coplms/plan.py)."""
+        from fedlab.methods.coplms.plan import roles
+
+        return roles(cfg)
+
     def validate(self, p):
         check(bool(self.dpm_init), f"{p}.dpm_init", self.dpm_init, "'compress' or a zoo model name")
         check(0.0 <= self.kappa < 1.0, f"{p}.kappa", self.kappa, "a fraction of blocks in [0, 1)")

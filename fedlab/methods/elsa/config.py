@@ -90,6 +90,12 @@ class ElsaConfig(MethodConfig):
     # communication model (Eq. 14–15)
     bandwidth_mbps: tuple[float, float] = doc((50.0, 100.0), "B_eff drawn per client in this range (Mbps, seeded)")
 
+    def plan_roles(self, cfg):
+        """The roles `fedlab plan` sizes (fedlab/methods/elsa/plan.py)."""
+        from fedlab.methods.elsa.plan import roles
+
+        return roles(cfg)
+
     def validate(self, p):
         if self.split is not None:
             check(len(self.split) == 3 and all(int(x) >= 1 for x in self.split), f"{p}.split", self.split,

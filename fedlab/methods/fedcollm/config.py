@@ -23,6 +23,12 @@ class FedCoLLMConfig(MethodConfig):
     pool_index: str = doc("teacher", "the vocabulary ids of the top-K pooling: teacher (the teacher's top-K for "
                                      "both sides) | own (each side its own top-K, the paper's literal reading)")
 
+    def plan_roles(self, cfg):
+        """The roles `fedlab plan` sizes (fedlab/methods/fedcollm/plan.py)."""
+        from fedlab.methods.fedcollm.plan import roles
+
+        return roles(cfg)
+
     def validate(self, p):
         check(self.topk >= 1, f"{p}.topk", self.topk, "an integer >= 1")
         check(0.0 <= self.alpha <= 1.0, f"{p}.alpha", self.alpha, "a number in [0, 1]")

@@ -30,6 +30,12 @@ class FedMKTConfig(MethodConfig):
     logit_dtype: str = doc("float32", "precision of the logits on the wire: float32 | float16")
     public_batch_size: int = doc(32, "forward batch size on the public set")
 
+    def plan_roles(self, cfg):
+        """The roles `fedlab plan` sizes (fedlab/methods/fedmkt/plan.py)."""
+        from fedlab.methods.fedmkt.plan import roles
+
+        return roles(cfg)
+
     def validate(self, p):
         check(self.topk >= 1, f"{p}.topk", self.topk, "an integer >= 1")
         check(0.0 <= self.lam <= 1.0, f"{p}.lam", self.lam, "a number in [0, 1]")

@@ -30,6 +30,12 @@ class FedProxyConfig(MethodConfig):
     fusion: str = doc("plugin", "how the tuned proxy reaches the LLM: plugin (paper Eq. 3) | proxy_tuning (paper "
                                 "Appendix C.2)")
 
+    def plan_roles(self, cfg):
+        """The roles `fedlab plan` sizes (fedlab/methods/fedproxy/plan.py)."""
+        from fedlab.methods.fedproxy.plan import roles
+
+        return roles(cfg) if self.name == "fedproxy" else None   # its variants: the default shape
+
     def validate(self, p):
         check(0.0 <= self.kappa < 1.0, f"{p}.kappa", self.kappa, "a fraction of blocks in [0, 1)")
         check(self.bi_samples >= 1, f"{p}.bi_samples", self.bi_samples, "an integer >= 1")

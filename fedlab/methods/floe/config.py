@@ -94,6 +94,12 @@ class FloeConfig(MethodConfig):
     dp_noise: float = doc(1.0, "σ, the noise multiplier of local DP")
     dp_delta: float = doc(1e-5, "δ of the reported ε")
 
+    def plan_roles(self, cfg):
+        """The roles `fedlab plan` sizes (fedlab/methods/floe/plan.py)."""
+        from fedlab.methods.floe.plan import roles
+
+        return roles(cfg)
+
     def validate(self, p):
         check(len(self.ranks) >= 1 and all(isinstance(r, int) and r >= 1 for r in self.ranks), f"{p}.ranks",
               self.ranks, "a non-empty list of integers >= 1")
