@@ -546,14 +546,10 @@ def test_dst_trains_only_adapters_and_saml_only_the_two_loras(hetero_zoo, monkey
 
 
 def _tables_module():
-    import importlib.util
-    from pathlib import Path
 
-    spec = importlib.util.spec_from_file_location(
-        "coplms_tables", Path(__file__).resolve().parents[1] / "experiments/coplms/make_tables.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from fedlab.evidence.summary import load_table
+
+    return load_table("coplms")
 
 
 def test_table_1_has_a_standalone_server_llm(tmp_path):

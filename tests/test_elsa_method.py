@@ -302,15 +302,11 @@ def test_elsa_resumes_after_a_crash_with_the_clients_rotations(bert_home, tmp_pa
 def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
     """Every planned row of experiments/elsa/make_tables.py resolves to a valid config that names what its label
     says; an empty results file renders (rows not run are absent)."""
-    import importlib.util
-    from pathlib import Path
 
     from fedlab.evidence.runner import Results
+    from fedlab.evidence.summary import load_table
 
-    path = Path(__file__).resolve().parents[1] / "experiments/elsa/make_tables.py"
-    spec = importlib.util.spec_from_file_location("elsa_tables", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_table("elsa")
     rows = mod.plan()
     from fedlab.models.real import installed
 
@@ -394,16 +390,12 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path):
 def test_the_central_grid_separates_the_learning_rate_from_the_logit_adjustment(tmp_path):
     """The centralized paraphrase row's lr × τ grid from hand-made records: a 2 × 2 table (the calibration row at
     lr 0.002, τ = 1) and each setting's effect at either value of the other, paired over seeds."""
-    import importlib.util
     import json
-    from pathlib import Path
 
     from fedlab.evidence.runner import Results
+    from fedlab.evidence.summary import load_table
 
-    path = Path(__file__).resolve().parents[1] / "experiments/elsa/make_tables.py"
-    spec = importlib.util.spec_from_file_location("elsa_tables_grid", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_table("elsa")
     # the lr alone matters: 0.93 + 0.01 s at 0.002, 0.74 at 0.005, whatever τ
     acc = {("0.002", "0"): 0.93, ("0.002", "1"): 0.93, ("0.005", "0"): 0.74, ("0.005", "1"): 0.74}
     records = {}
@@ -434,16 +426,12 @@ def test_the_central_grid_separates_the_learning_rate_from_the_logit_adjustment(
 def test_the_trust_terms_table_says_which_term_ranks_the_mislabelled_clients_low(tmp_path):
     """From hand-made records: per in-domain trust row, the trust's and each term's recall@4, AUC and the seeds
     in which all 4 mislabelled clients are lowest; rows whose records lack the terms' metrics are left out."""
-    import importlib.util
     import json
-    from pathlib import Path
 
     from fedlab.evidence.runner import Results
+    from fedlab.evidence.summary import load_table
 
-    path = Path(__file__).resolve().parents[1] / "experiments/elsa/make_tables.py"
-    spec = importlib.util.spec_from_file_location("elsa_tables_terms", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_table("elsa")
     key, old = "trust/indomain/iid/predictions_paired/w128", "trust/indomain/iid/predictions/w128"
     records = {}
     for s, (both, conf, div) in enumerate([(1.0, 1.0, 0.5), (1.0, 1.0, 0.75), (0.75, 1.0, 0.5)]):
@@ -594,16 +582,12 @@ def test_table1_marks_failed_references_constant_rows_and_scores_the_claims(tmp_
     """Table 1 from hand-made records: a task whose skewed reference ends below chance + 25 is marked ✗ (in the
     row and in its claims), a task on which every method answers one constant is flagged, a claim with five
     seeds gets its paired verdict, and Table 2 reads the four-element learning curves."""
-    import importlib.util
     import json
-    from pathlib import Path
 
     from fedlab.evidence.runner import Results
+    from fedlab.evidence.summary import load_table
 
-    path = Path(__file__).resolve().parents[1] / "experiments/elsa/make_tables.py"
-    spec = importlib.util.spec_from_file_location("elsa_tables_t1", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_table("elsa")
     assert mod.head_chance("topic") == 0.1 and mod.head_chance("sentiment") == 0.5
 
     def rec(key, seed, acc, top):
@@ -706,16 +690,12 @@ def test_table1_at_the_long_budget_reports_the_last_rounds_change_and_the_claims
     over the last LONG_WINDOW rounds read from the learning curve (a seed without the window's points is counted
     out and said so), the grouping claims paired over seeds, t1long.png with a curve per row, the constant-answer
     flag; nothing before any record."""
-    import importlib.util
     import json
-    from pathlib import Path
 
     from fedlab.evidence.runner import Results
+    from fedlab.evidence.summary import load_table
 
-    path = Path(__file__).resolve().parents[1] / "experiments/elsa/make_tables.py"
-    spec = importlib.util.spec_from_file_location("elsa_tables_long", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_table("elsa")
     assert mod.table1_long(Results(tmp_path / "none.json")) == []
     n, w = mod.LONG_ROUNDS, mod.LONG_WINDOW
     assert w % mod.LONG_EVERY == 0 and n % mod.LONG_EVERY == 0     # the window's ends are evaluated rounds
@@ -811,15 +791,11 @@ def test_fig6_right_reports_each_depth_at_both_budgets_and_the_papers_depth_clai
     """Fig. 6 right's section from hand-made records: a row per depth p with its 80-round (`f6/`) and 320-round
     cells, p = TABLE_DEPTH at 320 rounds read from Table 1's t1long ELSA row, and the paper's claim (accuracy drops
     once the client holds half the blocks) paired over seeds against p = 2; nothing before any record."""
-    import importlib.util
-    from pathlib import Path
 
     from fedlab.evidence.runner import Results
+    from fedlab.evidence.summary import load_table
 
-    path = Path(__file__).resolve().parents[1] / "experiments/elsa/make_tables.py"
-    spec = importlib.util.spec_from_file_location("elsa_tables_f6", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_table("elsa")
     r = Results(tmp_path / "results.json")
     assert mod.fig6_right(r) == []
     n = mod.LONG_ROUNDS

@@ -163,8 +163,6 @@ def test_the_deep_rows_separate_the_offsite_tuning_models_by_kappa():
     """Issue 14's geometry: on the 12-block tiny-llama-deep, κ = 0.3 and 0.5 give different Offsite-Tuning
     models (2 + 6 + 2 and 2 + 4 + 2 blocks) and proxies (8 and 6), where 6 blocks gave one OT model; every deep
     row of the table script resolves to that model and the method its label names."""
-    import importlib.util
-    from pathlib import Path
 
     from fedlab.config import load_config
     from fedlab.methods.fedproxy.offsite import emulator_indices, offsite_layout
@@ -179,10 +177,9 @@ def test_the_deep_rows_separate_the_offsite_tuning_models_by_kappa():
     assert (12 - n_dropped(12, 0.3), 12 - n_dropped(12, 0.5)) == (8, 6)
     assert emulator_indices(8, 4) == [0, 2, 5, 7] and emulator_indices(8, 6) == [0, 1, 3, 4, 6, 7]
     assert ZOO["tiny-llama-deep"].make_config(1000, 3, 2).num_hidden_layers == 12
-    path = Path(__file__).resolve().parents[1] / "experiments/fedproxy/make_tables.py"
-    spec = importlib.util.spec_from_file_location("fedproxy_tables", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    from fedlab.evidence.summary import load_table
+
+    mod = load_table("fedproxy")
     deep = [p for p in mod.plan() if p.key.startswith("deep/")]
     assert len(deep) == 28                   # 21 rows, and 7 of the Offsite-Tuning family at the proxy's size
     for p in deep:

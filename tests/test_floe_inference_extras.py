@@ -229,12 +229,10 @@ def test_every_floe_table_row_resolves_with_the_zoo_router_encoder():
     """The table's rows name the method their label says and pin the router's encoder to the zoo's tiny-bert:
     `auto` would take MiniLM wherever its package is installed, so a row's numbers would depend on the
     environment (a method.name override starts from the method's defaults, dropping base.yaml's setting)."""
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "experiments/floe/make_tables.py"
-    spec = importlib.util.spec_from_file_location("floe_tables", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    from fedlab.evidence.summary import load_table
+
+    mod = load_table("floe")
     floe_family = 0
     for p in mod.plan():
         cfg = load_config(p.config, list(p.overrides))
@@ -251,13 +249,10 @@ def test_every_floe_table_row_resolves_with_the_zoo_router_encoder():
 
 def _floe_tables():
     """experiments/floe/make_tables.py as a module (a script, not a package)."""
-    from pathlib import Path
 
-    spec = importlib.util.spec_from_file_location(
-        "floe_tables_module", Path(__file__).resolve().parents[1] / "experiments/floe/make_tables.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from fedlab.evidence.summary import load_table
+
+    return load_table("floe")
 
 
 def test_floe_claims_show_floe_minus_llm_base_per_task(tmp_path):
