@@ -124,3 +124,17 @@ def test_gpu_suite_refuses_an_unknown_section(tmp_path):
     p = subprocess.run([sys.executable, "benchmarks/gpu_suite.py", "--out", str(tmp_path), "--smoke", "--sections", "kernels,warp"],
                        capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 2 and "--sections warp: unknown; allowed: env, kernels, lora7b, matrix" in p.stderr
+
+
+def test_client_overhead_benchmark_runs(pico_zoo):
+    """benchmarks/client_overhead.py at its smallest size: the bare loop and the federated round both run."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    p = subprocess.run([sys.executable, str(root / "benchmarks/client_overhead.py"), "--clients", "4"],
+                       capture_output=True, text=True, timeout=600, cwd=root)
+    assert p.returncode == 0, p.stderr[-2000:]
+    row = next(ln for ln in p.stdout.splitlines() if ln.startswith("| 4 "))
+    assert "| inprocess |" in row
