@@ -48,11 +48,11 @@ def bench_sketch(dim: int, rows: int, ratio: float, repeat: int) -> list[list]:
 def bench_step(model: str, batch: int, seq: int, repeat: int) -> list[list]:
     from fedlab.config import load_config
     from fedlab.data.federated import build_federated_data
-    from fedlab.methods.elsa import edge as edge_mod
     from fedlab.methods.elsa.chains import client_chain, full_chain, label_space
     from fedlab.methods.elsa.client import ClassifierModule, masked_logits
     from fedlab.methods.elsa.edge import ClientLink, EdgeHandle, EdgeServer, link_codec
     from fedlab.methods.elsa.model import root_of
+    from fedlab.runtime import parties
     from fedlab.runtime.resident import get_resident
     from fedlab.transforms import set_state
 
@@ -80,7 +80,7 @@ def bench_step(model: str, batch: int, seq: int, repeat: int) -> list[list]:
 
     edge = EdgeServer(cfg, 0)
     edge.start(1, full.init_state, [0])
-    edge_mod._LOCAL_EDGES["bench"] = edge
+    parties.put("bench", edge)
     dim = full.model.config.hidden_size
     rows = []
     try:
@@ -95,7 +95,7 @@ def bench_step(model: str, batch: int, seq: int, repeat: int) -> list[list]:
             rows.append([f"{label} [{batch}×{seq}]", split * 1e3, unsplit * 1e3, split / unsplit, "≤ 1.5×"])
     finally:
         root_of(client.model).link = None
-        edge_mod._LOCAL_EDGES.pop("bench", None)
+        parties.stop(["bench"])
     return rows
 
 

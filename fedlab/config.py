@@ -240,8 +240,8 @@ class FederationConfig:
 
 @dataclass(frozen=True)
 class BackendConfig:
-    name: Literal["inprocess", "ray"] = doc("inprocess", "where clients run: inprocess (one after another in the "
-                                                         "driver) | ray (Ray actors)")
+    name: str = doc("inprocess", "where clients run: inprocess (one after another in the driver) | ray (Ray "
+                                 "actors) | a backend added with fedlab.runtime.capabilities.register_backend")
     num_workers: int = doc(2, "Ray actors; each hosts several clients when they outnumber it")
     cpus_per_worker: float = doc(1.0, "CPUs Ray reserves for each worker")
     gpus_per_worker: float = doc(0.0, "GPUs Ray reserves for each worker; fractional GPUs pack several workers on "
@@ -256,6 +256,9 @@ class BackendConfig:
            "each with batch_size / server_devices of every batch (fedlab/objectives/server_fit.py)")
 
     def validate(self, p: str) -> None:
+        from fedlab.runtime.capabilities import BACKENDS
+
+        choose(self.name, BACKENDS, f"{p}.name")
         check(self.num_workers >= 1, f"{p}.num_workers", self.num_workers, "an integer >= 1")
         check(self.cpus_per_worker > 0, f"{p}.cpus_per_worker", self.cpus_per_worker, "a number > 0")
         check(self.gpus_per_worker >= 0, f"{p}.gpus_per_worker", self.gpus_per_worker, "a number >= 0")
@@ -648,6 +651,7 @@ def build_config(tree: dict) -> ExperimentConfig:
     kwargs = {k: _coerce(v, hints[k], k) for k, v in tree.items()}
     cfg = ExperimentConfig(method=method, **kwargs)
     from fedlab.numerics import MODES
+    from fedlab.runtime.capabilities import capable
 
     choose(cfg.numerics, MODES, "numerics")
     out = Path(cfg.output_dir).expanduser()
@@ -658,7 +662,7 @@ def build_config(tree: dict) -> ExperimentConfig:
     for i, f in enumerate(cfg.faults):
         check(f.client < cfg.data.num_clients, f"faults[{i}].client", f.client,
               f"a client id below data.num_clients ({cfg.data.num_clients})")
-        check(f.kind != "die" or cfg.backend.name == "ray", f"faults[{i}].kind", f.kind,
+        check(f.kind != "die" or capable(cfg, "worker_processes"), f"faults[{i}].kind", f.kind,
               "a kind other than 'die' with backend.name=inprocess (there is no worker process to lose)")
     if hasattr(method, "check_experiment"):
         method.check_experiment(cfg)

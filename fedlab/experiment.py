@@ -27,7 +27,9 @@ def preflight(cfg: ExperimentConfig) -> None:
     from fedlab import compiled
 
     compiled.mode()          # FEDLAB_FUSED_KERNELS: a bad value is one line here, not a traceback mid-run
-    if cfg.backend.name == "ray":
+    from fedlab.runtime.capabilities import capable
+
+    if capable(cfg, "cluster"):
         from fedlab.runtime.cluster import check_address
 
         check_address(cfg.backend.address)

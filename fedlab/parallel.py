@@ -12,8 +12,10 @@ from collections.abc import Iterator
 def default_jobs(cfgs) -> int:
     """As many runs at once as the machine has cores for their threads (at least one)."""
     threads = max(c.backend.threads for c in cfgs) if cfgs else 1
-    ray = any(c.backend.name == "ray" for c in cfgs)
-    return 1 if ray else max(1, min(len(cfgs), (os.cpu_count() or 1) // threads))
+    from fedlab.runtime.capabilities import capable
+
+    owned = any(capable(c, "owns_cores") for c in cfgs)     # a backend that spreads its workers over the cores
+    return 1 if owned else max(1, min(len(cfgs), (os.cpu_count() or 1) // threads))
 
 
 def _run_one(tree: dict, tags: dict | None, progress: bool = False, worker: bool = False):

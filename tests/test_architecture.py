@@ -91,6 +91,17 @@ def test_runtime_names_no_method():
     assert found == []
 
 
+def test_methods_ask_capabilities_not_backend_names():
+    """Methods reach Ray only through the runtime (parties, backends), and nothing outside the backend registry
+    compares a backend's name."""
+    ray = [f"{p.relative_to(PKG)}" for p in (PKG / "methods").rglob("*.py") if re.search(r"^\s*(import ray|from ray)",
+                                                                                        p.read_text(), re.M)]
+    named = [f"{p.relative_to(PKG)}:{i + 1}" for p in PKG.rglob("*.py") if p.name != "capabilities.py"
+             for i, line in enumerate(p.read_text().splitlines())
+             if re.search(r"backend\.name\s*[!=]=", line)]
+    assert ray == [] and named == []
+
+
 def test_every_method_package_registers_itself():
     from fedlab import registry
 

@@ -43,12 +43,12 @@ def test_the_scored_split_path_is_the_pipeline_with_a_live_edge(bert_home, tmp_p
     those of the client's view talking to an edge that holds the same θ₂; without the hooks they differ."""
     from fedlab.comm import ssop_matrix
     from fedlab.data.federated import build_federated_data
-    from fedlab.methods.elsa import edge as edge_mod
     from fedlab.methods.elsa.chains import client_chain, cuts, full_chain, label_space, task_classes
     from fedlab.methods.elsa.client import ClassCollator, ClassExamples
     from fedlab.methods.elsa.deployed import split_path
     from fedlab.methods.elsa.edge import ClientLink, EdgeHandle, EdgeServer, link_codec
     from fedlab.methods.elsa.model import root_of
+    from fedlab.runtime import parties
     from fedlab.runtime.resident import clear_residents, get_resident
     from fedlab.transforms import set_state
 
@@ -71,14 +71,14 @@ def test_the_scored_split_path_is_the_pipeline_with_a_live_edge(bert_home, tmp_p
     q = ssop_matrix(torch.randn(40, d, generator=torch.Generator().manual_seed(5)), 4, seed=11)
     codec = link_codec(cfg, 0, d)
     args = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
-    edge_mod._LOCAL_EDGES["t"] = edge
+    parties.put("t", edge)
     try:
         root_of(client.model).link = ClientLink(EdgeHandle("t"), 0, link_codec(cfg, 0, d), q, rnd=1)
         with torch.no_grad():
             live = client.model(**args).logits
     finally:
         root_of(client.model).link = None
-        edge_mod._LOCAL_EDGES.pop("t")
+        parties.stop(["t"])
     with torch.no_grad():
         with split_path(full.model, cuts(cfg), codec, q, 1) as cos:
             scored = full.model(**args).logits

@@ -77,9 +77,9 @@ def test_vanilla_split_gives_the_whole_models_gradients(bert_home, tmp_path):
     ref = _loss(full.model, batch)
     ref.backward()
     want = _grads(full.model, full.spec.communicated)
-    from fedlab.methods.elsa import edge as edge_mod
+    from fedlab.runtime import parties
 
-    edge_mod._LOCAL_EDGES["t"] = edge
+    parties.put("t", edge)
     try:
         root_of(client.model).link = ClientLink(EdgeHandle("t"), 0, link_codec(cfg, 0, 8), None)
         client.model.zero_grad()
@@ -87,7 +87,7 @@ def test_vanilla_split_gives_the_whole_models_gradients(bert_home, tmp_path):
         got_loss.backward()
     finally:
         root_of(client.model).link = None
-        edge_mod._LOCAL_EDGES.pop("t")
+        parties.stop(["t"])
     assert float(got_loss.detach()) == pytest.approx(float(ref.detach()), abs=1e-6)
     got = _grads(client.model, client.spec.communicated)
     got.update({k: p.grad for k, p in edge.params[0].items()})   # the edge's θ₂ gradient, before its step
@@ -107,16 +107,16 @@ def test_ssop_split_gradient_is_that_of_the_rotated_composition(bert_home, tmp_p
     full, client, edge, state, batch = _setup(cfg)
     d = full.model.config.hidden_size
     q = ssop_matrix(torch.randn(40, d, generator=torch.Generator().manual_seed(5)), 4, seed=11)
-    from fedlab.methods.elsa import edge as edge_mod
+    from fedlab.runtime import parties
 
-    edge_mod._LOCAL_EDGES["t"] = edge
+    parties.put("t", edge)
     try:
         root_of(client.model).link = ClientLink(EdgeHandle("t"), 0, link_codec(cfg, 0, d), q)
         client.model.zero_grad()
         got_loss = _loss(client.model, batch)
         got_loss.backward()
     finally:
-        edge_mod._LOCAL_EDGES.pop("t")
+        parties.stop(["t"])
     got = _grads(client.model, client.spec.communicated)
     got_edge = {k: p.grad.clone() for k, p in edge.params[0].items()}
 
@@ -160,9 +160,9 @@ def test_ssop_split_gradient_is_that_of_the_rotated_composition(bert_home, tmp_p
 def test_link_bytes_are_what_the_communication_model_counts(bert_home, tmp_path):
     """Per step: sketched activations up and down, sketched gradients down and up (4·B·T·Y·Z·ζ in all) and the
     int8 mask (B·T); Eq. 14's activation term counts the two activation transfers, 2·ζ·μ·D/ρ·B."""
-    from fedlab.methods.elsa import edge as edge_mod
     from fedlab.methods.elsa.edge import ClientLink, EdgeHandle, link_codec
     from fedlab.methods.elsa.model import root_of
+    from fedlab.runtime import parties
     from fedlab.splitfed.comm_model import link_step_bytes, round_bytes
 
     cfg = _cfg(tmp_path)
@@ -170,7 +170,7 @@ def test_link_bytes_are_what_the_communication_model_counts(bert_home, tmp_path)
     d = full.model.config.hidden_size
     codec = link_codec(cfg, 0, d)
     sk = codec.sketch(1, 0)
-    edge_mod._LOCAL_EDGES["t"] = edge
+    parties.put("t", edge)
     link = ClientLink(EdgeHandle("t"), 0, codec, None, rnd=1)
     try:
         root_of(client.model).link = link
@@ -178,7 +178,7 @@ def test_link_bytes_are_what_the_communication_model_counts(bert_home, tmp_path)
             _loss(client.model, batch).backward()
     finally:
         root_of(client.model).link = None
-        edge_mod._LOCAL_EDGES.pop("t")
+        parties.stop(["t"])
     b, t = batch["input_ids"].shape
     up, down = link_step_bytes(b, t, sk.rows * sk.cols)
     assert (link.bytes_up, link.bytes_down, link.steps) == (2 * up, 2 * down, 2)

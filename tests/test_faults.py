@@ -131,3 +131,38 @@ def test_fedavg_with_median_contains_an_attacker_end_to_end(pico_zoo, tmp_path):
     d_honest, d_mean, d_med = (x.rounds[1]["server/delta_norm"] for x in (honest, mean, med))
     assert d_mean > 3 * d_honest
     assert d_med < 1.5 * d_honest
+
+
+class _CountingBackend:
+    """A backend written outside fedlab: the in-process one, counting the fits it runs."""
+
+    fits = 0
+
+    def __init__(self):
+        from fedlab.runtime.backends import InProcessBackend
+
+        self.inner = InProcessBackend()
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def stream(self, kind, instructions):
+        type(self).fits += kind == "fit"
+        return self.inner.stream(kind, instructions)
+
+
+def test_a_registered_backend_runs_without_edits_and_its_capabilities_decide(pico_zoo, tmp_path):
+    from fedlab.runtime import capabilities
+
+    capabilities.register_backend("counting", f"{__name__}:_CountingBackend", {"worker_processes"})
+    try:
+        got = _run(tmp_path / "a", "backend.name=counting", "federation.rounds=1")
+        want = _run(tmp_path / "b", "federation.rounds=1")
+        assert _CountingBackend.fits > 0
+        keys = [k for k in want.final if k.startswith(("acc/", "loss/", "bytes/"))]
+        assert keys and {k: got.final[k] for k in keys} == {k: want.final[k] for k in keys}
+        load_config(None, BASE + ["backend.name=counting", f"faults=[{fault('die', 1, 1)}]"])   # it may lose one
+    finally:
+        capabilities.BACKENDS.pop("counting")
+    with pytest.raises(ConfigError, match=r"backend.name: 'counting' is not allowed.*allowed: inprocess, ray"):
+        load_config(None, BASE + ["backend.name=counting"])

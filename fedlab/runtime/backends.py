@@ -287,4 +287,7 @@ class RayBackend:
 
 
 def make_backend(cfg) -> Backend:
-    return RayBackend() if cfg.backend.name == "ray" else InProcessBackend()
+    """The config's backend, from the registry (`fedlab.runtime.capabilities`)."""
+    from fedlab.runtime.capabilities import make_backend as make
+
+    return make(cfg)

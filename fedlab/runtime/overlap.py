@@ -35,8 +35,9 @@ def why_not(cfg, method) -> str | None:
     """Why this run cannot evaluate beside training (None: it can)."""
     from fedlab import registry
     from fedlab.methods.client import LoraClient
+    from fedlab.runtime.capabilities import capable
 
-    if cfg.backend.name != "inprocess":
+    if not capable(cfg, "evaluation_beside"):
         return f"backend.name is {cfg.backend.name!r} (overlap runs beside the in-process backend only)"
     if not getattr(method, "evaluation_beside", False):
         return (f"method {cfg.method.name!r} evaluates what its instructions do not carry (its own evaluation, or "

@@ -28,9 +28,6 @@ from fedlab.methods.elsa.schedule import at_round
 from fedlab.seeding import derive_seed
 from fedlab.splitfed.aggregate import edge_average
 
-_LOCAL_EDGES: dict[str, EdgeServer] = {}
-_RAY_EDGES: dict[str, object] = {}    # the creator's handles: a named actor lives as long as one is held
-
 
 def link_codec(cfg, cid: int, dim: int) -> LinkCodec:
     """What the link of client `cid` and its edge does to the tensors it carries (`codec.LinkCodec`)."""
@@ -231,91 +228,39 @@ def _like(t: torch.Tensor, ref):
     return t.numpy() if isinstance(ref, np.ndarray) else t
 
 
-class _RayEdge(EdgeServer):
-    """The edge as a Ray actor: the config arrives as a mapping (rebuilt here), tensors travel as numpy arrays."""
-
-    def __init__(self, cfg_tree, edge_id, payload):
-        from fedlab.config import build_config
-
-        super().__init__(build_config(cfg_tree), edge_id, payload)
-
-    def aggregate(self, client_states, sizes, client_moments=None):
-        out = super().aggregate(client_states, sizes, client_moments)
-        if client_moments is None:
-            return {k: v.numpy() for k, v in out.items()}
-        theta, moments = out
-        return {k: v.numpy() for k, v in theta.items()}, moments
-
-    def states(self):
-        return {c: {k: v.numpy() for k, v in s.items()} for c, s in super().states().items()}
-
-
 class EdgeHandle:
-    """How a client (or the cloud) reaches an edge by name: the in-process object, or the named Ray actor."""
+    """How a client (or the cloud) reaches an edge by name, wherever the backend runs it
+    (`fedlab.runtime.parties`)."""
 
     def __init__(self, name: str):
-        self.name = name
-        self.local = _LOCAL_EDGES.get(name)
-        if self.local is None:
-            import ray
+        from fedlab.runtime.parties import PartyHandle
 
-            self.actor = _RAY_EDGES.get(name) or ray.get_actor(name)
-
-    def _call(self, method: str, *args):
-        if self.local is not None:
-            return getattr(self.local, method)(*args)
-        import ray
-
-        args = tuple(a.numpy() if isinstance(a, torch.Tensor) else a for a in args)
-        return _tensor(ray.get(getattr(self.actor, method).remote(*args)))
+        self.party = PartyHandle(name)
 
     def forward(self, cid, payload, mask, train):
-        return self._call("forward", cid, payload, mask, train)
+        return self.party.call("forward", cid, payload, mask, train)
 
     def backward(self, cid, grad):
-        return self._call("backward", cid, grad)
+        return self.party.call("backward", cid, grad)
 
     def start(self, rnd, state, members, moments=None, shared=False):
-        if self.local is not None:
-            return self.local.start(rnd, state, members, moments, shared)
-        import ray
-
-        return ray.get(self.actor.start.remote(rnd, {k: v.numpy() for k, v in state.items()}, members, moments,
-                                               shared))
+        return self.party.call("start", rnd, state, members, moments, shared)
 
     def aggregate(self, client_states, sizes, client_moments=None):
-        if self.local is not None:
-            return self.local.aggregate(client_states, sizes, client_moments)
-        import ray
-
-        wire = {c: {k: v.numpy() for k, v in s.items()} for c, s in client_states.items()}
-        return _tensor(ray.get(self.actor.aggregate.remote(wire, sizes, client_moments)))
+        return self.party.call("aggregate", client_states, sizes, client_moments)
 
 
 def start_edges(cfg, names: list[str]) -> None:
-    """Create the named edges: objects in this process, or Ray actors on the Ray backend."""
+    """Start the named edges through the run's backend: objects in this process, or parties of their own (built
+    from the base model's payload there)."""
+    from fedlab.runtime import parties
     from fedlab.runtime.resident import base_payload
 
-    if cfg.backend.name != "ray":
-        for i, name in enumerate(names):
-            _LOCAL_EDGES[name] = EdgeServer(cfg, i)
-        return
-    import ray
-
-    payload = ray.put(base_payload(cfg.model.name))
-    actors = [ray.remote(_RayEdge).options(name=name, num_cpus=0).remote(cfg.to_dict(), i, payload)
-              for i, name in enumerate(names)]
-    ray.get([a.ready.remote() for a in actors])
-    _RAY_EDGES.update(zip(names, actors))
+    parties.start(cfg, EdgeServer, {name: (i,) for i, name in enumerate(names)},
+                  payload=lambda: base_payload(cfg.model.name))
 
 
 def stop_edges(cfg, names: list[str]) -> None:
-    for name in names:
-        _LOCAL_EDGES.pop(name, None)
-    if cfg.backend.name == "ray":
-        import ray
+    from fedlab.runtime import parties
 
-        for name in names:
-            actor = _RAY_EDGES.pop(name, None)
-            if actor is not None:
-                ray.kill(actor)
+    parties.stop(names)
