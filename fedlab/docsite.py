@@ -181,7 +181,10 @@ def config(out: Path, site: Path, nav: list[tuple[str, str]]) -> dict:
     return {
         "site_name": "fedlab", "docs_dir": str(out), "site_dir": str(site), "strict": True,
         "theme": {"name": "material", "features": ["navigation.sections", "search.highlight"]},
-        "markdown_extensions": ["tables", "toc", "admonition", "pymdownx.superfences"],
+        "markdown_extensions": ["tables", "toc", "admonition", "pymdownx.superfences",
+                                {"pymdownx.arithmatex": {"generic": True}}],
+        # the methods' equations ($…$, as GitHub renders them) typeset by MathJax; offline they show as LaTeX
+        "extra_javascript": ["https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"],
         "plugins": ["search", {"mkdocstrings": {"handlers": {"python": {
             "paths": [str(ROOT)], "options": {"show_source": False, "docstring_style": None, "members_order":
                                               "source", "show_root_heading": True}}}}}],

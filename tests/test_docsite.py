@@ -52,3 +52,27 @@ def test_method_readmes_show_the_configuration_their_dataclass_declares(tmp_path
     text = readme.read_text()
     assert "| `method.topk` | `int` | `16` |" in text and text.endswith(f"{end}\n")
     assert docsite.write_config_blocks(tmp_path) == []
+
+
+SHAPE = ["The paper and what fedlab implements", "Equations as implemented", "What travels between the parties",
+         "Configuration", "Running its tables"]
+SYSTEMS = ["fedproxy", "fedmkt", "coplms", "floe", "elsa"]
+
+
+def test_every_method_page_has_the_one_shape():
+    """Each method page's sections come in one order; the five systems' pages also state their deviations and
+    their positive control, and every page carries its generated configuration table."""
+    import re
+
+    from fedlab.docsite import ROOT
+
+    bad = {}
+    for readme in sorted((ROOT / "fedlab" / "methods").glob("*/README.md")):
+        text = readme.read_text()
+        heads = re.findall(r"^## (.+)$", text, re.M)
+        want = SHAPE[:4] + (["Deviations from the paper, and why", "Positive control"]
+                            if readme.parent.name in SYSTEMS else []) + SHAPE[4:]
+        got = [h for h in heads if h in want + ["Deviations from the paper, and why", "Positive control"]]
+        if [h for h in got if h in want] != want or "<!-- /config -->" not in text:
+            bad[readme.parent.name] = heads
+    assert bad == {}
