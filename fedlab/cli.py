@@ -296,6 +296,20 @@ def group_by_seed(runs: list) -> list[list]:
     return list(groups.values())
 
 
+def to_target(group) -> str:
+    """The cost to eval.target of runs that differ only in the seed: how many reached it, and their mean rounds,
+    MB (up + down) and seconds; "-" when none of them had a target."""
+    metrics = [r.data.metrics for r in group if "cost/reached" in r.data.metrics]
+    if not metrics:
+        return "-"
+    reached = [m for m in metrics if m["cost/reached"] >= 1]
+    if not reached:
+        return f"0/{len(metrics)} reached"
+    mean = lambda k: sum(m[k] for m in reached) / len(reached)      # noqa: E731
+    return (f"{len(reached)}/{len(metrics)} reached: {mean('cost/rounds_to_target'):.1f} rounds, "
+            f"{mean('cost/bytes_to_target') / 1e6:.2f} MB, {mean('cost/seconds_to_target'):.0f} s")
+
+
 def cmd_report(args) -> int:
     import mlflow
 
@@ -319,9 +333,12 @@ def cmd_report(args) -> int:
         rows.append([group[0].info.run_name if len(group) == 1 else f"{len(group)} runs", p.get("method.name"),
                      p.get("model.name"), p.get("data.partition"), p.get("data.num_clients"),
                      p.get("federation.rounds"), ",".join(map(str, seeds)), fmt_ci(zero), fmt_ci(final),
-                     "/".join(status)])
-    print(format_table(rows, ["run", "method", "model", "partition", "clients", "rounds", "seeds", "zero-shot",
-                              "final acc", "status"]))
+                     to_target(group), "/".join(status)])
+    costs = any(r[-2] != "-" for r in rows)
+    heads = ["run", "method", "model", "partition", "clients", "rounds", "seeds", "zero-shot", "final acc",
+             "to eval.target", "status"]
+    print(format_table([r if costs else r[:-2] + r[-1:] for r in rows],
+                       heads if costs else heads[:-2] + heads[-1:]))
     print("\nruns that differ only in the seed are one row: mean ± half-width of the 95 % t-interval")
     return 0
 
@@ -469,8 +486,9 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--cpus-per-trial", type=float, default=1.0)
     sw.add_argument("--gpus-per-trial", type=float, default=0.0)
     sw.add_argument("--max-failures", type=int, default=1)
-    sw.add_argument("--metric", default="score", choices=["score", "acc_mean"],
-                    help="rank by the method's headline metric (score) or the clients' mean accuracy")
+    sw.add_argument("--metric", default="score", choices=["score", "acc_mean", "rounds_to_target", "mb_to_target"],
+                    help="rank by the method's headline metric (score), the clients' mean accuracy, or the cost to "
+                         "eval.target (rounds or MB up + down; lowest first, trials that never reach it last)")
     sw.add_argument("--heatmap", default=None)
     sw.add_argument("--storage", default="sweeps/results")
     sw.set_defaults(fn=cmd_sweep)

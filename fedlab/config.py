@@ -220,6 +220,10 @@ class FederationConfig:
                               "give a usable answer")
     client_timeout: Optional[float] = doc(None, "seconds a client's fit may take before it counts as failed; null: "
                                                 "no limit")
+    comm_budget_mb: Optional[float] = doc(
+        None, "communication budget of the run in MB (10^6 bytes, up + down over every client): the run ends cleanly "
+              "before a round that would take it past the budget, estimated by the largest round so far (the first "
+              "round always runs); null: no budget (fedlab/runtime/cost.py)")
 
     def validate(self, p: str) -> None:
         check(self.rounds >= 0, f"{p}.rounds", self.rounds, "an integer >= 0")
@@ -234,6 +238,8 @@ class FederationConfig:
               "two numbers in [0, 1)")
         check(0 <= self.warmup_ratio < 1, f"{p}.warmup_ratio", self.warmup_ratio, "a number in [0, 1)")
         check(self.min_clients >= 1, f"{p}.min_clients", self.min_clients, "an integer >= 1")
+        check(self.comm_budget_mb is None or self.comm_budget_mb > 0, f"{p}.comm_budget_mb", self.comm_budget_mb,
+              "null or a number > 0")
         check(self.client_timeout is None or self.client_timeout > 0, f"{p}.client_timeout",
               self.client_timeout, "null or a number > 0")
 
@@ -287,8 +293,21 @@ class EvalConfig:
                "(fedlab/runtime/overlap.py: the same scores, the last round in line; for methods that score what "
                "their instructions carry, in-process)")
 
+    target: Optional[float] = doc(
+        None, "cost to a target: the rounds, bytes and seconds until target_metric first reaches this value are "
+              "logged (cost/…) and shown by fedlab report; with target_reference, a fraction of that run's final "
+              "value; null: none (fedlab/runtime/cost.py)")
+    target_metric: Optional[str] = doc(None, "the metric eval.target applies to; null: the method's headline metric "
+                                             "(acc/mean for most)")
+    target_reference: Optional[str] = doc(
+        None, "a finished run (its folder, or an MLflow run id), e.g. the centralized control: eval.target is then a "
+              "fraction of its final target_metric")
+
     def validate(self, p: str) -> None:
         check(self.every >= 1, f"{p}.every", self.every, "an integer >= 1")
+        check(self.target is None or self.target > 0, f"{p}.target", self.target, "null or a number > 0")
+        check(self.target_reference is None or self.target is not None, f"{p}.target_reference",
+              self.target_reference, "null unless eval.target is set (the fraction of the reference's value)")
         check(self.batch_size >= 1, f"{p}.batch_size", self.batch_size, "an integer >= 1")
 
 

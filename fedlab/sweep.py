@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import itertools
 import json
+import math
 import os
 import signal
 import sys
@@ -64,8 +65,11 @@ def _trial(config: dict, fixed: dict) -> None:
     f = h.final
     # score: the method's headline metric (its server model's accuracy where it has one, e.g. FedProxy's
     # fused LLM; otherwise the clients' mean accuracy)
+    to_target = f.get("cost/bytes_to_target")      # eval.target: the cost of reaching it (nan: not reached)
     tune.report({"acc_mean": f.get("acc/mean", float("nan")), "score": f.get(h.headline, float("nan")),
-                 "score_metric": h.headline, "mlflow_run_id": tracker.run_id or ""})
+                 "score_metric": h.headline, "mlflow_run_id": tracker.run_id or "",
+                 "rounds_to_target": f.get("cost/rounds_to_target", float("nan")),
+                 "mb_to_target": float("nan") if to_target is None else to_target / 1e6})
 
 
 def _absolute_tracking(overrides: list[str], base: str) -> list[str]:
@@ -193,7 +197,7 @@ def _tune(tune, mlflow, parent, grid, base, overrides, name, fail_on, folder, cp
         tuner = tune.Tuner.restore(str(exp_path), trainable=trainable, resume_errored=True, param_space=space)
     else:
         tuner = tune.Tuner(trainable, param_space=space,
-                           tune_config=tune.TuneConfig(metric=metric, mode="max"),
+                           tune_config=tune.TuneConfig(metric=metric, mode="min" if metric in COSTS else "max"),
                            run_config=tune.RunConfig(name="tune", storage_path=str(folder), verbose=1,
                                                      failure_config=tune.FailureConfig(max_failures=max_failures)))
     results = tuner.fit()
@@ -209,9 +213,11 @@ def _tune(tune, mlflow, parent, grid, base, overrides, name, fail_on, folder, cp
         row = {k: r.config.get(k) for k in grid}
         m = r.metrics or {}
         row.update({"acc_mean": m.get("acc_mean"), "score": m.get("score"), "score_metric": m.get("score_metric"),
+                    "rounds_to_target": _number(m.get("rounds_to_target")),
+                    "mb_to_target": _number(m.get("mb_to_target")),
                     "mlflow_run_id": m.get("mlflow_run_id"), "status": "ERROR" if r.error else "OK"})
         rows.append(row)
-    rows.sort(key=lambda x: (x[metric] is None, -(x[metric] or 0.0)))
+    rank_rows(rows, metric)
     csv_path = folder / "ranked.csv"
     with csv_path.open("w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
@@ -270,13 +276,32 @@ def sweep_heatmap(rows: list[dict], axes: tuple[str, str], metric: str, path: Pa
     return path
 
 
+COSTS = ("rounds_to_target", "mb_to_target")     # lower is better; a trial that never reached the target ranks last
+
+
+def _number(x):
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def rank_rows(rows: list[dict], metric: str) -> list[dict]:
+    """Best first: the highest score or accuracy, or the lowest cost to the target; trials without the metric
+    last."""
+    sign = 1 if metric in COSTS else -1
+    rows.sort(key=lambda x: (x.get(metric) is None, sign * (x.get(metric) or 0.0)))
+    return rows
+
+
 def format_ranked(rows: list[dict], keys: list[str], metric: str, limit: int = 20) -> str:
     from fedlab.evidence.tables import format_table
 
-    table = [[i + 1, *[str(r[k]) for k in keys], r["acc_mean"], r["score"], r["status"]]
-             for i, r in enumerate(rows[:limit])]
+    costs = any(r.get("rounds_to_target") is not None for r in rows)
+    to_target = lambda r: ("not reached" if r.get("rounds_to_target") is None          # noqa: E731
+                           else f"{r['rounds_to_target']} rounds, {r['mb_to_target']:.2f} MB")
+    table = [[i + 1, *[str(r[k]) for k in keys], r["acc_mean"], r["score"], *([to_target(r)] if costs else []),
+              r["status"]] for i, r in enumerate(rows[:limit])]
     scored = sorted({r["score_metric"] for r in rows if r.get("score_metric")})
-    return format_table(table, ["rank", *keys, "clients acc/mean", f"score ({', '.join(scored) or '-'})", "status"])
+    return format_table(table, ["rank", *keys, "clients acc/mean", f"score ({', '.join(scored) or '-'})",
+                                *(["to eval.target"] if costs else []), "status"])
 
 
 def over_seeds(rows: list[dict], keys: list[str], metric: str) -> list[dict]:

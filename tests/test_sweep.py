@@ -179,3 +179,15 @@ def test_a_sweep_stopped_by_a_signal_ends_in_one_line_with_its_runs_killed(pico_
     assert status.pop("sweep-t") == "KILLED" and "RUNNING" not in status.values(), status
     assert "KILLED" in status.values()
     os.environ.pop("RAY_ADDRESS", None)
+
+
+def test_ranking_by_cost_to_target_puts_the_cheapest_first_and_the_unreached_last():
+    from fedlab.sweep import format_ranked, rank_rows
+
+    rows = [{"lr": lr, "acc_mean": 0.5, "score": 0.5, "score_metric": "acc/mean", "status": "OK",
+             "rounds_to_target": r, "mb_to_target": mb} for lr, r, mb in
+            [(1e-3, None, None), (2e-3, 4, 8.0), (5e-3, 2, 4.0)]]
+    assert [r["lr"] for r in rank_rows(rows, "mb_to_target")] == [5e-3, 2e-3, 1e-3]
+    assert [r["lr"] for r in rank_rows(rows, "rounds_to_target")] == [5e-3, 2e-3, 1e-3]
+    text = format_ranked(rows, ["lr"], "mb_to_target")
+    assert "to eval.target" in text and "2 rounds, 4.00 MB" in text and "not reached" in text

@@ -42,7 +42,7 @@ def finished_run(pico_zoo, tmp_path_factory):
     buf = io.StringIO()
     with contextlib.chdir(tmp), contextlib.redirect_stdout(buf):
         code = main(["run", str(ROOT / "experiments/baselines/fedavg_hetero.yaml"), *PICO, "data.num_clients=8",
-                     "eval.every=1", "tracking.experiment=fedlab-test"])
+                     "eval.every=1", "tracking.experiment=fedlab-test", "eval.target=0.01"])
     assert code == 0
     assert "| mean (over clients)" in buf.getvalue() and "zero-shot" in buf.getvalue()
     return tmp
@@ -78,6 +78,7 @@ def test_report_reads_runs_back(finished_run):
         assert main(["report", "--experiment", "fedlab-test"]) == 0
     out = buf.getvalue()
     assert "fedavg" in out and "pico-llama" in out and "FINISHED" in out
+    assert "to eval.target" in out and "1/1 reached: 0.0 rounds, 0.00 MB" in out    # zero-shot already reaches 1 %
 
 
 @pytest.mark.slow   # 20 s: starts an MLflow server; runs in MLflow and `fedlab report` stay in the default tier (default tier ≤ 10 min on 2 cores)

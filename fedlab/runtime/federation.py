@@ -14,6 +14,7 @@ import torch
 
 from fedlab import interrupt
 from fedlab.config import to_yaml
+from fedlab.runtime import cost
 from fedlab.runtime.context import FederationError, RoundContext, log_line
 from fedlab.runtime.evaluation import Evaluation, RunLog, _logged_round  # noqa: F401 (re-exported)
 from fedlab.runtime.resident import clear_residents
@@ -47,6 +48,8 @@ def run_key(cfg) -> str:
     d.get("tracking", {}).pop("run_name", None)
     d.get("eval", {}).pop("cache", None)     # where scores come from, not what they are
     d.get("eval", {}).pop("overlap", None)   # when scores are computed, not what they are
+    for k in ("target", "target_metric", "target_reference"):    # what the run is measured against, not the run
+        d.get("eval", {}).pop(k, None)
     if d.get("eval") == {}:
         d.pop("eval")
     if not d.get("plugins"):
@@ -162,13 +165,15 @@ def _checkpoint(path: Path, rnd: int, method, backend, history, tracker, evaluat
                             "pending_eval": evaluation.pending()})
 
 
-def _train_round(rnd: int, ctx, method, evaluation, cfg, rounds: int) -> tuple[dict, bool]:
-    """One round: the method's round, its metrics and time split, and its evaluation when due; (record, stop)."""
+def _train_round(rnd: int, ctx, method, evaluation, cfg, rounds: int, budget) -> tuple[dict, str | None]:
+    """One round: the method's round, its metrics and time split, and its evaluation when due; (record, why the
+    run stops after it: the method's stopping rule or the communication budget; None: it goes on)."""
     t0 = time.perf_counter()
     ctx.log({"bytes/down": 0, "bytes/up": 0})
     method.run_round(rnd, ctx)
-    stop = method.should_stop(rnd)
     m = {"round": rnd, **ctx.round_metrics()}
+    stop = ("the method's stopping rule was met" if method.should_stop(rnd)
+            else budget.stop_after(m) if rnd < rounds else None)
     m["time/fit_round"] = time.perf_counter() - t0
     m["time/clients"] = ctx.client_s
     m["time/server"] = m["time/fit_round"] - ctx.client_s
@@ -184,7 +189,7 @@ def _train_round(rnd: int, ctx, method, evaluation, cfg, rounds: int) -> tuple[d
     return m, stop
 
 
-def _finish(method, context, tracker, history, rounds: int, t_run: float) -> None:
+def _finish(cfg, method, context, tracker, history, rounds: int, t_run: float) -> None:
     """The method's end-of-run metrics (fused or routed models) at the last round, the final record and the
     run's time split."""
     end = method.finalize(context(rounds))
@@ -199,6 +204,10 @@ def _finish(method, context, tracker, history, rounds: int, t_run: float) -> Non
     split = time_split(history.rounds)
     history.final.update(split)
     tracker.log_metrics(split, step=rounds)
+    costs = cost.run_costs(cfg, history.rounds, method.headline)
+    history.final.update(costs)
+    if costs:
+        tracker.log_metrics(costs, step=rounds)
 
 
 def run_federation(method, backend, cfg, tracker=None, progress: bool = True) -> History:
@@ -218,6 +227,8 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
     clear_residents()
     context = lambda rnd: RoundContext(rnd, backend, cfg, num_clients, method, tracker, out)  # noqa: E731
     evaluation = Evaluation(cfg, method, context, log, rounds, progress)
+    cost.target_of(cfg, method.headline)         # a reference run that cannot be read fails before training
+    budget = cost.Budget(cfg, history)
     completed = 0                       # the last round whose checkpoint is written (0: none yet)
     try:        # whatever fails or stops the run, no second process is left behind (except below)
         evaluation.start(num_clients)
@@ -241,7 +252,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
                 log_line(_progress(method, m, rounds, time.perf_counter() - t0) + "  (zero-shot)")
             interrupt.check("before round 1 completed")
         for rnd in range(completed + 1, rounds + 1):
-            m, stop = _train_round(rnd, context(rnd), method, evaluation, cfg, rounds)
+            m, stop = _train_round(rnd, context(rnd), method, evaluation, cfg, rounds, budget)
             t_book = time.perf_counter()
             history.rounds.append(m)
             _checkpoint(ckpt_path, rnd, method, backend, history, tracker, evaluation)
@@ -252,7 +263,8 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
                 log_line(_progress(method, m, rounds, m["time/round"]))
             interrupt.stop_point(rnd)       # a stop asked for by SIGINT / SIGTERM: here, the round checkpointed
             if stop:
-                log_line(f"[fedlab] stopped after round {rnd} of {rounds}: the method's stopping rule was met")
+                log_line(f"[fedlab] stopped after round {rnd} of {rounds}: {stop}")
+                tracker.set_tags({"fedlab.stopped": stop})
                 break
         evaluation.finish()
     except BaseException as e:
@@ -260,6 +272,6 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
         if isinstance(e, interrupt.Interrupted) and e.after_round is None and completed > 0:
             e.after_round = completed       # a second signal cut a round short: the last checkpoint stands
         raise
-    _finish(method, context, tracker, history, rounds, t_run)
+    _finish(cfg, method, context, tracker, history, rounds, t_run)
     backend.shutdown()
     return history
