@@ -117,6 +117,12 @@ def _run_experiment(cfg: ExperimentConfig, tracker=None, progress: bool = True):
 
     data = build_federated_data(cfg.data, cfg.seed)
     method = registry.get(cfg.method.name).method_cls(cfg, data)
+    reference = None
+    if cfg.eval.target_reference:       # read before training: a reference that cannot be read is one line now
+        from fedlab.export import final_value
+        from fedlab.runtime.cost import target_metric
+
+        reference = final_value(cfg.eval.target_reference, target_metric(cfg, method.headline))
     backend = make_backend(cfg)
     # the MLflow run id is written next to the checkpoint when the run starts, so a run killed at any
     # moment — even before its first checkpoint — is continued, not duplicated
@@ -128,7 +134,7 @@ def _run_experiment(cfg: ExperimentConfig, tracker=None, progress: bool = True):
         models = model_provenance(cfg)
         tracker.set_tags({f"fedlab.model.{name}.{k}": v for name, d in models.items() for k, v in d.items()})
         env, diff = _record_environment(cfg, tracker)
-        history = run_federation(method, backend, cfg, tracker, progress)
+        history = run_federation(method, backend, cfg, tracker, progress, target_reference=reference)
         history.models, history.environment, history.diff = models, env, diff
         _log_artifacts(cfg, method, history, tracker)
     except BaseException as e:

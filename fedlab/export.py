@@ -153,3 +153,18 @@ def export_method(method, to: Path, merged: bool = False, base: bool = True, run
     path = to / "manifest.json"
     path.write_text(json.dumps(manifest, indent=1))
     return path
+
+
+def final_value(run: str, metric: str) -> float:
+    """The final value of `metric` in a finished run (its folder or MLflow run id): `eval.target_reference`."""
+    from fedlab.runtime.federation import load_checkpoint
+
+    folder = run_folder(run)
+    try:
+        rounds = load_checkpoint(folder / "checkpoint.pt")["history"]
+    except Exception as e:     # a damaged or missing checkpoint: one line naming the key
+        raise ConfigError(f"eval.target_reference: cannot read the run in {folder} ({type(e).__name__}: {e})") from e
+    values = [r[metric] for r in rounds if isinstance(r.get(metric), (int, float))]
+    if not values:
+        raise ConfigError(f"eval.target_reference: the run in {folder} has no {metric!r} (eval.target_metric)")
+    return float(values[-1])

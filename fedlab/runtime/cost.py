@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import math
 
-from fedlab.validation import ConfigError
-
 
 def round_bytes(record: dict) -> float:
     return float(record.get("bytes/up", 0) or 0) + float(record.get("bytes/down", 0) or 0)
@@ -43,31 +41,17 @@ class Budget:
                 f"take about {largest / 1e6:.3f} MB more")
 
 
-def reference_value(run: str, metric: str) -> float:
-    """The final value of `metric` in a finished run (its folder or MLflow run id)."""
-    from fedlab.export import run_folder
-    from fedlab.runtime.federation import load_checkpoint
-
-    folder = run_folder(run)
-    try:
-        rounds = load_checkpoint(folder / "checkpoint.pt")["history"]
-    except Exception as e:     # a damaged or missing checkpoint: one line naming the key
-        raise ConfigError(f"eval.target_reference: cannot read the run in {folder} ({type(e).__name__}: {e})") from e
-    values = [r[metric] for r in rounds if isinstance(r.get(metric), (int, float))]
-    if not values:
-        raise ConfigError(f"eval.target_reference: the run in {folder} has no {metric!r} (eval.target_metric)")
-    return float(values[-1])
+def target_metric(cfg, headline: str) -> str:
+    return cfg.eval.target_metric or headline
 
 
-def target_of(cfg, headline: str) -> tuple[str, float] | None:
-    """(metric, value) the run is measured against, or None without `eval.target`."""
+def target_of(cfg, headline: str, reference: float | None = None) -> tuple[str, float] | None:
+    """(metric, value) the run is measured against, or None without `eval.target`; `reference` is the final value
+    of the metric in `eval.target_reference`'s run (`fedlab.export.final_value`), read before the run starts."""
     if cfg.eval.target is None:
         return None
-    metric = cfg.eval.target_metric or headline
-    value = float(cfg.eval.target)
-    if cfg.eval.target_reference:
-        value *= reference_value(cfg.eval.target_reference, metric)
-    return metric, value
+    value = float(cfg.eval.target) * (reference if cfg.eval.target_reference else 1.0)
+    return target_metric(cfg, headline), value
 
 
 def cost_to_target(rounds: list[dict], metric: str, target: float) -> dict:
@@ -87,13 +71,13 @@ def cost_to_target(rounds: list[dict], metric: str, target: float) -> dict:
     return out
 
 
-def run_costs(cfg, rounds: list[dict], headline: str) -> dict:
+def run_costs(cfg, rounds: list[dict], headline: str, reference: float | None = None) -> dict:
     """The cost figures of a finished run (empty when it has neither a target nor a budget)."""
     out = {}
     if cfg.federation.comm_budget_mb is not None or cfg.eval.target is not None:
         out["cost/bytes_total"] = sum(round_bytes(r) for r in rounds)
         out["cost/seconds_total"] = sum(round_seconds(r) for r in rounds)
-    target = target_of(cfg, headline)
+    target = target_of(cfg, headline, reference)
     if target is not None:
         out.update(cost_to_target(rounds, *target))
     return out

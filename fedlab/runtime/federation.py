@@ -189,7 +189,7 @@ def _train_round(rnd: int, ctx, method, evaluation, cfg, rounds: int, budget) ->
     return m, stop
 
 
-def _finish(cfg, method, context, tracker, history, rounds: int, t_run: float) -> None:
+def _finish(cfg, method, context, tracker, history, rounds: int, t_run: float, reference=None) -> None:
     """The method's end-of-run metrics (fused or routed models) at the last round, the final record and the
     run's time split."""
     end = method.finalize(context(rounds))
@@ -204,13 +204,16 @@ def _finish(cfg, method, context, tracker, history, rounds: int, t_run: float) -
     split = time_split(history.rounds)
     history.final.update(split)
     tracker.log_metrics(split, step=rounds)
-    costs = cost.run_costs(cfg, history.rounds, method.headline)
+    costs = cost.run_costs(cfg, history.rounds, method.headline, reference)
     history.final.update(costs)
     if costs:
         tracker.log_metrics(costs, step=rounds)
 
 
-def run_federation(method, backend, cfg, tracker=None, progress: bool = True) -> History:
+def run_federation(method, backend, cfg, tracker=None, progress: bool = True,
+                   target_reference: float | None = None) -> History:
+    """The run: rounds until `federation.rounds`, the method's stopping rule or the communication budget; its
+    history. `target_reference`: the final value of `eval.target_reference`'s run (read by the caller)."""
     from fedlab.tracking import NullTracker
 
     tracker = tracker or NullTracker()
@@ -227,7 +230,6 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
     clear_residents()
     context = lambda rnd: RoundContext(rnd, backend, cfg, num_clients, method, tracker, out)  # noqa: E731
     evaluation = Evaluation(cfg, method, context, log, rounds, progress)
-    cost.target_of(cfg, method.headline)         # a reference run that cannot be read fails before training
     budget = cost.Budget(cfg, history)
     completed = 0                       # the last round whose checkpoint is written (0: none yet)
     try:        # whatever fails or stops the run, no second process is left behind (except below)
@@ -272,6 +274,6 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True) ->
         if isinstance(e, interrupt.Interrupted) and e.after_round is None and completed > 0:
             e.after_round = completed       # a second signal cut a round short: the last checkpoint stands
         raise
-    _finish(cfg, method, context, tracker, history, rounds, t_run)
+    _finish(cfg, method, context, tracker, history, rounds, t_run, target_reference)
     backend.shutdown()
     return history
