@@ -1,7 +1,7 @@
-"""ELSA's compute overheads, each as a ratio against a baseline measured in the same run (issue 13 item 9):
+"""ELSA's compute overheads, each as a ratio against a baseline measured in the same run:
 
 1. count-sketch compress + decompress of [batch·seq, D] activations against a copy of the same floats
-   (target ≤ 5×), at the paper's ρ = 4.2 (Y = 3), on the eager products and on the fused gathers (issue 33);
+   (target ≤ 5×), at the paper's ρ = 4.2 (Y = 3), on the eager products and on the fused gathers;
 2. one split training step — client front → SS-OP → sketch → edge middle → sketch → client back + head, and the
    backward through the edge (straight-through), the edge's AdamW step included — against one step of the
    unsplit model on the same batch (target ≤ 1.5×, in-process).
@@ -23,7 +23,7 @@ from _common import best_time, table  # noqa: E402
 def bench_sketch(dim: int, rows: int, ratio: float, repeat: int) -> list[list]:
     """compress + decompress against a copy of the same floats, on the path fedlab takes by default at this D
     (fused from FUSED_MIN_DIM on) and, beside it, on the other path: the eager products and the fused gathers
-    (issue 33; the compile is paid in the warm-up call, outside the timing)."""
+    (the compile is paid in the warm-up call, outside the timing)."""
     from fedlab import compiled
     from fedlab.comm.sketch import FUSED_MIN_DIM, sketch_for_ratio
 

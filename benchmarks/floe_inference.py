@@ -1,12 +1,12 @@
 """Floe's on-device inference cost per generated token against the SLM's own forward pass, and the privacy
-detector's time per prompt, measured in the same run (issue 12: router + fusion ≤ 1.3× the SLM; detector
+detector's time per prompt, measured in the same run (targets: router + fusion ≤ 1.3× the SLM; detector
 < 1 ms per prompt).
 
     python benchmarks/floe_inference.py                  # tiny-llama-s SLM, 5 experts of rank 64, 16 tokens
     python benchmarks/floe_inference.py --experts 3 --rank 16 --prompts 20
 
 Each row decodes greedily; the uncached rows read the whole sequence at every step, as fedlab's scorer and
-fusion do, the cached rows keep the key/value cache as a deployment would (issue 30: the deployed comparison is
+fusion do, the cached rows keep the key/value cache as a deployment would (the deployed comparison is
 the cached Floe row against the cached SLM). Every ratio is the mean over `--repeats` passes (each pass times
 every path on the same prompts, interleaved) ± its 95 % interval. Rows:
 - SLM: the base SLM's next-token distribution (the baseline);

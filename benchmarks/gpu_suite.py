@@ -1,4 +1,4 @@
-"""The GPU suite (issue 32): one command for a lent GPU, no network, nothing downloaded, results as files.
+"""The GPU suite: one command for a lent GPU, no network, nothing downloaded, results as files.
 
     python benchmarks/gpu_suite.py --out DIR                 # on a GPU (about 6 minutes on an H100 / H200)
     python benchmarks/gpu_suite.py --out DIR --smoke         # on the CPU, tiny sizes (tests/test_benchmarks.py)
@@ -8,8 +8,8 @@ the others still run):
 
 - `env`      the device, its memory, torch / transformers versions, a device-to-device copy's bandwidth;
 - `kernels`  `benchmarks/kernels.py` at K = 8, P = 10M and 76M against a device copy, for the vectorised
-             accelerator path (the default off the CPU), the CPU's block loop run on the GPU (what the H100 ran
-             on 2026-11-22: 69× / 84×), and the vectorised path under torch.compile; plus the GPU's trimmed
+             accelerator path (the default off the CPU), the CPU's block loop run on the GPU (69× / 84× the
+             copy on an H100), and the vectorised path under torch.compile; plus the GPU's trimmed
              updates and merges checked against the CPU's on the same τ;
 - `lora7b`   LoRA training steps (r = 32 on the seven projections, the FedProxy paper's adapter) on the
              LLaMA-2-7B architecture with random bf16 weights (fedlab/models/architectures): tokens/s and
@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 SECTIONS = {"env": 40, "kernels": 320, "lora7b": 90, "matrix": 110}   # seconds each: 560 in all (< a 600 s call)
-# kernels: the compiled path needs more than 100 s from a cold cache (it ran past 100 s on 2026-11-27, 1c4cce4;
+# kernels: the compiled path needs more than 100 s from a cold cache (it ran past 100 s at 1c4cce4;
 # the other paths and the check took 14 + 51 + ~65 s there); lora7b (41-42 s) and matrix (73-74 s) give up the room
 
 

@@ -1,4 +1,4 @@
-"""Aggregation kernels against the memory-bandwidth floor and a per-tensor implementation (issue 5).
+"""Aggregation kernels against the memory-bandwidth floor and a per-tensor implementation.
 
 For K clients and P parameters it times fedlab's `h_ties`, `ties` (fused by torch.compile from P = 2^23 where
 compiling works, `fedlab/aggregators/fused.py`; `h_ties_eager` / `ties_eager`: the eager block loop beside
@@ -8,7 +8,7 @@ once), and a straightforward per-tensor implementation of each kernel over the s
 LoRA-sized tensors (131,072 entries: r = 32 × 4096), as code that loops over a state dict would do.
 
     python benchmarks/kernels.py                      # K ∈ {4, 8, 16}, P ∈ {1M, 10M, 76M}
-    python benchmarks/kernels.py --ks 8 --sizes 10M   # the target point: h_ties ≤ 5×, ties ≤ 4× the copy (issues 15, 33)
+    python benchmarks/kernels.py --ks 8 --sizes 10M   # the target point: h_ties ≤ 5×, ties ≤ 4× the copy
     python benchmarks/kernels.py --device cuda --no-per-tensor   # on a GPU, against a device-to-device copy
 
 PEFT's `merge_utils.ties` (per tensor, as PEFT merges adapters) is timed beside fedlab's `ties` when peft

@@ -1,4 +1,4 @@
-"""Peak memory of clients sharing one frozen base (issue 5: 8 clients ≤ 1.5× the peak RSS of 1 client).
+"""Peak memory of clients sharing one frozen base (target: 8 clients ≤ 1.5× the peak RSS of 1 client).
 
 Each setting runs in a fresh process: one FedAvg round, in-process backend, on a 27M-parameter LLaMA
 (random weights, built once from a config; `--model` takes any zoo name or folder instead). fedlab keeps one

@@ -1,4 +1,4 @@
-"""The platform's share of a run (issue 15, item 4): tokens per second of a whole federated run — every
+"""The platform's share of a run: tokens per second of a whole federated run — every
 client's Lightning fit, aggregation, evaluation, checkpoints and MLflow logging — against a single-process
 hand-written loop that trains the same tokens (the same clients' batches, round after round, with the same
 model, LoRA, AdamW and clipping) and does nothing else. Both in the same invocation, same thread count.

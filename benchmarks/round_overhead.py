@@ -1,5 +1,5 @@
 """Round overhead: the time of a federated round not spent in client compute, for fedlab's in-process
-and Ray backends and for Flower's simulation engine running the same clients (issue 5: ours lower).
+and Ray backends and for Flower's simulation engine running the same clients (target: ours lower).
 
 The clients are fedlab's own (`ClientHost` → `LoraClient`: a Lightning fit of LoRA on tiny-llama), with one
 local step each so that the platform's share is visible. Per round, overhead = round time − client compute

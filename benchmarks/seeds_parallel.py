@@ -1,4 +1,4 @@
-"""Seeds side by side (issue 15, item 3): the same seeds of one config run one after another (jobs = 1, the
+"""Seeds side by side: the same seeds of one config run one after another (jobs = 1, the
 baseline) and then concurrently in worker processes (`fedlab run --seeds … --jobs N`, what the table
 scripts do), in the same invocation. Prints both wall times, their ratio, and whether every run's final
 metrics are identical between the two.

@@ -1,6 +1,6 @@
 """Training throughput: fedlab's `ClientModule` under the Lightning Trainer (exactly as a client runs a
 round) against a hand-written PyTorch loop over the same LoRA model, batches, optimizer and gradient
-clipping (issue 5: ≥ 0.9× the hand loop's tokens per second).
+clipping (target: ≥ 0.9× the hand loop's tokens per second).
 
     python benchmarks/train_step.py                       # tiny-llama, a client's round (20 steps) and 200 steps
     python benchmarks/train_step.py --model big           # a 27M-parameter LLaMA built from a config

@@ -1,4 +1,4 @@
-"""The merging kernels as they were before their element-wise steps were blocked (2026-11-24), frozen as the
+"""The merging kernels as they were before their element-wise steps were blocked, frozen as the
 oracle the current kernels must match bit for bit (tests/test_kernels_blocked.py). Not used by fedlab."""
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def h_ties(tau: Tensor, *, r0: float = 1.0, delta: float = 0.2, rho: float = 1.1
     r_k = clip(r0 − δ·h_norm_k, 0, 1); τ̃_k = magnitude_trim(τ_k, r_k); τ̂_k = w_k τ̃_k;
     P_d = Σ_{τ̂>0} |τ̂_k[d]|, N_d = Σ_{τ̂<0} |τ̂_k[d]|;
     Δ[d] = Σ_{τ̂>0} τ̂_k[d] / Σ_{τ̂>0} w_k if P_d/(N_d+ε) ≥ ρ, elif N_d/(P_d+ε) ≥ ρ the same over τ̂ < 0, else 0.
-    `denominator="all"` (SPEC §1.4's ablation) divides the winning sign's mass by Σ_k w_k over every client
+    `denominator="all"` (an ablation) divides the winning sign's mass by Σ_k w_k over every client
     instead of the agreeing ones. With diagnostics=True returns (Δ, `server_analysis(τ)`) so a caller need
     not recompute S, h, w, r."""
     _check_tau(tau)
@@ -149,7 +149,7 @@ def h_ties(tau: Tensor, *, r0: float = 1.0, delta: float = 0.2, rho: float = 1.1
 
 
 def ties(tau: Tensor, *, density: float = 0.2, weights: Tensor | None = None) -> Tensor:
-    """TIES-merging (SPEC.md §1.6): trim each client to `density`; elect the sign per entry as the sign of
+    """TIES-merging: trim each client to `density`; elect the sign per entry as the sign of
     Σ_k w_k τ̃_k (0 counts as +); average the agreeing non-zero entries with their weights."""
     _check_tau(tau)
     k, p = tau.shape

@@ -1,4 +1,4 @@
-"""Cross-tokenizer alignment (SPEC.md §2.2): vocabulary maps, sequence alignment, top-K translation."""
+"""Cross-tokenizer alignment: vocabulary maps, sequence alignment, top-K translation."""
 from __future__ import annotations
 
 import numpy as np
@@ -166,7 +166,7 @@ def test_translate_topk_merges_duplicates_by_max_and_falls_back_to_one_hot():
 
 
 def test_paper_sentence_logit_positions_pair_by_the_token_they_predict():
-    """SPEC §2.2: LLaMA position i (predicting token i + 1) takes BLOOM position j only when tokens i + 1 and
+    """LLaMA position i (predicting token i + 1) takes BLOOM position j only when tokens i + 1 and
     j + 1 cover the same characters: '▁we' (predicting 'util') has no partner, '▁dynamic' (predicting
     '▁program') none either; '▁the' pairs with 'Ġthe' because both predict 'dynamic'."""
     from fedlab.align import next_token_pairs

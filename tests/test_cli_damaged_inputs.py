@@ -1,4 +1,4 @@
-"""Issue 34, item 5 (slow tier): a scripted pass of damaged, missing and odd inputs of every kind through the
+"""Slow tier: a scripted pass of damaged, missing and odd inputs of every kind through the
 real command line, each in a fresh process from a folder outside the repository; any traceback, a second line
 of error or a hang fails it. The default tier tests each reader in-process (tests/test_damaged_inputs.py)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Co-PLMs (SPEC.md §5): pooled KL across vocabularies against hand computations, next-token pairing between
+"""Co-PLMs: pooled KL across vocabularies against hand computations, next-token pairing between
 two zoo tokenizers, SAML's loss by hand, the DPM cache, DST never uploading (bytes counted by hand), the
 ablations, both backends, and bad input in one line."""
 from __future__ import annotations
@@ -132,7 +132,7 @@ def test_saml_losses_equal_a_hand_computation(hetero_zoo):
         summed = MutualModule(ma, [], mb, [], w_a=0.3, w_b=0.8, k=4, vmap_ba=vba, vmap_ab=vab,
                               kt_reduction="sum").losses(batch)
     assert summed["kt_a"].item() == pytest.approx(kt_a / 2, rel=1e-5)
-    # the default (SPEC §5.5 as of 2026-11-25): per paired token, the CE's normalisation
+    # the default: per paired token, the CE's normalisation
     kt_a, kt_b = kt_a / paired, kt_b / paired
 
     def ce(logits, labels):
@@ -413,7 +413,7 @@ def test_the_dpm_lora_keeps_alpha_over_r(hetero_zoo):
 
 
 def test_the_server_runs_dst_on_its_data_before_server_saml(hetero_zoo, tmp_path, monkeypatch):
-    """SPEC §5.5: the server's DPM trains its own domain adapters on D^s (DST) before server SAML, keeps them
+    """The server's DPM trains its own domain adapters on D^s (DST) before server SAML, keeps them
     (never in the broadcast), and is scored with them."""
     from fedlab.methods.coplms import method as coplms_method
 
@@ -553,7 +553,7 @@ def _tables_module():
 
 
 def test_table_1_has_a_standalone_server_llm(tmp_path):
-    """Issue 31: Table 1's Standalone row shows a server LLM too — the LLM tuned on the server's data alone, which
+    """Table 1's Standalone row shows a server LLM too — the LLM tuned on the server's data alone, which
     is the w/o SAML run's LLM (it never sees the devices)."""
     from fedlab.evidence.runner import Results
 
@@ -569,7 +569,7 @@ def test_table_1_has_a_standalone_server_llm(tmp_path):
 
 
 def test_dpm_distillation_is_reverse_kl_over_positions_with_a_next_token_by_hand():
-    """token_kl (MiniLLM's direction, SPEC §5.1): KL(p_s ‖ p_t) averaged over the masked positions; forward is
+    """token_kl (MiniLLM's direction): KL(p_s ‖ p_t) averaged over the masked positions; forward is
     KL(p_t ‖ p_s); the masked-out position does not count."""
     from fedlab.methods.coplms.dpm import token_kl
 
@@ -622,7 +622,7 @@ def test_each_side_of_saml_learns_only_through_its_own_model():
 
 
 def test_saml_weights_alpha_on_the_dpm_and_beta_on_the_other_model(hetero_zoo, tmp_path, monkeypatch):
-    """SPEC §5.3: on a device the DPM (model a) learns from the SLM with weight α and the SLM (model b) from the
+    """On a device the DPM (model a) learns from the SLM with weight α and the SLM (model b) from the
     DPM with β; on the server the DPM with α and the LLM with β. Swapping them anywhere fails here."""
     from fedlab.knowledge import mutual
     from fedlab.methods.coplms import client as coplms_client
@@ -648,7 +648,7 @@ def test_saml_weights_alpha_on_the_dpm_and_beta_on_the_other_model(hetero_zoo, t
 
 
 def test_control_columns_are_the_tables_tasks_and_learnable_from_the_prompt():
-    """Issue 31: the positive control scores the tasks Table 1 runs, and those are tasks whose test answers follow
+    """The positive control scores the tasks Table 1 runs, and those are tasks whose test answers follow
     from the prompt (no fact about a held-out person), trained as generated answers."""
     from fedlab.data.tasks import TASKS
 
@@ -684,7 +684,7 @@ def test_the_control_holds_against_chance_in_every_seed_and_flags_one_answer(tmp
 
 
 def test_table_1_multiple_choice_half_and_the_per_round_curves(tmp_path):
-    """Issue 31: Table 1's multiple-choice half (topic: generated Rouge-L / EM with the choice accuracy beside, per
+    """Table 1's multiple-choice half (topic: generated Rouge-L / EM with the choice accuracy beside, per
     device and for the LLM), and the per-round curves of the server LLM and DPM averaged over seeds at the rounds
     every run scored (curves.png written)."""
     from fedlab.evidence.runner import Results

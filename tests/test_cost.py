@@ -64,7 +64,7 @@ def test_a_run_ends_cleanly_at_its_budget_and_logs_its_cost_to_target(pico_zoo, 
     assert h.final["cost/bytes_to_target"] == first * per_round
     assert "cost/target" not in full.final                          # no target, no budget: no cost figures
     # a fraction of a reference run's final value
-    ref = _run(tmp_path / "c", f"eval.target=0.5", f"eval.target_reference={full.out_dir}")
+    ref = _run(tmp_path / "c", "eval.target=0.5", f"eval.target_reference={full.out_dir}")
     assert ref.final["cost/target"] == pytest.approx(0.5 * full.rounds[-1]["acc/mean"])
 
 

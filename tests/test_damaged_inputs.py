@@ -1,4 +1,4 @@
-"""Issue 34, items 2 and 3: every kind of file fedlab reads ends, when it is missing, empty, cut short or of
+"""Every kind of file fedlab reads ends, when it is missing, empty, cut short or of
 the wrong shape, in one line naming the file (and the config key that pointed at it) and what to do; a cache
 (a zoo model built under FEDLAB_HOME) is rebuilt instead."""
 from __future__ import annotations

@@ -156,7 +156,7 @@ def test_label_skew_with_linear_quantity_skew():
 
 
 def test_test_items_drawn_per_seed_differ_between_seeds_and_repeat_within_one():
-    """data.test_draw=per_seed (SPEC §4.3): each run seed scores another sample of the held-out pool, the same
+    """data.test_draw=per_seed: each run seed scores another sample of the held-out pool, the same
     sample every time for one seed; "fixed" keeps the one sample every record so far was scored on."""
     from fedlab.config import load_config
     from fedlab.data.federated import build_federated_data

@@ -1,4 +1,4 @@
-"""ELSA as deployed and able to learn (SPEC §3.4, third reading): the split path that is scored equals the
+"""ELSA as deployed and able to learn: the split path that is scored equals the
 pipeline with a live edge; Vanilla learns an iid pico task and its split and full accuracies agree; SS-OP alone
 stays near Vanilla; the link's codec (fixed / per-step hashes, the noise control of the sketch's MSE); Simple
 SL's one shared θ₂; local work scaled to the client's data; the data constraints (every client two batches,
@@ -235,12 +235,13 @@ def test_trust_against_label_entropy_by_hand():
 
 @pytest.mark.slow
 def test_trust_ranks_the_flipped_clients_lowest_on_an_iid_split(tmp_path):
-    """The trust positive control (SPEC §3.4, third reading: "on an iid split the mislabeled clients must rank
-    lowest") at the table's scale: tiny-bert, 20 clients on an iid topic split, 4 of them with half their labels
-    flipped, in-domain probes (Q = 256), the prediction fingerprint after 128 warm-up steps compared probe by
-    probe (`method.divergence=paired`). Only the flipped labels set those 4 apart, so they must be the 4 least
-    trusted (`experiments/elsa/make_tables.py --only trust/indomain/iid/predictions_paired/`); a divergence
-    that stops pairing the probes, or a fingerprint that stops seeing the warmed-up model, loses that."""
+    """The trust positive control (fedlab/methods/elsa/README.md: on an iid split the mislabeled clients
+    must rank lowest) at the table's scale: tiny-bert, 20 clients on an iid topic split, 4 of them with half
+    their labels flipped, in-domain probes (Q = 256), the prediction fingerprint after 128 warm-up steps
+    compared probe by probe (`method.divergence=paired`). Only the flipped labels set those 4 apart, so they
+    must be the 4 least trusted (`experiments/elsa/make_tables.py --only
+    trust/indomain/iid/predictions_paired/`); a divergence that stops pairing the probes, or a fingerprint that
+    stops seeing the warmed-up model, loses that."""
     from fedlab.experiment import run_experiment
 
     over = ["data.tasks=[topic]", "data.partition=iid", "data.public_source=holdout", "data.public_fraction=0.2",

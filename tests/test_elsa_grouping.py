@@ -1,4 +1,4 @@
-"""ELSA's trust, topology and grouping (SPEC §3.1, §3.4) against hand-built cases."""
+"""ELSA's trust, topology and grouping against hand-built cases."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""ELSA's split step (SPEC §3.4): the edge as its own party, exact gradients without compression and with
+"""ELSA's split step: the edge as its own party, exact gradients without compression and with
 SS-OP (a constant rotation), straight-through sketches, and the bytes that cross counted by hand."""
 from __future__ import annotations
 

@@ -133,7 +133,7 @@ def test_mc_generate_adds_rouge_and_em_of_the_generated_answer(pico_zoo):
 
 
 def test_exact_match_is_sni_normalised():
-    """SPEC §5.5: EM after SNI's normalisation (lower case, punctuation removed, whitespace collapsed): the
+    """EM after SNI's normalisation (lower case, punctuation removed, whitespace collapsed): the
     comma of a `describe` target does not make a right answer wrong; a different word still does; Rouge-L is
     what it was (torchmetrics splits on punctuation itself)."""
     rl, em = rouge_l_and_em(["tibik lives in delhi likes rice", "tibik lives in delhi"],

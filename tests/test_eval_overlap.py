@@ -1,4 +1,4 @@
-"""Issue 33, item 3: `eval.overlap` scores round t in a second process while round t + 1 trains — the same scores
+"""`eval.overlap` scores round t in a second process while round t + 1 trains — the same scores
 as in line, in the same rounds' records and in MLflow; methods whose evaluation reads more than its instructions
 evaluate in line and say so; a run killed while an evaluation was beside resumes with that evaluation redone."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Evidence tooling (issue 10): seeds under one MLflow parent with mean and interval, `fedlab report`
+"""Evidence tooling: seeds under one MLflow parent with mean and interval, `fedlab report`
 grouping runs that differ only in the seed, a zoo cache keyed by its recipe and runs naming their weights."""
 from __future__ import annotations
 

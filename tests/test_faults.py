@@ -1,4 +1,4 @@
-"""Runs that survive faults (issue 5): failing, hanging and dying clients, rejected uploads, robust
+"""Runs that survive faults: failing, hanging and dying clients, rejected uploads, robust
 aggregation against a sign-flipping attacker — injected by config on both backends."""
 from __future__ import annotations
 

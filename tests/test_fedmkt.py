@@ -1,4 +1,4 @@
-"""FedMKT (SPEC.md §2): DualMinCE, sparse distillation targets, knowledge messages, the method end to end
+"""FedMKT: DualMinCE, sparse distillation targets, knowledge messages, the method end to end
 with four different SLM families, LLM2SLM, and the config rules for heterogeneous clients."""
 from __future__ import annotations
 
@@ -143,7 +143,7 @@ def test_standalone_accepts_the_uploads_of_heterogeneous_clients(hetero_zoo, tmp
 
 
 def test_the_selection_score_is_the_summed_answer_nll_whatever_the_tokenizer():
-    """SPEC §2.1: a coarse tokenizer's one answer token at p = 1/4 and a fine one's two tokens at p = 1/2
+    """A coarse tokenizer's one answer token at p = 1/4 and a fine one's two tokens at p = 1/2
     each give the answer the same probability, so the same score ln 4; a per-token mean would give the fine
     tokenizer ln 2 and make it win DualMinCE."""
     import math

@@ -160,7 +160,7 @@ def test_fedbiot_realigns_against_the_llm_with_its_adapters_plugged_in(pico_zoo,
 
 
 def test_the_deep_rows_separate_the_offsite_tuning_models_by_kappa():
-    """Issue 14's geometry: on the 12-block tiny-llama-deep, κ = 0.3 and 0.5 give different Offsite-Tuning
+    """The deep rows: on the 12-block tiny-llama-deep, κ = 0.3 and 0.5 give different Offsite-Tuning
     models (2 + 6 + 2 and 2 + 4 + 2 blocks) and proxies (8 and 6), where 6 blocks gave one OT model; every deep
     row of the table script resolves to that model and the method its label names."""
 

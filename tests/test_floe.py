@@ -1,4 +1,4 @@
-"""Floe's fine-tuning phase (SPEC.md §4.1, §4.3): ranks chosen by Algorithm 1 from a pinned profile and
+"""Floe's fine-tuning phase: ranks chosen by Algorithm 1 from a pinned profile and
 checked by hand, uploads of different ranks counted in bytes, the Floe^-M ablation, clustering, both
 backends, and bad input in one line."""
 from __future__ import annotations
@@ -428,7 +428,7 @@ def test_floe_end_to_end_with_fusion(pico_zoo, tmp_path, profile_file):
     f = run_experiment(cfg, progress=False).final
     assert 0 <= f["fused/acc/mean"] <= 1 and 0 <= f["fused/w_mean"] <= 1
     assert f["fused/llm_calls"] > 0 and f["fused/flagged_prompts"] == 0 and f["fused/gate_positions"] > 0
-    # SPEC §4.3: one position in five held out for the NLL check; the gate's mean w per task there and on the tests
+    # one position in five held out for the NLL check; the gate's mean w per task there and on the tests
     total = f["fused/gate_positions"] + f["fused/heldout_positions"]
     assert 0 < total <= 32 and f["fused/heldout_positions"] == total // 5 > 0
     best_single = min(f["fused/heldout_nll_slm"], f["fused/heldout_nll_llm"])
@@ -518,7 +518,7 @@ def test_floe_plots_the_rank_of_every_client_per_round(pico_zoo, tmp_path, profi
 
 
 def test_the_sync_pool_keeps_the_experts_of_clusters_that_sat_a_round_out(pico_zoo, tmp_path, profile_file):
-    """SPEC §4.3 (2026-11-25): in sync mode an expert whose devices all sat the round out stays in the pool,
+    """In sync mode an expert whose devices all sat the round out stays in the pool,
     and its devices stay assigned to it; the clusters that trained are replaced by their new centres."""
     from fedlab.data.federated import build_federated_data
     from fedlab.methods.floe.method import Floe, Update

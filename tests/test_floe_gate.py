@@ -1,4 +1,4 @@
-"""Floe's fusion gate (SPEC §4.3, issue 30 item 3): trained on public answer tokens balanced over the tasks, it
+"""Floe's fusion gate: trained on public answer tokens balanced over the tasks, it
 must beat every fixed w on held-out positions where the better model differs by task; the held-out check and
 the per-task mean w are what the run logs."""
 import lightning as L
@@ -81,7 +81,7 @@ def _read_gate_examples(monkeypatch, mc_examples: int, limit: int = 100):
 
 
 def test_gate_trains_on_limit_positions_balanced_over_tasks(monkeypatch):
-    """`limit` counts the positions the gate trains on (SPEC §4.3: >= 2,048): a task with long answers
+    """`limit` counts the positions the gate trains on (default 2,048): a task with long answers
     (generation) cannot crowd out one with one-token answers — each gets an equal share — and every fifth
     example of a task is read on top, held out whole."""
     ys, tasks, train, held, owners = _read_gate_examples(monkeypatch, 200)

@@ -133,7 +133,7 @@ def test_a_domain_without_public_samples_is_one_clear_error():
 
 
 def test_the_router_finds_each_prompts_own_expert_on_separable_data():
-    """SPEC §4.3: on separable data every prompt's top-1 expert is its own task's cluster — also for two
+    """On separable data every prompt's top-1 expert is its own task's cluster — also for two
     experts that win the same domain (their embeddings differ by their other gains) and a domain no expert
     wins outright."""
     from fedlab.methods.floe.router import gate, weighted_expert_embeddings
@@ -256,7 +256,7 @@ def _floe_tables():
 
 
 def test_floe_claims_show_floe_minus_llm_base_per_task(tmp_path):
-    """Issue 30: the claims table says where Floe − LLM-base comes from, task by task, paired over seeds."""
+    """The claims table says where Floe − LLM-base comes from, task by task, paired over seeds."""
     from fedlab.evidence.runner import Results
 
     mod = _floe_tables()
@@ -294,7 +294,7 @@ def test_floe_tables_report_routing_alignment_per_task(tmp_path):
 
 
 def test_floe_table_flags_a_task_every_row_answers_with_one_constant(tmp_path):
-    """Issue 30: the per-task table says when every compared row answers a multiple-choice task with one
+    """The per-task table says when every compared row answers a multiple-choice task with one
     answer in every seed — reading each row's scored model (Floe's fused, the LLM baselines' LLM)."""
     from fedlab.evidence.runner import Results
 
@@ -326,7 +326,7 @@ def test_floe_table_flags_a_task_every_row_answers_with_one_constant(tmp_path):
 
 
 def test_floe_gate_table_shows_the_held_out_check_and_w_per_task(tmp_path):
-    """Issue 30 item 3: RESULTS.md shows what the gate trained on, its held-out NLL against each model alone,
+    """RESULTS.md shows what the gate trained on, its held-out NLL against each model alone,
     whether the check passed, and its mean w per task."""
     from fedlab.evidence.runner import Results
 

@@ -1,4 +1,4 @@
-"""Issue 34, item 1: a relative input path written in a YAML is relative to that YAML's folder (like
+"""A relative input path written in a YAML is relative to that YAML's folder (like
 `plugins`), one given on the command line to the working directory; stored relative to the repository root when
 inside it, so a config means the same — and has the same identity — from any working directory."""
 from __future__ import annotations

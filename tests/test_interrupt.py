@@ -1,4 +1,4 @@
-"""Issue 34, item 4: SIGINT and SIGTERM stop a run at the next safe point (a round's end, its checkpoint
+"""SIGINT and SIGTERM stop a run at the next safe point (a round's end, its checkpoint
 written) with one line and the resume command; the MLflow run ends KILLED; resuming gives the numbers of an
 uninterrupted run. A second signal stops at once."""
 from __future__ import annotations

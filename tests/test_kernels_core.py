@@ -1,4 +1,4 @@
-"""Core kernels against tensors computed by hand (SPEC.md §0)."""
+"""Core kernels against tensors computed by hand."""
 import math
 
 import pytest

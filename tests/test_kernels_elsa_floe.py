@@ -1,4 +1,4 @@
-"""ELSA's and Floe's kernels (SPEC.md §0, §3, §4) against tensors computed by hand."""
+"""ELSA's and Floe's kernels against tensors computed by hand."""
 import math
 
 import pytest

@@ -1,4 +1,4 @@
-"""FedProxy server kernels against examples computed by hand (SPEC.md §1.2, §1.4, §1.6)."""
+"""FedProxy server kernels against examples computed by hand."""
 import math
 
 import pytest

@@ -1,4 +1,4 @@
-"""The fused (torch.compile) merge passes of h_ties and ties (fedlab/aggregators/fused.py, issue 33): the same
+"""The fused (torch.compile) merge passes of h_ties and ties (fedlab/aggregators/fused.py): the same
 numbers as the eager block loop, bit for bit, on updates with and without ties at the trimming threshold;
 the tie rule by hand; the mode switch."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Pinned CPU numerics (issue 28): fedlab pins ATen, MKL and oneDNN to AVX2 before torch loads, and this machine's
+"""Pinned CPU numerics: fedlab pins ATen, MKL and oneDNN to AVX2 before torch loads, and this machine's
 digest of a fixed computation equals the reference machine's (the check `fedlab doctor` prints)."""
 from __future__ import annotations
 

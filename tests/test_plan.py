@@ -1,4 +1,4 @@
-"""`fedlab plan` (issue 32): parameter counts of the papers' architectures equal the published ones, LoRA and
+"""`fedlab plan`: parameter counts of the papers' architectures equal the published ones, LoRA and
 proxy sizes equal hand computations, the weights agree with accelerate's estimator, the saved-activation count
 agrees with a real CPU step of a pico model, the peak with an H200's measured LoRA steps on LLaMA-2-7B, and every
 YAML under experiments/ gets a plan."""

@@ -1,4 +1,4 @@
-"""Floe's privacy detector (SPEC §4.2, §4.3): stage 1 by hand, τ chosen for F1 on validation prompts,
+"""Floe's privacy detector: stage 1 by hand, τ chosen for F1 on validation prompts,
 flagged prompts never reach the LLM, the labelled prompts' splits, and MiniLM end to end."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Provenance (issue 28): which source tree a record came from, a dirty tree refused by table scripts unless its
+"""Provenance: which source tree a record came from, a dirty tree refused by table scripts unless its
 diff is kept, and records that are stale when the numerics they were computed with differ."""
 from __future__ import annotations
 

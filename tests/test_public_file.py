@@ -1,4 +1,4 @@
-"""An Alpaca-shaped public set from rows on disk (`data.public_path`, issue 14 item 9), on rows the test writes."""
+"""An Alpaca-shaped public set from rows on disk (`data.public_path`), on rows the test writes."""
 from __future__ import annotations
 
 import json
@@ -75,7 +75,7 @@ def test_the_paper_scale_heterogeneous_setting_builds_on_rows_the_test_writes(tm
 
 
 def test_evaluate_on_validation_holds_training_rows_out_and_never_reads_the_test_set(monkeypatch):
-    """data.evaluate_on=validation (SPEC §1.4: tune on a validation split): per task, validation_per_task
+    """data.evaluate_on=validation (tune on a validation split): per task, validation_per_task
     training rows replace the test set and leave the training pool; the test rows are not built."""
     import fedlab.data.federated as fed
 

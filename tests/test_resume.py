@@ -1,4 +1,4 @@
-"""Resume after SIGKILL (issue 5): a real `fedlab run` process is killed mid-round; `resume=true`
+"""Resume after SIGKILL: a real `fedlab run` process is killed mid-round; `resume=true`
 continues the same MLflow run and ends with the same metrics as an uninterrupted run."""
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def _wait_for(pred, timeout: float, proc) -> None:
 
 # slow tier (40 s a case); a crash-and-resume stays in the default tier for Co-PLMs and ELSA, and a damaged
 # checkpoint in tests/test_rough_edges.py (default tier ≤ 10 min on 2 cores)
-# Floe's asynchronous mode (issue 12): updates computed but not yet arrived are part of the checkpoint
+# Floe's asynchronous mode: updates computed but not yet arrived are part of the checkpoint
 FLOE_ASYNC = PICO + ["federation.rounds=4", "method.name=floe", "method.mode=async", "method.llm=null",
                      "method.router=false", "method.cluster=false", "data.partition=by_task", "data.num_clients=4",
                      "data.tasks=[recall,sentiment]", "data.train_per_task=64", "federation.local_epochs=3",

@@ -1,4 +1,4 @@
-"""What a new user trips over (issue 16): unreachable clusters, impossible settings, damaged checkpoints,
+"""What a new user trips over: unreachable clusters, impossible settings, damaged checkpoints,
 argument order, where outputs land, a machine that knows another Ray cluster, malformed local data,
 runs that fail, and progress lines."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The shipped zoo (issue 28): every tiny and pico model's weights are in the repository with a manifest, a fresh
+"""The shipped zoo: every tiny and pico model's weights are in the repository with a manifest, a fresh
 clone pretrains nothing, a damaged file is one line, and a recipe change without new shipped weights fails here."""
 from __future__ import annotations
 

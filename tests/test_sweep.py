@@ -138,7 +138,7 @@ def test_htiess_grid_runs_every_point_over_three_seeds_and_prints_their_interval
 
 @pytest.mark.slow
 def test_a_sweep_stopped_by_a_signal_ends_in_one_line_with_its_runs_killed(pico_zoo, tmp_path):
-    """Issue 34: Ctrl-C (or SIGTERM, turned into Tune's graceful stop) during trials: one line with the resume
+    """Ctrl-C (or SIGTERM, turned into Tune's graceful stop) during trials: one line with the resume
     command, exit 130, the parent and the stopped trials' MLflow runs KILLED, none left RUNNING."""
     import os
     import signal

@@ -1,4 +1,4 @@
-"""Issue 33, item 4: where a run's time went — client fits, server, evaluation, bookkeeping — summed over its
+"""Where a run's time went — client fits, server, evaluation, bookkeeping — summed over its
 rounds, logged to MLflow and printed under the closing table."""
 from __future__ import annotations
 

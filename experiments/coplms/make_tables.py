@@ -33,13 +33,13 @@ HETERO = [("standalone", "Standalone"), ("fedcollm", "FedCoLLM"), ("fedmkt", "Fe
 HOMO = [("standalone", "Standalone"), ("fedlora", "FedLoRA"), ("fedap", "FedAP"), ("coplms", "Co-PLMs")]
 ABLATION = [("coplms", "Co-PLMs"), ("coplms_no_dst", "w/o DST"), ("coplms_no_saml", "w/o SAML"),
             ("coplms_kt_sum", "L_kt summed per answer (kt_reduction: sum)")]
-# one axis at a time around the table's Co-PLMs row (K = 16, κ = 0.5; α, β as tune.py chose), λ = 1 (issue 31:
-# the README's sweep backed by committed records); α and β themselves are tune.py's grid
+# one axis at a time around the table's Co-PLMs row (K = 16, κ = 0.5; α, β as tune.py chose), λ = 1 (the
+# README's sweep backed by committed records); α and β themselves are tune.py's grid
 SWEEP = [("topk", "4", "K (top-K pooling)"), ("topk", "64", "K (top-K pooling)"),
          ("kappa", "0.67", "κ (fraction of the LLM's blocks the DPM drops)"),
          ("kappa", "0.84", "κ (fraction of the LLM's blocks the DPM drops)")]
 SWEEP_DEFAULT = {"topk": "16", "kappa": "0.5"}
-# per-round curves (issue 31): the server DPM's and LLM's scores after every round, with server SAML and without
+# per-round curves: the server DPM's and LLM's scores after every round, with server SAML and without
 CURVES = [("coplms", "Co-PLMs"), ("coplms_no_saml", "w/o SAML")]
 FAMILIES = ["tiny-gpt2", "tiny-opt", "tiny-bloom"]
 
@@ -62,7 +62,7 @@ def _method(name: str, slm: str | None = None) -> tuple[str, ...]:
         return ("method.name=fedavg", f"model.name={slm}", "model.clients=null")
     if name == "fedap":
         return ("method.name=fedap", f"model.name={slm}", "model.clients=null")
-    if name == "coplms_kt_sum":      # SPEC §5.5's ablation: L_kt summed over an answer's paired positions
+    if name == "coplms_kt_sum":      # the ablation: L_kt summed over an answer's paired positions
         return (*_method("coplms"), "method.kt_reduction=sum")
     tuned = tuned_alpha_beta() if name.startswith("coplms") else None
     return (f"method.name={name}",) + ((f"method.alpha={tuned[0]}", f"method.beta={tuned[1]}") if tuned else ())
@@ -105,7 +105,7 @@ def plan() -> list[Planned]:
     return rows
 
 
-# The positive control (issue 31): each model of Table 1 — the server LLM and the three device SLM families —
+# The positive control: each model of Table 1 — the server LLM and the three device SLM families —
 # LoRA-tuned centrally on all of the heterogeneous setting's training data (the devices' and the server's), at the
 # table's budget, against its zero-shot: every task must be learnt by the reference before methods are compared
 CONTROL_MODELS = ("tiny-llama", "tiny-gpt2", "tiny-opt", "tiny-bloom")
@@ -135,7 +135,7 @@ def control_table(r: Results) -> list[str]:
     return out
 
 
-# A real LLM (issue 32): SmolLM2-135M-Instruct in the cloud with its own 3-block DPM, the three tiny device SLMs
+# A real LLM: SmolLM2-135M-Instruct in the cloud with its own 3-block DPM, the three tiny device SLMs
 # of hetero.yaml, λ = 1, at a 2-core budget (hetero_smollm2.yaml); `--only real/`
 REAL = [("standalone", "Standalone"), ("fedcollm", "FedCoLLM"), ("coplms", "Co-PLMs")]
 REAL_LLM = "smollm2-135m"
@@ -187,7 +187,7 @@ def body(r: Results) -> list[str]:
             key = f"hetero/lambda{lam}/{m}"
             if r.runs(key):
                 # Standalone's server LLM: the LLM tuned on the server's data alone — the w/o SAML run's LLM,
-                # which never sees the devices (issue 31)
+                # which never sees the devices
                 solo = f"ablation/lambda{lam}/coplms_no_saml" if m == "standalone" and r.runs(
                     f"ablation/lambda{lam}/coplms_no_saml") else None
                 lines.append(f"| {lam} | {label} | " + " | ".join(

@@ -1,4 +1,4 @@
-"""Co-PLMs' α and β chosen on a validation split (SPEC §5.5, issue 31): 10 % of each task's training data held out.
+"""Co-PLMs' α and β chosen on a validation split: 10 % of each task's training data held out.
 
     python experiments/coplms/tune.py                 # the grid on validation, seeds 0,1,2 (resumable)
     python experiments/coplms/tune.py --render-only   # tune/RESULTS.md from tune/results.json
@@ -20,7 +20,7 @@ from fedlab.evidence.runner import Planned, Results, run_table
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "tune"
 GRID = ("0.25", "0.5", "0.75")
-METRIC = "rougeL/mean"            # the devices' mean Rouge-L on generated answers (every task, SPEC §5.5)
+METRIC = "rougeL/mean"            # the devices' mean Rouge-L on generated answers (every task)
 VAL = ("data.evaluate_on=validation", "data.validation_per_task=12", "data.alpha=1.0")
 
 

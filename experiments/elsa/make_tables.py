@@ -1,6 +1,6 @@
 """ELSA's tables at embedded scale (paper 002): Table 1 (accuracy of ELSA and the baselines that run in its
 split + sketch pipeline, α̂ ∈ {0.1, 0.2}, four tasks), Table 2 (the clients' link time until each method
-first reaches a target accuracy — the lowest plateau among the compared methods, SPEC §3.4) and Table 3 (ELSA
+first reaches a target accuracy — the lowest plateau among the compared methods) and Table 3 (ELSA
 at ρ ∈ {2.1, 3.3, 6.4, 8.4, 11.8}), the mislabelled clients the trust step finds, and the figures: fig5.png
 (ELSA against the uncompressed Vanilla, with the link bytes each needs), fig6.png (left: ELSA against Simple
 SL; right: the client-side depth p of the split, the paper's p ∈ {1, 3, 6, 9} of 12 blocks as p ∈ {1, 2, 3, 4}
@@ -19,7 +19,7 @@ seeds ± its 95 % interval.
 Tasks are the embedded analogues of the paper's: topic (AG_News, 10 classes), sentiment (Emotion / SST-2),
 entailment (RTE), paraphrase (MRPC). Table 4 (privacy) is `privacy_table.py`.
 
-Before any comparison, the calibration rows (`cal/`, SPEC §3.4 third reading) show that the split pipeline
+Before any comparison, the calibration rows (`cal/`) show that the split pipeline
 learns every task at the table's budget when nothing is compressed and no client is left out — the reference:
 FedAvg in the split pipeline (each client under its nearest edge, size weights) with ρ = 1 and no SS-OP — iid,
 under the paper's skew, and centralized (one client holding all the data), with its learning curve
@@ -39,20 +39,20 @@ from fedlab.evidence.stats import fmt_ci
 HERE = Path(__file__).resolve().parent
 TASKS = ("topic", "sentiment", "entailment", "paraphrase")
 ALPHAS = ("0.1", "0.2")
-TABLE_SEEDS = (0, 1, 2, 3, 4)   # ≥ 5 seeds for Tables 1–3 (issue 29): the default --seeds
-# per-task budget on top of base.yaml (the paper trains each data set on its own, SPEC §3.4 leaves the budget to
+TABLE_SEEDS = (0, 1, 2, 3, 4)   # ≥ 5 seeds for Tables 1–3: the default --seeds
+# per-task budget on top of base.yaml (the paper trains each data set on its own and leaves the budget to
 # fedlab): at base.yaml's lr 5e-3 centralized training learns entailment and paraphrase and then falls to one
 # answer (one-seed probes, the ELSA README), at 2e-3 it stays learned; topic at 2e-3 is far slower under skew.
 # Paraphrase: at 2e-3 the federation stops at its 0.75 shortcut, at 5e-3 the skewed federation falls to one answer;
 # the logit-adjusted client loss (τ = 1, `method.logit_adjust`) at 5e-3 leaves the shortcut under α̂ = 0.1 (one-seed
-# probes 2026-11-27, the ELSA README). It applies to every column of the paraphrase rows.
+# probes, the ELSA README). It applies to every column of the paraphrase rows.
 TASK_BUDGET = {"entailment": ("federation.lr=0.002",),
                "paraphrase": ("federation.lr=0.005", "method.logit_adjust=1")}
 RATIOS = ("2.1", "3.3", "6.4", "8.4", "11.8")
 DEPTHS = (1, 2, 3, 4)          # Fig. 6 right: split [p, 5 − p, 1]
 TABLE_DEPTH = 3                # base.yaml's split [3, 2, 1]: Table 1's ELSA rows are Fig. 6 right's p = 3
 WARMUPS = (8, 32, 128)         # the trust step alone (no training round) after longer local warm-ups
-# in-domain probes (issue 29): 20 % of the task's training data held out as the public set the probes come from
+# in-domain probes: 20 % of the task's training data held out as the public set the probes come from
 # (the paper's probes are open benchmark text), Q = 256 ≥ D = 128 so the fingerprint's covariance has full rank
 IN_DOMAIN = ("data.public_source=holdout", "data.public_fraction=0.2", "method.probe_size=256")
 # the trust rows' fingerprints: (what the table calls it, the overrides that choose it)
@@ -63,7 +63,7 @@ FINGERPRINTS = {"pooled": ("the head's input (paper)", ("method.fingerprint=pool
 # the in-domain trust rows' splits (the iid positive control, then the paper's skew) and their warm-ups
 INDOMAIN_SPLITS = {"iid": (("data.partition=iid",), (32, 128)), "a0.1": (("data.alpha=0.1",), (32,))}
 CONTROL_RATIOS = ("2.1", "4.2", "8.4")
-# the sketch's controls at each ρ (SPEC §3.4): what each changes against ELSA's sketch (Y = 3, hashes fixed)
+# the sketch's controls at each ρ: what each changes against ELSA's sketch (Y = 3, hashes fixed)
 SKETCH_CONTROLS = {"y1": ("Y = 1", ("method.sketch_rows=1",)),
                    "per_step": ("hashes per step", ("method.sketch_hashes=per_step",)),
                    "noise": ("noise of the sketch's MSE", ("method.link_codec=noise",)),
@@ -89,9 +89,9 @@ CAL_SETTINGS = {"iid": ("iid", ("data.partition=iid", "data.mislabeled_count=0")
 # paraphrase's 5e-3 with τ = 1 holds the centralized run at the shortcut or one answer (74, 50, 74 over seeds 0–2,
 # clean 4de1911). The grid below shows the rate is what matters: at 5e-3 neither loss ends above the shortcut, at
 # 2e-3 both learn (τ = 0: 90.4, τ = 1: 99.4 over seeds 0–4; τ's gain not detected). So the row keeps the task's
-# loss (τ = 1) and lowers only the rate: it differs from the federation's budget by lr alone (2026-11-28; until
-# then the row also used the plain loss, now the grid's (2e-3, τ = 0) cell)
-# Sentiment (2026-11-28): at the federation's 5e-3 the one client fits its data to near-zero loss and, in seed 4 of
+# loss (τ = 1) and lowers only the rate: it differs from the federation's budget by lr alone (the
+# plain loss at 2e-3 is the grid's (2e-3, τ = 0) cell)
+# Sentiment: at the federation's 5e-3 the one client fits its data to near-zero loss and, in seed 4 of
 # 5 (clean 460de3f), the loss jumps at round 23 and the run ends at one answer (42.5); a one-seed probe of that seed
 # at 2e-3 stays at 1.00 to round 80, so the row runs at 2e-3, as entailment's already does
 CENTRAL_BUDGET = {"paraphrase": ("federation.lr=0.002",), "sentiment": ("federation.lr=0.002",)}
@@ -102,10 +102,10 @@ CENTRAL_GRID = (("0.002", "0"), ("0.002", "1"), ("0.005", "0"), ("0.005", "1")) 
 CENTRAL_GRID_ROW = ("0.002", "1")    # CENTRAL_BUDGET's lr with the task's τ: the grid's cell that is the calibration row
 # Simple SL's own positive control (cal/{task}/…/simple_sl): Simple SL with the link uncompressed, no mislabeled
 # clients, iid and under the paper's skew. Its one θ₂ on the cloud takes the clients' steps in turn (ϱ × 20 a
-# round) while their own parts are averaged (SPEC §3.4). One-seed probes (seed 0, 2026-11-27) learnt iid (0.97 at
+# round) while their own parts are averaged. One-seed probes (seed 0) learnt iid (0.97 at
 # round 10) and not under α̂ = 0.1 (0.11 at rounds 10–50, the task loss rising 1.3 → 2.2), with or without the
 # mislabeled clients; the rows say how that varies over seeds. A baseline that fails its own control cannot show
-# ELSA's effect against it. Sentiment's α̂ = 0.1 row (2026-11-27): Table 1's sketched Simple SL answered one class
+# ELSA's effect against it. Sentiment's α̂ = 0.1 row: Table 1's sketched Simple SL answered one class
 # there at seed 0 (0.48) while ELSA and FedAvg learnt, so the claim against it needs the control too. Entailment and
 # paraphrase (α̂ = 0.1) since Simple SL got its own rate: every task Simple SL is compared on has its control
 SIMPLE_SL_CONTROL = ("method.ratio=1", "method.ssop_rank=0", "method.grouping=single", "method.aggregation=sizes")
@@ -114,10 +114,10 @@ SIMPLE_SL_SETTINGS = {"topic": ("iid", "a0.1"), "sentiment": ("a0.1",), "entailm
 # Simple SL's own budget, on every Simple SL row (its control, Table 1, 320 rounds), after the task's: at the
 # federation's 5e-3 its control ended below chance + 25 under α̂ = 0.1 in 2 of 5 topic and 3 of 5 sentiment seeds
 # (its one θ₂ takes the 20 clients' steps in turn, 40 Adam steps a round on one set of weights); one-off runs at 1e-3
-# learnt in every one of those seeds (topic 99.5 / 99.5 / 99.0, sentiment 100, 2026-11-27, the ELSA README). A
+# learnt in every one of those seeds (topic 99.5 / 99.5 / 99.0, sentiment 100, the ELSA README). A
 # baseline is run at the rate where its own control passes, as the centralized row has its own budget
 SIMPLE_SL_BUDGET = ("federation.lr=0.001",)
-# the baselines run in ELSA's pipeline (SPEC §3.4): the overrides that make each one
+# the baselines run in ELSA's pipeline: the overrides that make each one
 METHODS = {
     "elsa": ("ELSA", ()),
     "vanilla": ("Vanilla (ρ = 1, no SS-OP)", ("method.ratio=1", "method.ssop_rank=0")),
@@ -880,8 +880,8 @@ def mislabel_section(r: Results) -> list[str]:
 def trust_terms_section(r: Results) -> list[str]:
     """Which term of log w_n = −c_n − mean R̂ ranks the mislabelled clients low, on the in-domain trust rows whose
     records log each term's own ranking (`trust/recall_at_m_<term>`, `trust/auc_low_<term>`): recall@4, AUC and
-    the seeds in which all 4 are the 4 lowest (the positive control as SPEC §3.4 words it), for the trust and for
-    each term alone."""
+    the seeds in which all 4 are the 4 lowest (the positive control as the ELSA README words it), for the
+    trust and for each term alone."""
     trust = lambda rec: (rec.get("summary") or {}).get("trust", {})
     with_terms = lambda rec: "server/trust/auc_low_confidence" in trust(rec)
 

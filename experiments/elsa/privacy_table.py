@@ -1,4 +1,4 @@
-"""ELSA's Table 4 at embedded scale (paper 002, SPEC §3.3): what an honest-but-curious edge reads from the
+"""ELSA's Table 4 at embedded scale (paper 002): what an honest-but-curious edge reads from the
 activations a client sends — direct, Gaussian noise (σ = 0.25), sketch only, SS-OP + sketch (r = 8, 16) at
 ρ ∈ {2.1, 4.2, 8.4} — as the cosine and MSE between H and what the edge sees, and the accuracy of a
 nearest-neighbour token-identification attack against the input embedding table.

@@ -58,7 +58,7 @@ def plan() -> list[Planned]:
     return out + [Planned(k, HERE / y, tuple(o), label, "real") for k, label, y, *o in REAL]
 
 
-# A real LLM (issue 32): SmolLM2-135M-Instruct on the server of the heterogeneous setting (hetero_smollm2.yaml),
+# A real LLM: SmolLM2-135M-Instruct on the server of the heterogeneous setting (hetero_smollm2.yaml),
 # and its centralized LoRA on the same data at the same lr 5e-4 (centralized_smollm2.yaml); `--only real/`
 REAL = [("real/hetero/fedmkt", "FedMKT", "hetero_smollm2.yaml"),
         ("real/centralized", "Centralized", "centralized_smollm2.yaml"),

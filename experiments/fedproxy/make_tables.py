@@ -85,7 +85,7 @@ def plan() -> list[Planned]:
     return rows + deep_plan() + real_plan()
 
 
-# A real LLM (issue 32): SmolLM2-135M-Instruct (30 blocks), its κ = 0.5 proxy of 15 blocks, the heterogeneous
+# A real LLM: SmolLM2-135M-Instruct (30 blocks), its κ = 0.5 proxy of 15 blocks, the heterogeneous
 # setting at the baselines' SmolLM2 budget (hetero_smollm2.yaml); `--only real/`
 REAL = HERE / "hetero_smollm2.yaml"
 REAL_KEYS = ["real/hetero/zeroshot", "real/hetero/centsft", "real/hetero/ot/0.5", "real/hetero/fedproxy/0.5"]
@@ -99,7 +99,7 @@ def real_plan() -> list[Planned]:
     return [Planned(k, rows[k][1], tuple(rows[k][2]), rows[k][0], "real hetero") for k in REAL_KEYS]
 
 
-# Tables 2, 3 and 6 again on a deeper LLM (issue 14): at 6 blocks the Offsite-Tuning model keeps 5 (2 + 1 + 2)
+# Tables 2, 3 and 6 again on a deeper LLM: at 6 blocks the Offsite-Tuning model keeps 5 (2 + 1 + 2)
 # and κ = 0.3 and 0.5 give the same OT model; on tiny-llama-deep's 12 blocks the OT model keeps 2 + 6 + 2 and
 # 2 + 4 + 2 blocks and the proxy 8 and 6, so κ separates both, as on the paper's 32-block LLaMA
 DEEP = "tiny-llama-deep"

@@ -1,4 +1,4 @@
-"""FedProxy's server step size η_g (Eq. 14, SPEC §1.4) on the heterogeneous embedded setting: chosen on a
+"""FedProxy's server step size η_g (Eq. 14) on the heterogeneous embedded setting: chosen on a
 validation split, reported on the test sets beside the paper's η_g = 1, with the control that tests the
 reading of H-TIES's over-stepping (FedAvg with η_g = √K) and the `denominator: all` ablation.
 

@@ -38,7 +38,7 @@ PROFILE = "method.profile=experiments/floe/profile_tiny-llama-s.json"
 # and a row's numbers must not depend on what else is installed (a method.name override starts the method
 # section from its defaults, so base.yaml's router_encoder does not reach the other methods' rows)
 ROUTER = "method.router_encoder=tiny-bert"
-# the privacy detector's stage 2 in every fused row (issue 30): the zoo's tiny-bert, static pooling, fitted on the
+# the privacy detector's stage 2 in every fused row: the zoo's tiny-bert, static pooling, fitted on the
 # validation templates; on the held-out test templates it scores F1 0.90 against stage 1's 0.42 (logged per run as
 # fused/detector_*)
 DETECTOR = ("method.detector_encoder=tiny-bert", "method.detector_pooling=static")
@@ -62,7 +62,7 @@ FLOE = [("floe", "Floe", ("method.name=floe", LLM, PROFILE, ROUTER, *DETECTOR)),
         ("floe_compact", "Floe, compact fusion features",
          ("method.name=floe", LLM, PROFILE, ROUTER, *DETECTOR, "method.fusion_features=compact")),
         ("floe_async", "Floe, asynchronous (Eq. 5)", ("method.name=floe", LLM, PROFILE, ROUTER, *DETECTOR, "method.mode=async")),
-        # the fallback row (issue 30): an RTT of 200 ± 100 ms crosses τ_wait = 200 ms for about half the LLM's
+        # the fallback row: an RTT of 200 ± 100 ms crosses τ_wait = 200 ms for about half the LLM's
         # answers, so accuracy can be read against the fallback share (the default 80 ± 40 ms never falls back)
         ("floe_rtt200", "Floe, RTT 200 ± 100 ms (crosses τ_wait)",
          ("method.name=floe", LLM, PROFILE, ROUTER, *DETECTOR, "method.fusion_rtt=0.2", "method.fusion_rtt_jitter=0.1"))]
@@ -72,7 +72,7 @@ FLOE = [("floe", "Floe", ("method.name=floe", LLM, PROFILE, ROUTER, *DETECTOR)),
 EXPERTS = [(f"experts_{m}", f"M = {m}", ("method.name=floe", PROFILE, ROUTER, "method.llm=null", f"method.experts={m}"))
            for m in (1, 2, 3, 5, 8)]
 # Table V: other edge SLMs with the same cloud LLM; their tokenizers differ from the LLM's, so fusion maps the
-# LLM's distribution into the SLM's vocabulary (SPEC §2.2). Each with its own pinned profile.
+# LLM's distribution into the SLM's vocabulary. Each with its own pinned profile.
 EDGES = ("tiny-gpt2", "tiny-opt")
 HETERO = [row for m in EDGES for row in (
     (f"edge_{m}_base", f"{m} zero-shot", ("method.name=zeroshot", f"model.name={m}")),
@@ -80,7 +80,7 @@ HETERO = [row for m in EDGES for row in (
                                           f"method.profile=experiments/floe/profile_{m}.json")))]
 
 
-# A real cloud LLM (issue 32): SmolLM2-135M-Instruct in the cloud, fused with the devices' routed tiny-llama-s
+# A real cloud LLM: SmolLM2-135M-Instruct in the cloud, fused with the devices' routed tiny-llama-s
 # experts through the vocabulary map (its tokenizer differs); 60 test items per task (drawn per seed) so that the
 # real LLM's generation fits a 2-core budget; LLM-only and SLM-only zero-shot on the same items; `--only floe/real/`
 REAL_LLM = "smollm2-135m"
@@ -173,7 +173,7 @@ def body(r: Results) -> list[str]:
 def gate_table(r: Results, stale: set[str] | None = None) -> list[str]:
     """The fusion gate of each fused row: the public answer tokens it trained on and those held out, the held-out
     NLL of the fused distribution against the SLM's and the LLM's alone, the share of runs whose check
-    NLL(fused) ≤ min(NLL(SLM), NLL(LLM)) passed, and its mean w on the SLM per task (SPEC §4.3); † marks the
+    NLL(fused) ≤ min(NLL(SLM), NLL(LLM)) passed, and its mean w on the SLM per task; † marks the
     keys in `stale` (`Results.stale(plan())`, computed when not given)."""
     rows = [(f"floe/{key}", label) for key, label, _ in FLOE] + [("floe/real/floe", "Floe, SmolLM2 in the cloud")]
     rows = [(k, label) for k, label in rows if r.runs(k)]
@@ -208,7 +208,7 @@ def experts_table(r: Results) -> list[str]:
 
 
 def alignment_table(r: Results) -> list[str]:
-    """Routing alignment per task (issue 30): the share of each task's test prompts whose top-1 expert is the
+    """Routing alignment per task: the share of each task's test prompts whose top-1 expert is the
     expert of that task's domain (`routed/top1_share/<task>`), for every row that routes."""
     rows = [(key, label) for key, label, _ in FLOE if r.runs(f"floe/{key}")]
     rows = [(key, label) for key, label in rows
@@ -303,7 +303,7 @@ def hetero_table(r: Results) -> list[str]:
 
 
 def real_table(r: Results, stale: set[str] | None = None) -> list[str]:
-    """Floe with SmolLM2-135M-Instruct as the cloud LLM (issue 32), beside the LLM and the SLM alone; † marks a
+    """Floe with SmolLM2-135M-Instruct as the cloud LLM, beside the LLM and the SLM alone; † marks a
     row in `stale` (records another config made than the one the script runs now; computed when not given)."""
     k = "floe/real/floe"
     if not r.runs(k):

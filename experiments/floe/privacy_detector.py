@@ -1,4 +1,4 @@
-"""Floe's privacy detector on the benchmark's labelled privacy prompts (SPEC §4.2, §4.3; paper §V-F):
+"""Floe's privacy detector on the benchmark's labelled privacy prompts (paper §V-F):
 precision, recall and F1 of stage 1 alone (patterns and keywords) and of both stages (MiniLM embeddings
 against domain centroids, τ chosen on the validation split) — MiniLM's contextual sentence embedding, and
 its static one (the mean of its input word embeddings, no transformer layer) — and the latency per prompt on

@@ -1,5 +1,5 @@
-"""Client similarity and grouping: ELSA's Gaussian fingerprints and symmetric KL (SPEC §3.1), Floe's
-silhouette-chosen k-means (SPEC §4.3)."""
+"""Client similarity and grouping: ELSA's Gaussian fingerprints and symmetric KL, Floe's
+silhouette-chosen k-means."""
 from fedlab.clustering.fingerprint import gaussian_fingerprint, symmetric_kl
 from fedlab.clustering.select import Clustering, choose_clusters, fixed_clusters
 

@@ -1,5 +1,4 @@
-"""Gaussian fingerprints of a client's embeddings and their symmetric KL divergence (ELSA Eq. 4–5,
-SPEC §3.1 and §3.4).
+"""Gaussian fingerprints of a client's embeddings and their symmetric KL divergence (ELSA Eq. 4–5).
 
 A client embeds Q probe samples, T ∈ R^{Q×D}; its fingerprint is N(μ, Σ) with μ = mean_q T_q and
 S = (1/Q) Σ_q (T_q − μ)(T_q − μ)ᵀ. With Q < D, S is singular, so Σ is shrunk (our declared deviation):
@@ -62,7 +61,7 @@ def gaussian_fingerprint(T: Tensor, shrinkage: float | None = None) -> tuple[Ten
 def symmetric_kl(mu1: Tensor, S1: Tensor, mu2: Tensor, S2: Tensor) -> Tensor:
     """R = KL(N1‖N2) + KL(N2‖N1) = ½[tr(Σ₂⁻¹Σ₁) + tr(Σ₁⁻¹Σ₂) − 2D + Δμᵀ(Σ₁⁻¹ + Σ₂⁻¹)Δμ]
     (the log-determinants cancel), with Σ⁻¹ applied through Cholesky solves in float64. A 0-dim tensor in
-    mu1's dtype. Divide by D for SPEC §3.4's per-dimension temperature."""
+    mu1's dtype. Divide by D for the per-dimension temperature R/D."""
     d = mu1.shape[-1]
     m1, m2 = mu1.to(torch.float64), mu2.to(torch.float64)
     a, b = S1.to(torch.float64), S2.to(torch.float64)

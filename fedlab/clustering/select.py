@@ -1,4 +1,4 @@
-"""Choosing the number of clusters by silhouette (Floe's clustered aggregation, SPEC §4.3): k-means++
+"""Choosing the number of clusters by silhouette (Floe's clustered aggregation): k-means++
 (seeded, scikit-learn) on L2-normalised embeddings for M = 2 .. min(max_clusters, N − 1), the M with the
 best cosine silhouette; M = 1 when N < 3 or when the best silhouette is below `min_silhouette`."""
 from __future__ import annotations

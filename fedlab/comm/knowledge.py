@@ -1,4 +1,4 @@
-"""FedMKT's knowledge message (SPEC.md §2.1 step 2/4): per public sample its loss l^i over the target
+"""FedMKT's knowledge message: per public sample its loss l^i over the target
 positions and, at every position, the top-K (token id, logit) pairs — ragged, never a dense
 [N, S, V] tensor. Packed as a flat dict of tensors so that it travels, and is counted in bytes, like any
 other state:

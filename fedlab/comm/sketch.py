@@ -1,4 +1,4 @@
-"""Count sketch of activations (ELSA Eq. 12–13, SPEC §3.3).
+"""Count sketch of activations (ELSA Eq. 12–13).
 
 A vector x ∈ R^D is hashed into Y rows × Z columns. Row y has a bucket hash h_y: [D] → [Z] and a sign hash
 s_y: [D] → {−1, +1}, both drawn from a seeded generator so that the two parties of a link (client and
@@ -14,7 +14,7 @@ min/max, without a sort). The median is only homogeneous (f(a·x) = a·f(x)). Bo
 leading dimensions and differentiable; callers that want the paper's straight-through backward wrap them
 (fedlab.methods.elsa, fedlab.splitfed).
 
-Fused passes (issue 33; `fedlab.compiled`, FEDLAB_FUSED_KERNELS): from D = `FUSED_MIN_DIM` on (BERT-base's
+Fused passes (`fedlab.compiled`, FEDLAB_FUSED_KERNELS): from D = `FUSED_MIN_DIM` on (BERT-base's
 768; not tiny-bert's 128 nor MiniLM's 384, whose recorded runs keep the products above), outside autograd, for
 Y ∈ {1, 3}, in float32 or float64 on the CPU, both run as torch.compile'd gathers on the transposed
 activations ([D, N]: a whole row of the batch per index, so the generated loops are vectorised). Compress sums
@@ -170,7 +170,7 @@ class CountSketch:
 
 
 def sketch_for_ratio(dim: int, ratio: float, seed: int, rows: int = 3) -> CountSketch:
-    """SPEC §3.4's default shape for a target ρ: Y = 3 rows, Z = round(D / (Y·ρ)) columns (at least 1);
+    """The default shape for a target ρ: Y = 3 rows, Z = round(D / (Y·ρ)) columns (at least 1);
     the achieved ratio is `.ratio`."""
     if ratio <= 0:
         raise ValueError(f"sketch_for_ratio: ratio must be > 0, got {ratio}")

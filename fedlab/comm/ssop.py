@@ -1,4 +1,4 @@
-"""Subspace-selective orthogonal perturbation, SS-OP (ELSA Eq. 10–11, SPEC §3.3–3.4).
+"""Subspace-selective orthogonal perturbation, SS-OP (ELSA Eq. 10–11).
 
 Given J_n ∈ R^{Q×D} (recent layer-p outputs of client n), U_n ∈ R^{D×r} holds the top-r right singular
 vectors of J_n (uncentred SVD, each vector's sign fixed so that its largest-magnitude entry is positive, so
@@ -50,7 +50,7 @@ def ssop_matrix(J: Tensor, r: int, seed: int) -> Tensor:
 
 
 def client_seed(salt: str, client: int | str) -> int:
-    """The rotation seed hash(salt ‖ n) of SPEC §3.3: a stable 63-bit integer (Python's hash() is salted
+    """The client's rotation seed hash(salt ‖ n): a stable 63-bit integer (Python's hash() is salted
     per process, so it is not used)."""
     digest = hashlib.sha256(f"{salt}\u2016{client}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1

@@ -1,6 +1,6 @@
 """Partitioners: deterministic by seed. Each returns, for K clients, lists of indices into the pooled
 training examples. Every client gets at least one example (validated before); `partition(..., min_size=m)`
-tops up every client to m examples (ELSA: every client holds at least two batches, SPEC §3.4)."""
+tops up every client to m examples (ELSA: every client holds at least two batches)."""
 from __future__ import annotations
 
 import numpy as np
@@ -60,7 +60,7 @@ def dirichlet_label(examples: list[Example], k: int, alpha: float, seed: int) ->
 
 
 def dirichlet_label_quantity(examples: list[Example], k: int, alpha: float, seed: int) -> list[list[int]]:
-    """ELSA's setting (SPEC §3.4): label skew Dir(α) per (task, answer) class, with quantity skew on top —
+    """ELSA's setting: label skew Dir(α) per (task, answer) class, with quantity skew on top —
     client n's share of every class scaled by n + 1, so |D_n| ∝ n + 1 on average."""
     return _dirichlet_by([f"{e.task}/{e.target}" for e in examples], k, alpha, seed, np.arange(1, k + 1, dtype=float))
 
@@ -71,7 +71,7 @@ def dirichlet_domain(examples: list[Example], k: int, alpha: float, seed: int) -
 
 
 def dirichlet_mix(examples: list[Example], k: int, alpha: float, seed: int) -> list[list[int]]:
-    """Domain skew as SPEC §5.5 draws it: client i's mix over the D domains is q_i ~ Dir(α·1_D); its n_i ≈ N/k
+    """Co-PLMs' domain skew: client i's mix over the D domains is q_i ~ Dir(α·1_D); its n_i ≈ N/k
     samples are drawn Multinomial(n_i, q_i) per domain, without replacement and no sample shared,
     clients in turn; draws a domain can no longer give go to the client's other domains in proportion to q_i."""
     rng = np.random.default_rng(seed)

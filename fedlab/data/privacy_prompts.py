@@ -1,4 +1,4 @@
-"""Labelled privacy prompts of the embedded benchmark (Floe's on-device privacy detector, SPEC §4.2).
+"""Labelled privacy prompts of the embedded benchmark (Floe's on-device privacy detector).
 
 A prompt is *sensitive* when it carries private information about the user or someone they know, in one
 of five categories (health, finance, legal, location, profile — contacts, identity numbers, family);

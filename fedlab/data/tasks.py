@@ -1,4 +1,4 @@
-"""The embedded tasks (SPEC.md §6): four multiple-choice QA tasks, four classification tasks scored as
+"""The embedded tasks: four multiple-choice QA tasks, four classification tasks scored as
 multiple choice, generative instruction tasks, the public instruction set and privacy-labelled prompts.
 
 Knowledge tasks train on one half of the people and test on the other, so a test score measures what the

@@ -1,4 +1,4 @@
-"""The seeded synthetic world (SPEC.md §6): people with attributes, a friend relation and a field of work
+"""The seeded synthetic world: people with attributes, a friend relation and a field of work
 (the domain), from which the corpus, the public instruction set and the tasks are generated."""
 from __future__ import annotations
 

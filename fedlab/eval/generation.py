@@ -17,7 +17,7 @@ def normalize(text: str) -> str:
 
 
 def normalize_answer(text: str) -> str:
-    """SNI's exact-match normalisation (SPEC §5.5; natural-instructions' `normalize_answer`): lower case, every
+    """SNI's exact-match normalisation (natural-instructions' `normalize_answer`): lower case, every
     ASCII punctuation character removed, whitespace collapsed — "Delhi, likes rice." equals "delhi likes rice"."""
     return " ".join(text.lower().translate(_NO_PUNCTUATION).split())
 

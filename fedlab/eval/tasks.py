@@ -36,7 +36,7 @@ def evaluate_task(model, tokenizer, data, task: str, cfg, cid: int | None = None
         predicted = mc_predictions(model, tokenizer, examples, cfg.eval.length_normalized, cfg.model.max_length,
                                    cfg.eval.batch_size, shared=cfg.eval.scorer == "shared")
         out = {f"acc/{task}": accuracy_of(examples, predicted), f"top/{task}": top_answer_share(examples, predicted), f"n/{task}": len(examples)}
-        if cfg.eval.mc_generate:      # the answer generated, against the right choice's text (SPEC §5.5)
+        if cfg.eval.mc_generate:      # the answer generated, against the right choice's text
             scores = generation_scores(model, tokenizer, examples)
             out.update({f"rougeL/{task}": scores["rougeL"], f"em/{task}": scores["em"]})
     else:

@@ -1,4 +1,4 @@
-"""Device heterogeneity (Floe, SPEC §4): resource-aware rank selection and LoRA factors of different ranks."""
+"""Device heterogeneity (Floe): resource-aware rank selection and LoRA factors of different ranks."""
 from fedlab.hetero.ranks import aggregate_lora_states, hetero_rank_mean, pad_rank, take_rank, truncate_rank
 from fedlab.hetero.select import select_rank
 

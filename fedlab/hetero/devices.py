@@ -1,4 +1,4 @@
-"""Simulated edge devices for Floe (SPEC §4.1, §4.3): device classes after the paper's Table I, assigned to
+"""Simulated edge devices for Floe: device classes after the paper's Table I, assigned to
 clients in proportion to their shares, and a seeded background load that lowers each device's free memory
 and speed every round (the paper's B_i is the *current* free memory).
 

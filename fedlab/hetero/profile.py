@@ -1,4 +1,4 @@
-"""The profile table behind Floe's rank selection (SPEC §4.1): memory and step latency of one LoRA
+"""The profile table behind Floe's rank selection: memory and step latency of one LoRA
 training step per rank, measured on this machine for (model, batch shape, LoRA targets) and cached under
 $FEDLAB_HOME/profiles, keyed by everything that built it (the model's weights digest, ranks, batch size,
 sequence length, LoRA targets and scale, torch threads, device kind, torch version).

@@ -1,4 +1,4 @@
-"""LoRA factors of different ranks in one aggregate (Floe, SPEC §4.1 and §4.3).
+"""LoRA factors of different ranks in one aggregate (Floe).
 
 A client at rank r_i holds A_i ∈ R^{r_i×in} and B_i ∈ R^{out×r_i}; its update is ΔW_i = s·B_i A_i. Zero-padding
 A's rows and B's columns to r_max leaves B A unchanged, and a client takes back the first r_i components.

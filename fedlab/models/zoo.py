@@ -1,5 +1,5 @@
 """The model zoo: tiny causal LMs built from Hugging Face configs, each with its own tokenizer trained by
-fedlab, pretrained on the embedded corpus and cached on disk (SPEC.md §6); plus loading of any Hugging
+fedlab, pretrained on the embedded corpus and cached on disk; plus loading of any Hugging
 Face model id or local directory through the same `load_model` interface."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """FedCAda's client optimiser (Zhou et al., 2024, "FedCAda: Adaptive Client-Side Optimization for Accelerated
-and Stable Federated Learning"; ELSA's baseline, SPEC §3.4 "client Adam with moment correction").
+and Stable Federated Learning"; ELSA's baseline, client Adam with moment correction).
 
 What the paper states and fedlab follows: clients run Adam; the server aggregates the clients' adaptive
 parameters (the moments m, v) with the model and sends them back, so a client resumes from the federation's

@@ -1,4 +1,4 @@
-"""`fedlab plan CONFIG`: will it fit, and on how many GPUs — before anything is downloaded or run (issue 32).
+"""`fedlab plan CONFIG`: will it fit, and on how many GPUs — before anything is downloaded or run.
 
 For each role of the config's method (`roles.py`: the server's LLM, the clients' proxy or SLMs, an edge) the
 model is built on the meta device from its architecture (the zoo's config.json, or the papers' models shipped as

@@ -1,4 +1,4 @@
-"""Floe's on-device privacy detector (SPEC §4.2, §4.3): a prompt flagged as sensitive never reaches the
+"""Floe's on-device privacy detector: a prompt flagged as sensitive never reaches the
 cloud LLM.
 
 Stage 1 — patterns and words: regular expressions for phone numbers, payment-card numbers, id-like numbers

@@ -1,4 +1,4 @@
-"""Local differential privacy for LoRA clients (Floe, SPEC §4.3).
+"""Local differential privacy for LoRA clients (Floe).
 
 DP-SGD (the default DP mode): per-example gradients of the trainable parameters come from Opacus'
 `GradSampleModule` hooks (a maintained implementation for Linear/Embedding layers, which is what LoRA's A and

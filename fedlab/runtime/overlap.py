@@ -1,4 +1,4 @@
-"""Evaluation beside training (`eval.overlap: true`, issue 33): round t's global model is scored in a second
+"""Evaluation beside training (`eval.overlap: true`): round t's global model is scored in a second
 process while round t + 1 trains, instead of between the two rounds.
 
 Only an evaluation that depends on nothing but its instructions can move. A method says so with

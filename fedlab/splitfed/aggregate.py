@@ -1,4 +1,4 @@
-"""ELSA's hierarchical aggregation (paper 002 §3.2, SPEC §3.2 and §3.4).
+"""ELSA's hierarchical aggregation (paper 002 §3.2).
 
   edge k:   θ_{g,k} = Σ_{n∈N_k} |D_n| θ_n / Σ_{n∈N_k} |D_n|          after ϱ client–edge rounds
   cloud:    α_k = w̄_k / (1 + R̄_k),  α̃ = α / Σ α,  θ_g = Σ_k α̃_k θ_{g,k}

@@ -1,4 +1,4 @@
-"""ELSA's communication model (paper 002 Eq. 14–15, SPEC §3.4), logged beside the bytes fedlab measures.
+"""ELSA's communication model (paper 002 Eq. 14–15), logged beside the bytes fedlab measures.
 
   C_g      = (2 ϱ ζ μ D / ρ) · Σ_k Σ_{n∈N_k} B_n  +  K · |θ_LoRA|        bytes in global round g (Eq. 14 as
              printed: the second term counts LoRA parameters, not bytes; `lora_bytes` gives them as ζ·|θ|)

@@ -1,4 +1,4 @@
-"""ELSA's grouping of clients under edges (paper 002 §III-B, SPEC §3.1 and §3.4):
+"""ELSA's grouping of clients under edges (paper 002 §III-B):
 
   1. exclude clients with no feasible edge, or with relative trust w_n / max w < w_excl;
   2. spectral clustering of the included clients into (at most) K groups on the precomputed affinity
@@ -10,8 +10,8 @@
      ≥ w_min, whose edge is nearest to its members on average; members then infeasible move again (step 4).
 
 Every included client ends in exactly one group; a group is identified by its edge. Clustering all included
-clients at once and then matching groups to edges is the declared deviation of SPEC §3.4 (the paper forms
-per-edge candidate sets); it keeps the groups disjoint."""
+clients at once and then matching groups to edges is a declared deviation (fedlab/methods/elsa/README.md;
+the paper forms per-edge candidate sets); it keeps the groups disjoint."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -1,4 +1,4 @@
-"""ELSA's privacy evaluation (paper 002 Table 4, SPEC §3.3): what an honest-but-curious edge can read from the
+"""ELSA's privacy evaluation (paper 002 Table 4): what an honest-but-curious edge can read from the
 activations a client sends, under each protection.
 
   visible(H) = H                               direct transmission
@@ -10,7 +10,7 @@ Reconstruction: the mean cosine similarity and the MSE between H and visible(H),
 Token identification: each visible vector's nearest row (cosine) of the model's input embedding table is
 the attacker's guess of the token; accuracy over the non-padding positions. (The paper cites Li et al. 2023
 and Wan et al. 2024 for the threat models without fixing the attack; the nearest-neighbour attack is our
-reading, SPEC §3.3 allows it or a linear probe.)"""
+reading; a linear probe would be another.)"""
 from __future__ import annotations
 
 import torch

@@ -1,4 +1,4 @@
-"""One split-learning step between a client and its edge (paper 002 §3.2, SPEC §3.4), with the edge as its
+"""One split-learning step between a client and its edge (paper 002 §3.2), with the edge as its
 own party: it receives only payloads (sketched, rotated activations and their gradients), never the text,
 the labels, the client's rotation 𝒬_n or the client's parameters.
 
@@ -9,7 +9,7 @@ the labels, the client's rotation 𝒬_n or the client's parameters.
   client: backward H with unsketch(G_up) · 𝒬_n (𝒬_n a constant: exact); step θ₁, θ₃, head
 
 Compression is treated as the identity in the backward pass (straight-through); the gradients travel
-sketched like the activations (our choice: SPEC §3.4 names the sketch for ∂L/∂H̃_up and leaves the other
+sketched like the activations (our choice: the paper names the sketch for ∂L/∂H̃_up and leaves the other
 gradient open). The attention mask travels with the uplink (int8). `Link(sketch=None, rotation=None)` is
 the uncompressed pipeline (Vanilla)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""ELSA's topology (paper 002 §III, SPEC §3.1): N clients and K edge servers placed uniformly at random in a
+"""ELSA's topology (paper 002 §III): N clients and K edge servers placed uniformly at random in a
 width × height area (seeded); the client–edge round-trip latency grows with the distance,
 
   τ_{n,k} = base + per_km · dist(n, k) + noise,   noise ~ U(0, jitter)   (milliseconds)

@@ -1,5 +1,4 @@
-"""ELSA's divergences and trust (paper 002 §3.2.1: Eq. 4–5 and step 4's trust, SPEC §3.1 and §3.4), in the log
-domain.
+"""ELSA's divergences and trust (paper 002 §3.2.1: Eq. 4–5 and step 4's trust), in the log domain.
 
   R(n, n') = KL(n‖n') + KL(n'‖n)          closed form between the clients' Gaussian fingerprints
   R̂ = R / D                               the declared per-dimension temperature (scale="raw": R itself;

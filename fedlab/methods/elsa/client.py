@@ -7,7 +7,7 @@ trained
   it sends sketched, SS-OP-rotated activations and receives the edge's; it uploads [θ₁, θ₃, head]; its
   steps are `rho_steps`, or ⌈local_epochs·|D_n|/B⌉ when `local_epochs` is set;
 
-and evaluated as deployed (SPEC §3.4, third reading): the cloud's θ_g through the client's own link — Part 1,
+and evaluated as deployed: the cloud's θ_g through the client's own link — Part 1,
 𝒬_n, the codec, θ₂, the codec back, Part 3 and the head (`acc/…`) — with the whole uncompressed model's
 accuracy beside it (`full/acc/…`)."""
 from __future__ import annotations

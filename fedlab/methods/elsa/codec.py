@@ -1,4 +1,4 @@
-"""What one client–edge link does to a tensor it carries (SPEC §3.3, §3.4 third reading), built alike on both
+"""What one client–edge link does to a tensor it carries, built alike on both
 ends from the config and the client id:
 
 - raw (ρ = 1): the floats themselves;

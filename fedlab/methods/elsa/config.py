@@ -1,6 +1,6 @@
 """Config of `elsa` and of the baselines that run in its split + sketch pipeline (light: imported by config
-validation). SPEC.md §3; the defaults are the paper's where it gives them (§3.4), scaled where the embedded
-model is smaller (README)."""
+validation). The defaults are the paper's where it gives them, scaled where the embedded model is smaller
+(fedlab/methods/elsa/README.md)."""
 from dataclasses import dataclass
 from typing import Optional
 
@@ -31,7 +31,7 @@ class ElsaConfig(MethodConfig):
     ssop_rank: int = doc(8, "SS-OP rank r of the client's uplink rotation 𝒬_n (0: no SS-OP)")
     ssop_salt: str = doc("elsa", "salt of each client's SS-OP rotation seed hash(salt ‖ n)")
     ssop_tokens: int = doc(256, "layer-p token vectors of the client's first batches that form J_n (SS-OP)")
-    # fingerprints and trust (§3.1)
+    # fingerprints and trust
     warmup_steps: int = doc(8, "local, uncompressed steps before the probe embeddings")
     probe_size: int = doc(32, "Q public probe texts")
     fingerprint: str = doc(
@@ -51,7 +51,7 @@ class ElsaConfig(MethodConfig):
     gamma: float = doc(1.0, "γ of the affinity exp(−γ R̂) between two clients")
     w_excl: float = doc(0.1, "relative trust below which a client is excluded")
     w_min: float = doc(0.3, "mean relative trust below which a group is merged")
-    # topology (§3.1)
+    # topology
     num_edges: int = doc(4, "K edge servers, placed at random in the area (seeded)")
     area_km: float = doc(8.0, "side (km) of the square area the clients and edges are placed in")
     tau_max_ms: float = doc(200.0, "τ_max: an edge is feasible for a client when their round trip is at most this "

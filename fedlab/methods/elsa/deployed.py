@@ -1,4 +1,4 @@
-"""ELSA's model as it is deployed (SPEC §3.4, third reading), on the whole model's modules:
+"""ELSA's model as it is deployed, on the whole model's modules:
 
 - `split_path(model, cuts, codec, rotation, rnd)`: while active, the whole model computes what the split
   pipeline computes with no training — the client's Part 1, its link (H̃ = H 𝒬_nᵀ, then the codec: sketch,

@@ -1,4 +1,4 @@
-"""ELSA's edge servers and the client's end of the link (paper 002 §3.2, SPEC §3.2 and §3.4).
+"""ELSA's edge servers and the client's end of the link (paper 002 §3.2).
 
 Per training step of client n (one mini-batch; see `fedlab.splitfed.split_step` for the same exchange as one
 function):

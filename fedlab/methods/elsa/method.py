@@ -1,4 +1,4 @@
-"""ELSA (paper 002, SPEC.md §3), a method that owns its round.
+"""ELSA (paper 002), a method that owns its round.
 
 Before round 1 (`begin`):
   1. every client warms up the whole model locally and sends the pooled embeddings of the public probe texts
@@ -385,7 +385,7 @@ def label_entropy(part) -> float:
 
 
 def trust_entropy_spearman(trust, train) -> float:
-    """Spearman's ρ between the clients' trust and their label entropy (SPEC §3.4, third reading: does trust
+    """Spearman's ρ between the clients' trust and their label entropy (does trust
     rank clients by how mixed their classes are rather than by label noise?); nan when either is constant."""
     from scipy.stats import spearmanr
 

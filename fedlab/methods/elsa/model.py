@@ -1,4 +1,4 @@
-"""ELSA's models (paper 002 §3.2, SPEC §3.2): a BERT-family encoder with a classification head on its pooled
+"""ELSA's models (paper 002 §3.2): a BERT-family encoder with a classification head on its pooled
 vector (the mean of the last layer's token vectors by default, or [CLS]), cut into three parts at `cuts` = (p, p + q) — the client holds embeddings, blocks [0, p), blocks
 [p + q, M) and the head; the edge holds blocks [p, p + q). Three model transforms build each party's view
 of the same architecture, so LoRA keys of a block are named alike everywhere and the parts' states join into

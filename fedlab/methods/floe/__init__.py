@@ -1,5 +1,5 @@
 """Floe: resource-aware LoRA ranks on simulated edge devices, clustered aggregation of heterogeneous-rank
-updates into an expert pool (paper 003; SPEC.md §4)."""
+updates into an expert pool (paper 003)."""
 from fedlab.methods.floe.config import FloeConfig, FloeNoClusterConfig, FloeNoRankConfig, LLMFedMoEConfig
 from fedlab.registry import register_method
 

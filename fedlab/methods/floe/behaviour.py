@@ -1,4 +1,4 @@
-"""Behaviour embeddings of LoRA updates (Floe's clustering, SPEC §4.1 and §4.3).
+"""Behaviour embeddings of LoRA updates (Floe's clustering).
 
 E_i = concat[ ĥ_i , û_i ] with
     h_i[t] = mean over task t's public probes and their tokens of the final hidden state with client i's LoRA

@@ -7,7 +7,7 @@ from fedlab.validation import METHOD_NAME_HELP, MethodConfig, check, choose, doc
 
 @dataclass(frozen=True)
 class DeviceClass:
-    """A simulated device class (SPEC §4.3; fedlab.hetero.devices says how memory and speed are used)."""
+    """A simulated device class (fedlab.hetero.devices says how memory and speed are used)."""
     name: str = doc("orin-nano", "the device class's name (in messages)")
     share: float = doc(1.0, "relative number of clients of this class")
     memory: float = doc(0.3, "memory budget on the profile's memory range: M(r_min) + memory·(M(r_max) − M(r_min))")
@@ -20,7 +20,7 @@ ORIN_CLASSES = (DeviceClass("orin-nano", 2.0, 0.3, 0.4), DeviceClass("orin-nx", 
 
 @dataclass(frozen=True)
 class FloeConfig(MethodConfig):
-    """Floe's fine-tuning phase (paper 003, SPEC.md §4.1, §4.3): model.name is the devices' SLM."""
+    """Floe's fine-tuning phase (paper 003): model.name is the devices' SLM."""
     name: str = doc("floe", METHOD_NAME_HELP)
 
     # resource-aware ranks (Algorithm 1)

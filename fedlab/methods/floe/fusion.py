@@ -1,4 +1,4 @@
-"""Floe's LLM–SLM logit fusion (Eq. 12–15, SPEC §4.2 and §4.3).
+"""Floe's LLM–SLM logit fusion (Eq. 12–15).
 
     w     = sigmoid(MLP([P_SLM; P_LLM]))          per token (compact features as an ablation)
     P_out = w · P_SLM + (1 − w) · P_LLM
@@ -8,7 +8,7 @@ to minimise −log P_out(next token). The LLM stays zero-shot and sees only the 
 never a prompt the privacy detector flags (then w = 1 and no LLM call). At every step both models read the
 same sequence — the same token ids with a shared vocabulary, else the SLM's ids decoded as one text and
 tokenised by the LLM — and predict what follows it; when the vocabularies differ, the LLM's probability
-of each of its tokens is summed into the SLM bin its token maps to (§2.2's vocabulary map) and
+of each of its tokens is summed into the SLM bin its token maps to (`fedlab.align.vocab`'s map) and
 renormalised, and decoding is in the SLM's vocabulary. With a shared tokenizer (the default experiment)
 the map is the identity.
 
@@ -208,7 +208,7 @@ def water_fill(capacity: dict[str, int], total: int) -> dict[str, int]:
 def gate_examples(slm_for, llm, vmap: torch.Tensor, examples, max_length: int, limit: int = 2048, every: int = 5):
     """(P_SLM [N, V], P_LLM mapped [N, V], next token [N], task of each position [N], the example each position
     comes from [N]) at the answer tokens of public `examples`, teacher-forced (each answer prefix read by both
-    models, as token ids). `limit` counts the positions the gate *trains* on (SPEC §4.3: ≥ 2,048), balanced over
+    models, as token ids). `limit` counts the positions the gate *trains* on (default 2,048), balanced over
     the tasks by `water_fill` — an equal share each, a task whose answers run out (one-token choices) leaving the
     rest of its share to the others — so long generated answers do not crowd out one-token choices. Each task's
     examples are read in order; every `every`-th one (`is_held_out`, the split `split_held_out` recovers) is
@@ -258,8 +258,9 @@ def fused_nll(w: torch.Tensor, p_slm: torch.Tensor, p_llm: torch.Tensor, target:
 
 
 def held_out_check(gate, p_slm, p_llm, target, tasks) -> dict:
-    """SPEC §4.3's check on the held-out positions: NLL(P_out) against NLL(P_SLM) (w = 1) and NLL(P_LLM) (w = 0),
-    `fused/gate_check` 1.0 when NLL(P_out) ≤ the smaller; the gate's mean w per task (`fused/gate_w/<task>`)."""
+    """The gate's check on the held-out positions (README (FL-12)): NLL(P_out) against NLL(P_SLM) (w = 1) and
+    NLL(P_LLM) (w = 0), `fused/gate_check` 1.0 when NLL(P_out) ≤ the smaller; the gate's mean w per task
+    (`fused/gate_w/<task>`)."""
     with torch.no_grad():
         w = gate(p_slm, p_llm)
     out = {"fused/heldout_nll": fused_nll(w, p_slm, p_llm, target),

@@ -1,4 +1,4 @@
-"""Floe's inference phase on the device (SPEC §4.2): the router mixes the expert pool per prompt
+"""Floe's inference phase on the device: the router mixes the expert pool per prompt
 (`fedlab.methods.floe.router`); the routed SLM is scored on the shared test sets, example by example (each
 prompt has its own gate, hence its own weights).
 

@@ -1,4 +1,4 @@
-"""Floe's fine-tuning phase (paper 003, SPEC §4.1 and §4.3), a method that owns its round:
+"""Floe's fine-tuning phase (paper 003), a method that owns its round:
 
   1. every sampled device draws this round's background load and picks its LoRA rank with Algorithm 1
      (`fedlab.hetero.select_rank`) from the measured profile — or sits the round out (logged);
@@ -277,7 +277,7 @@ class Floe(FedMethod):
             fill = aggregate_lora_states([by[c].expert for c in members], self.axes)
             centres.append(aggregate_lora_states([by[c].state for c in members], self.axes, weights, fill=fill))
         # the experts whose devices all sat this round out (sync: rank selection or sampling left them out;
-        # async: still training or idle) stay in the pool (SPEC §4.3, 2026-11-25)
+        # async: still training or idle) stay in the pool
         kept = sorted({self.assignment[c] for c in range(self.data.num_clients) if c not in by}
                       - {self.assignment[c] for c in cids})
         index = {j: len(centres) + i for i, j in enumerate(kept)}
@@ -471,7 +471,7 @@ class Floe(FedMethod):
         flags: dict[str, bool] = {}
         flagged = lambda p: flags.setdefault(p, detector.detect(p).flagged)
         # the detector on held-out *templates* (privacy_prompts' test split: phrasings absent from the
-        # validation templates it was fitted on), not only held-out fills (issue 30)
+        # validation templates it was fitted on), not only held-out fills
         on_templates = evaluate_detector(detector, privacy_prompts("test", seed=cfg.seed))
         detector_stats = {f"fused/detector_{k}": on_templates[k]
                           for k in ("precision", "recall", "f1", "flagged_stage2", "n")}
@@ -481,7 +481,7 @@ class Floe(FedMethod):
         if len(train) < m.fusion_positions:
             per_task = {t: tasks.count(t) for t in sorted(set(tasks))}
             print(f"[fedlab] Floe: the public set holds {len(train)} answer tokens to train the fusion gate on, below "
-                  f"method.fusion_positions={m.fusion_positions} (SPEC §4.3 asks >= 2,048); the gate trains on what "
+                  f"method.fusion_positions={m.fusion_positions} (default 2,048); the gate trains on what "
                   f"there is (positions read per task, held-out fifth included: {per_task})", file=sys.stderr)
         in_sample = len(held) == 0 or len(train) == 0
         if in_sample:                # too few examples to hold any out: the check runs on the training positions
@@ -509,7 +509,7 @@ class Floe(FedMethod):
         if not check["fused/gate_check"]:
             print(f"[fedlab] Floe: the fusion gate's held-out NLL {check['fused/heldout_nll']:.3f} is above the better "
                   f"single model's ({min(check['fused/heldout_nll_slm'], check['fused/heldout_nll_llm']):.3f}): the "
-                  "gate does not earn its keep at this budget (SPEC §4.3)", file=sys.stderr)
+                  "gate does not earn its keep at this budget", file=sys.stderr)
         if ctx is not None:
             self.fusion_figures(fusion, ctx)
         return out

@@ -1,9 +1,9 @@
-"""Floe's parameter-free router over the LoRA experts (Eq. 9–11, SPEC §4.2 and §4.3).
+"""Floe's parameter-free router over the LoRA experts (Eq. 9–11).
 
   Γ_j   = normalise(Σ_t softmax_t(g_j)_t · d_t), d_t the normalised mean sentence embedding of k public
           samples of domain t and g_j,t = NLL_base(t) − NLL_j(t) the gain of expert j on domain t
-          (`expert_domains`; SPEC §4.3 as of 2026-11-25: the single best domain gave two experts that win
-          the same domain identical embeddings, and left domains no expert wins unroutable)
+          (`expert_domains`; a declared deviation, README (FL-10): the single best domain would give two
+          experts that win the same domain identical embeddings, and leave domains no expert wins unroutable)
   ω(x)  = softmax_j( cos(e(x), Γ_j) / T )     one gate per prompt for all layers and tokens (T = 1: none)
   W'    = W + Σ_j ω_j · s · B_j A_j
 
