@@ -408,6 +408,22 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_eval(args) -> int:
+    """lm-evaluation-harness on a run's exported model; the numbers printed and logged to the run's MLflow run."""
+    import tempfile
+
+    from fedlab.eval.harness import evaluate_run
+
+    requested = [t.strip() for t in args.lm_eval.split(",") if t.strip()]
+    if not requested:
+        return _fail("eval: --lm-eval needs at least one task (embedded: every task of the run's benchmark)")
+    with tempfile.TemporaryDirectory(prefix="fedlab-eval-") as work:
+        scores = evaluate_run(args.run, requested, Path(work), limit=args.limit, base=args.base)
+    for k in sorted(scores):
+        print(f"{k}\t{scores[k]:.4f}")
+    return 0
+
+
 def cmd_profile(args) -> int:
     """Floe's profile table for a config: memory and step latency per LoRA rank on this machine (cached)."""
     from fedlab.config import load_config
@@ -511,6 +527,15 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--to", required=True, help="the folder to write")
     ex.add_argument("--merged", action="store_true", help="also a merged save_pretrained folder per party")
     ex.set_defaults(fn=cmd_export)
+    ev = sub.add_parser("eval", help="score a run's exported model with lm-evaluation-harness: fedlab eval RUN "
+                        "--lm-eval embedded (or task names), logged to the run's MLflow run as lmeval/<task>/<metric>")
+    ev.add_argument("run", help="a run folder (runs/<method>-<key>) or an MLflow run id")
+    ev.add_argument("--lm-eval", required=True, metavar="TASKS",
+                    help="comma-separated lm-eval tasks; 'embedded' is every task of the run's benchmark "
+                         "(fedlab_<task>, offline), other names go to lm-eval unchanged")
+    ev.add_argument("--limit", type=positive_int, default=None, help="at most this many items per task")
+    ev.add_argument("--base", action="store_true", help="also score the base model (lmeval_base/…)")
+    ev.set_defaults(fn=cmd_eval)
     rs = sub.add_parser("results", help="every system's claims by verdict, from the records: RESULTS.md and the "
                         "README's summary; then the check that prose quotes only generated numbers")
     rs.add_argument("--check", action="store_true", help="write nothing; exit 1 where the summary on disk differs")

@@ -1,0 +1,70 @@
+"""lm-evaluation-harness on a run's exported model: `fedlab eval RUN --lm-eval embedded` scores the embedded
+tasks offline from the test items fedlab writes, and agrees with fedlab's own multiple-choice scorer — item by
+item on the log-likelihoods, and on the accuracy a run logged, zero-shot and after training."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import PICO
+
+lm_eval = pytest.importorskip("lm_eval")
+
+TASKS = ["recall", "sentiment", "topic"]
+
+
+@pytest.fixture(scope="module")
+def trained_run(pico_zoo, tmp_path_factory):
+    from fedlab.config import load_config
+    from fedlab.experiment import run_experiment
+
+    out = tmp_path_factory.mktemp("lmeval")
+    cfg = load_config(None, PICO + ["data.partition=iid", "data.num_clients=2", f"data.tasks=[{','.join(TASKS)}]",
+                                    "tracking.enabled=false", "method.name=fedavg", "federation.lr=0.01",
+                                    f"output_dir={out}/runs"])
+    return cfg, run_experiment(cfg, progress=False), out
+
+
+def test_lm_eval_agrees_with_fedlab_zero_shot_and_after_training(trained_run, capsys):
+    from fedlab.cli import main
+
+    cfg, history, out = trained_run
+    assert main(["eval", history.out_dir, "--lm-eval", "embedded", "--base"]) == 0
+    printed = dict(line.split("\t") for line in capsys.readouterr().out.splitlines() if line.startswith("lmeval"))
+    trained = {t: history.final[f"acc/task_{t}"] for t in TASKS}
+    assert trained != {t: history.rounds[0][f"acc/task_{t}"] for t in TASKS}      # training moved something
+    for t in TASKS:
+        assert float(printed[f"lmeval/{t}/acc"]) == pytest.approx(trained[t], abs=1e-9)
+        assert float(printed[f"lmeval_base/{t}/acc"]) == pytest.approx(history.rounds[0][f"acc/task_{t}"], abs=1e-9)
+
+
+def test_lm_eval_log_likelihoods_are_fedlabs_item_by_item(trained_run, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from fedlab.data.federated import build_federated_data
+    from fedlab.eval.harness import evaluate_folder, write_tasks
+    from fedlab.eval.multiple_choice import choice_loglikelihoods
+    from fedlab.models.zoo import resolve
+
+    cfg, _, _ = trained_run
+    names = write_tasks(cfg, tmp_path / "tasks")
+    assert names == [f"fedlab_{t}" for t in TASKS]
+    samples: dict = {}
+    base = resolve(cfg.model.name)
+    evaluate_folder(base, cfg, ["fedlab_recall"], tmp_path / "tasks", samples=samples)
+    theirs = [[float(r[0][0]) for r in s["resps"]] for s in sorted(samples["fedlab_recall"], key=lambda s: s["doc_id"])]
+    model, tok = AutoModelForCausalLM.from_pretrained(base), AutoTokenizer.from_pretrained(base)
+    ours = choice_loglikelihoods(model, tok, build_federated_data(cfg.data, cfg.seed).test_examples("recall"),
+                                 cfg.model.max_length)
+    assert len(theirs) == len(ours) == cfg.data.test_per_task
+    for a, b in zip(theirs, ours):
+        assert a == pytest.approx(b, abs=1e-4)
+
+
+def test_an_unknown_task_is_one_line(trained_run, tmp_path):
+    from fedlab.config import ConfigError
+    from fedlab.eval.harness import evaluate_run
+
+    _, history, _ = trained_run
+    with pytest.raises(ConfigError, match=r"unknown task\(s\) fedlab_no_such_task; the run's embedded tasks: embedded, "
+                                          r"fedlab_recall"):
+        evaluate_run(history.out_dir, ["fedlab_no_such_task"], tmp_path)
