@@ -218,7 +218,12 @@ def _log_export(method, out: Path, tracker) -> None:
     from fedlab.export import export_method
     from fedlab.validation import ConfigError
 
-    if not method.export_parties():
+    checkpoint = out / "checkpoint.pt"
+    if checkpoint.exists():        # the clients' own models, as a resumed run or `fedlab export` would see them
+        import torch
+
+        method.client_states = torch.load(checkpoint, map_location="cpu", weights_only=False).get("client_states") or {}
+    if not method.export_parties() and getattr(method, "export_extras", None) is None:
         return
     try:
         manifest = export_method(method, out / "model", base=False, run=str(out))

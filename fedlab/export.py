@@ -25,10 +25,13 @@ from fedlab.validation import ConfigError
 @dataclass
 class Party:
     """One trained model of a run: its role (the folder's name), the resident model it lives on (base model,
-    transforms and LoRA) and its trained adapter state (parameter names as the resident model has them)."""
+    transforms and LoRA) and its trained adapter state (parameter names as the resident model has them); or,
+    with `model`, a whole model whose weights changed (a fused LLM), written as a `save_pretrained` folder with
+    the resident's tokenizer."""
     role: str
     resident: object                  # fedlab.runtime.resident.Resident
     state: dict
+    model: object = None              # a whole model to write instead of an adapter
 
 
 def run_folder(run: str | Path) -> Path:
@@ -68,6 +71,7 @@ def method_of_run(folder: Path):
     from fedlab.config import load_config
     from fedlab.data.federated import build_federated_data
 
+    folder = Path(folder)
     cfg = load_config(folder / "config.yaml", [])
     method = registry.get(cfg.method.name).method_cls(cfg, build_federated_data(cfg.data, cfg.seed))
     method.setup()
@@ -98,6 +102,22 @@ def _write_base(name: str, out: Path) -> tuple[Path, str]:
     return folder, _sha256_of(folder)
 
 
+def reshaped(resident) -> bool:
+    """Whether the resident's transforms change its base model (a proxy keeping some blocks), beyond LoRA."""
+    return any(t.name != "lora" for t in getattr(resident, "chain", ()))
+
+
+def _write_transformed_base(party: Party, out: Path) -> tuple[Path, str]:
+    """The base a transformed resident's adapter sits on (its transforms applied, no LoRA) as a Hugging Face
+    folder under out/base/<role>; (its folder, its weights' sha256)."""
+    import copy
+
+    folder = out / "base" / party.role
+    copy.deepcopy(party.resident.model).unload().save_pretrained(folder)
+    party.resident.tokenizer.save_pretrained(folder)
+    return folder, _sha256_of(folder)
+
+
 def export_party(party: Party, out: Path, merged: bool, base: bool = True) -> dict:
     """One party's adapter folder (and merged folder, and the base model's folder when `base`); its manifest
     entry."""
@@ -109,6 +129,11 @@ def export_party(party: Party, out: Path, merged: bool, base: bool = True) -> di
     from fedlab.transforms.lora import set_state
 
     res = party.resident
+    if party.model is not None:       # a whole model: its weights, no adapter
+        folder = out / party.role
+        party.model.save_pretrained(folder)
+        res.tokenizer.save_pretrained(folder)
+        return {"merged": party.role, "base_model": res.name, "sha256": _sha256_of(folder)}
     if not isinstance(res.model, PeftModelForCausalLM):
         raise ConfigError(f"export: the party {party.role!r} is not a causal LM with LoRA over its base (its "
                           "transforms change the architecture, or it is an encoder); this method does not export it yet")
@@ -117,8 +142,13 @@ def export_party(party: Party, out: Path, merged: bool, base: bool = True) -> di
     res.model.save_pretrained(folder)
     res.tokenizer.save_pretrained(folder)
     entry = {"adapter": party.role, "base_model": res.name}
+    if reshaped(res):    # the adapter sits on the transformed base (a proxy with fewer blocks): written beside it
+        from fedlab.transforms.registry import chain_to_wire
+
+        entry["transforms"] = chain_to_wire(res.chain)
     if base:
-        base_dir, entry["base_sha256"] = _write_base(res.name, out)
+        base_dir, entry["base_sha256"] = (_write_transformed_base(party, out) if reshaped(res)
+                                          else _write_base(res.name, out))
         entry["base"] = os.path.relpath(base_dir, out)
         config = json.loads((folder / "adapter_config.json").read_text())
         config["base_model_name_or_path"] = os.path.relpath(base_dir, folder)
@@ -140,7 +170,7 @@ def export_run(run: str | Path, to: str | Path, merged: bool = False) -> Path:
         raise ConfigError(f"export: --to {to} is a file; expected a folder")
     to.mkdir(parents=True, exist_ok=True)
     method = method_of_run(folder)
-    if not method.export_parties():
+    if not method.export_parties() and getattr(method, "export_extras", None) is None:
         raise ConfigError(f"export: {method.cfg.method.name} trains no model to export")
     return export_method(method, to, merged, run=str(folder))
 
@@ -150,6 +180,9 @@ def export_method(method, to: Path, merged: bool = False, base: bool = True, run
     to = Path(to)
     manifest = {"run": run, "method": method.cfg.method.name,
                 "parties": {p.role: export_party(p, to, merged, base) for p in method.export_parties()}}
+    extras = getattr(method, "export_extras", None)
+    if extras is not None:          # a method's other files (a router, a gate) and how the parts combine
+        manifest["files"] = extras(to, run)
     path = to / "manifest.json"
     path.write_text(json.dumps(manifest, indent=1))
     return path

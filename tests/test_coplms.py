@@ -725,3 +725,18 @@ def test_sweep_table_reads_table_1s_row_as_the_default_point(tmp_path):
     lines = [ln for ln in mod.sweep(r) if ln.startswith("| K") or ln.startswith("| κ")]
     assert [ln.split("|")[2:4] for ln in lines] == [[" 4 ", " 40.0 ± 0.0 "], [" 16 ", " 50.0 ± 0.0 "],
                                                     [" 0.5 ", " 50.0 ± 0.0 "], [" 0.84 ", " 60.0 ± 0.0 "]]
+
+
+def test_coplms_exports_the_llm_the_dpm_and_each_devices_slm(hetero_zoo, tmp_path):
+    """Without domain adapters every party loads with PEFT with fedlab's logits: the LLM, the DPM over the
+    distilled proxy (its base written beside it) and each device's SLM."""
+    from test_export import _parties_load_with_fedlabs_logits
+
+    from fedlab.config import load_config
+    from fedlab.experiment import run_experiment
+
+    cfg = load_config(None, HETERO + ["federation.rounds=1", "method.dst=false", f"output_dir={tmp_path}/runs"])
+    h = run_experiment(cfg, progress=False)
+    manifest = _parties_load_with_fedlabs_logits(h.out_dir, tmp_path / "out")
+    assert sorted(manifest["parties"]) == ["dpm", "llm", "slm_0", "slm_1", "slm_2"]
+    assert {manifest["parties"][f"slm_{c}"]["base_model"] for c in range(3)} == set(SLMS)

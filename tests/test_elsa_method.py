@@ -944,3 +944,38 @@ def test_paired_divergence_sets_the_trust_and_each_terms_ranking_is_logged(bert_
         want = elsa_method.rank_metrics(np.asarray(score), {1})
         assert first[f"server/trust/auc_low_{term}"] == want["trust/auc_low"]
         assert first[f"server/trust/recall_at_m_{term}"] == want["trust/recall_at_m"]
+
+
+def test_elsa_exports_its_whole_model_merged_with_fedlabs_logits(bert_home, tmp_path):
+    """`fedlab export`: the parts joined and merged into an encoder folder transformers loads and a head beside it;
+    the README's rule (head over the mean-pooled last layer) gives fedlab's logits."""
+    import json
+
+    from safetensors.torch import load_file
+    from transformers import AutoModel, AutoTokenizer
+
+    from fedlab.cli import main
+    from fedlab.experiment import run_experiment
+    from fedlab.export import method_of_run
+    from fedlab.methods.elsa.chains import full_chain
+    from fedlab.methods.elsa.model import pool
+    from fedlab.runtime.resident import get_resident
+    from fedlab.transforms import set_state
+
+    cfg = _cfg(tmp_path, "federation.rounds=1")
+    h = run_experiment(cfg, progress=False)
+    assert main(["export", h.out_dir, "--to", str(tmp_path / "out")]) == 0
+    out = tmp_path / "out"
+    method = method_of_run(h.out_dir)
+    res = get_resident(method.cfg, chain=full_chain(method.cfg))
+    set_state(res.model, method.global_state)
+    tok = AutoTokenizer.from_pretrained(out / "encoder")
+    ids = tok(["the film was a delight", "prices rose again"], return_tensors="pt", padding=True)
+    head = load_file(str(out / "head" / "head.safetensors"))
+    with torch.no_grad():
+        ours = res.model.eval()(**ids).logits
+        hidden = AutoModel.from_pretrained(out / "encoder").eval()(**ids).last_hidden_state
+        pooled = pool(hidden, ids["attention_mask"], json.loads((out / "head" / "head.json").read_text())["pooling"])
+        theirs = pooled @ head["weight"].T + head["bias"]
+    assert (theirs - ours).abs().max() < 1e-5
+    assert json.loads((out / "manifest.json").read_text())["files"] == ["encoder", "head", "README.md"]

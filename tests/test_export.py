@@ -87,3 +87,74 @@ def test_a_tracked_run_logs_its_model_as_a_peft_folder_in_mlflow(tmp_path, pico_
     assert manifest["parties"]["model"]["base_model"] == "pico-llama"
     assert PeftConfig.from_pretrained(local / "model").peft_type == "LORA"
     assert (local / "model" / "adapter_model.safetensors").stat().st_size > 0
+
+
+def _parties_load_with_fedlabs_logits(run: Path, out: Path) -> dict:
+    """Export the run and load every party with PEFT: the logits of fedlab's own model in memory (1e-6);
+    returns the manifest."""
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from fedlab.export import method_of_run
+    from fedlab.transforms.lora import set_state
+
+    assert main(["export", str(run), "--to", str(out)]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    method = method_of_run(run)
+    parties = method.export_parties()
+    assert sorted(p.role for p in parties) == sorted(manifest["parties"])
+    for party in parties:
+        entry = manifest["parties"][party.role]
+        res = party.resident
+        ids = res.tokenizer(["Who lives in Paris? The answer is"], return_tensors="pt")
+        with torch.no_grad():
+            if party.model is not None:          # a whole model (a fused LLM): its own folder
+                ours = party.model.eval()(**ids).logits
+                theirs = AutoModelForCausalLM.from_pretrained(out / entry["merged"]).eval()(**ids).logits
+            else:
+                set_state(res.model, party.state)
+                ours = res.model(**ids).logits
+                base = AutoModelForCausalLM.from_pretrained(out / entry["base"])
+                theirs = PeftModel.from_pretrained(base, out / entry["adapter"]).eval()(**ids).logits
+        assert entry["base_model"] == res.name
+        assert (theirs - ours).abs().max() < 1e-6, party.role
+    return manifest
+
+
+def test_fedmkt_exports_its_llm_and_each_clients_slm(tmp_path, pico_zoo):
+    from fedlab.models import zoo
+
+    zoo.build("pico-opt", progress=False)
+    run = [*PICO, "federation.rounds=1", "method.name=fedmkt", "model.clients=[pico-gpt2,pico-opt]",
+           "data.num_clients=2", "data.partition=iid", "data.public_source=holdout", "data.tasks=[recall]",
+           "data.train_per_task=24", "tracking.enabled=false", f"output_dir={tmp_path}/runs"]
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["run", str(ROOT / "experiments/defaults.yaml"), *run]) == 0
+    folder = next((tmp_path / "runs").iterdir())
+    manifest = _parties_load_with_fedlabs_logits(folder, tmp_path / "out")
+    assert {r: e["base_model"] for r, e in manifest["parties"].items()} == {
+        "llm": "pico-llama", "slm_0": "pico-gpt2", "slm_1": "pico-opt"}
+    # the run itself logged the same parties beside it
+    assert sorted(json.loads((folder / "model" / "manifest.json").read_text())["parties"]) == ["llm", "slm_0", "slm_1"]
+
+
+def test_fedproxy_exports_its_proxy_over_its_own_blocks_and_the_fused_llm(tmp_path, pico_zoo):
+    import contextlib
+    import io
+
+    from transformers import AutoConfig
+
+    run = [*PICO, "federation.rounds=1", "method.name=fedproxy", "method.kappa=0.5", "method.bi_samples=8",
+           "data.num_clients=2", "data.partition=iid", "data.tasks=[recall]", "tracking.enabled=false",
+           f"output_dir={tmp_path}/runs"]
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["run", str(ROOT / "experiments/defaults.yaml"), *run]) == 0
+    folder = next((tmp_path / "runs").iterdir())
+    manifest = _parties_load_with_fedlabs_logits(folder, tmp_path / "out")
+    proxy, llm = manifest["parties"]["proxy"], manifest["parties"]["llm"]
+    assert proxy["transforms"][0] == "proxy" and llm["merged"] == "llm"
+    blocks = lambda path: AutoConfig.from_pretrained(tmp_path / "out" / path).num_hidden_layers   # noqa: E731
+    assert blocks(proxy["base"]) < blocks(llm["merged"])          # the proxy's base is the LLM's kept blocks

@@ -541,3 +541,30 @@ def test_the_sync_pool_keeps_the_experts_of_clusters_that_sat_a_round_out(pico_z
     assert len(floe.centres) == 2 and floe.assignment == [0, 0, 1, 1]
     assert all(torch.equal(floe.centres[1][k], b[k]) for k in b)           # the absent cluster's expert, kept
     assert all(torch.allclose(floe.centres[0][k], base[k] + 0.8) for k in base)   # mean of 0.3 and 1.3
+
+
+def test_floe_exports_its_experts_router_and_fusion_gate(pico_zoo, tmp_path, profile_file):
+    """`fedlab export`: every expert of the pool as a PEFT adapter with fedlab's logits, the router's Γ_j (one row
+    per expert) and settings, the trained fusion gate that loads into FusionGate with the run's w, and a README."""
+    from safetensors.torch import load_file
+    from test_export import _parties_load_with_fedlabs_logits
+
+    from fedlab.experiment import run_experiment
+    from fedlab.methods.floe.fusion import FusionGate
+
+    cfg = _cfg(tmp_path, profile_file, "method.llm=pico-llama", "method.fusion_eval_per_task=2",
+               "method.fusion_positions=16")
+    h = run_experiment(cfg, progress=False)
+    out = tmp_path / "out"
+    manifest = _parties_load_with_fedlabs_logits(h.out_dir, out)
+    experts = sorted(r for r in manifest["parties"] if r.startswith("expert_"))
+    assert experts and manifest["files"] == ["router", "fusion_gate", "README.md"]
+    gammas = load_file(str(out / "router" / "router.safetensors"))["experts"]
+    assert gammas.shape[0] == len(experts)
+    assert json.loads((out / "router" / "router.json").read_text())["encoder"] == "pico-bert"
+    state = load_file(str(out / "fusion_gate" / "gate.safetensors"))
+    vocab = state[next(k for k in state if k.endswith("weight"))].shape[1] // 2
+    gate = FusionGate(vocab, "full")
+    gate.load_state_dict(state)
+    p = torch.softmax(torch.randn(3, vocab), -1)
+    assert gate(p, p).shape == (3,) and "w = sigmoid(MLP" in (out / "README.md").read_text()

@@ -123,6 +123,16 @@ class FedMethod:
         fits = isinstance(res.model, PeftModelForCausalLM) and set(state) <= names
         return [Party("model", res, state)] if fits else []
 
+    def client_parties(self, prefix: str = "client_") -> list:
+        """Each client's own trained model (its latest state, as the run's last checkpoint holds it: the
+        `client_states` fedlab.export sets) on its own base model, as a party named `<prefix><id>`."""
+        from fedlab.export import Party
+        from fedlab.runtime.resident import get_resident
+
+        states = getattr(self, "client_states", None) or {}
+        return [Party(f"{prefix}{c}", get_resident(self.cfg, self.cfg.model.client_model(c)), states[c])
+                for c in sorted(states) if states[c]]
+
 
 def stack_deltas(results: dict[int, FitRes], base: dict) -> tuple[list[int], torch.Tensor, torch.Tensor]:
     """(client ids, τ[K, P] = φ_k − φ in the base's key order, example counts[K])."""

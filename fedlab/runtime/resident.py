@@ -27,6 +27,7 @@ class Resident:
     device: str
     keys: dict[str, tuple[str, ...]] = field(default_factory=dict)   # parameter groups the transforms declared
     initial: dict[str, dict] = field(default_factory=dict)   # group -> its initial state (groups that ask for it)
+    chain: tuple = ()                 # the model transforms applied to the base (empty: the base model as it is)
 
 
 def base_payload(name: str):
@@ -76,7 +77,7 @@ def get_resident(cfg, name: str | None = None, payload=None, chain: Chain = ()) 
     pm.to(device)
     keys = declared_keys(pm, build.groups)
     initial = {g: get_state(pm, keys[g]) for g in sorted(build.kept_initial)}
-    res = Resident(name, pm, tok, build.spec, get_state(pm, build.spec.communicated), device, keys, initial)
+    res = Resident(name, pm, tok, build.spec, get_state(pm, build.spec.communicated), device, keys, initial, chain)
     _RESIDENTS[key] = res
     return res
 

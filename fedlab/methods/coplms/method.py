@@ -185,6 +185,24 @@ class CoPLMs(FedMethod):
             self._server_eval.update(evaluate_server_model(dpm.model, dpm.tokenizer, self.data, self.cfg, "dpm/"))
         return {**out, **self._server_eval}
 
+    def export_parties(self) -> list:
+        """The server's LLM (its LoRA), each device's SLM (its own LoRA) and, without domain adapters, the DPM
+        (its LoRA over the distilled proxy). With DST each device's DPM carries domain adapters of its own inside
+        every block, which no Hugging Face architecture loads, so the DPM is not written then."""
+        from fedlab.export import Party
+        from fedlab.methods.coplms.client import SLM
+        from fedlab.runtime.resident import get_resident
+
+        parties = [Party("llm", self.llm, self.llm_state)]
+        if not self.cfg.method.dst:
+            parties.append(Party("dpm", self.server_dpm, self.global_state))
+        states = getattr(self, "client_states", None) or {}
+        for c in sorted(states):
+            own = {k[len(SLM):]: v for k, v in (states[c] or {}).items() if k.startswith(SLM)}
+            if own:
+                parties.append(Party(f"slm_{c}", get_resident(self.cfg, self.cfg.model.client_model(c)), own))
+        return parties
+
     def state_dict(self):
         return {"global_state": self.global_state, "llm_state": self.llm_state, "server_adapters": self.server_adapters}
 

@@ -360,6 +360,13 @@ class Elsa(FedMethod):
             self.edge_names = []
         return {}
 
+    def export_extras(self, to, run) -> list[str]:
+        """The whole trained model, its parts joined and merged, as an encoder folder and its head
+        (`fedlab.methods.elsa.export`)."""
+        from fedlab.methods.elsa.export import write_merged
+
+        return write_merged(self, to)
+
     def state_dict(self) -> dict:
         g = self.grouping
         return {"global_state": self.global_state, "trust": self.trust, "divergence": self.divergence,

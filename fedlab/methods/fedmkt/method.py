@@ -155,6 +155,12 @@ class FedMKT(FedMethod):
             self._llm_eval = evaluate_server_model(llm.model, llm.tokenizer, self.data, self.cfg, "llm/")
         return {**out, **self._llm_eval}
 
+    def export_parties(self) -> list:
+        """The server's LLM (its LoRA ω) and each client's SLM (its own LoRA), each on its own base model."""
+        from fedlab.export import Party
+
+        return [Party("llm", self.llm, self.global_state), *self.client_parties("slm_")]
+
     def state_dict(self):
         return {"global_state": self.global_state}
 

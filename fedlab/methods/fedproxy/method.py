@@ -147,6 +147,20 @@ class FedProxy(FedMethod):
                               "fedproxy.block_influence": ",".join(f"{x:.4f}" for x in self.block_influence.tolist())})
         return out
 
+    def export_parties(self) -> list:
+        """The tuned proxy (its adapter over the proxy's blocks, written beside it) and the LLM after plug-in fusion
+        (whole weights: the proxy's merged blocks in the LLM's kept layers). With proxy tuning the LLM's weights
+        do not change — it combines logits with the tuned and untuned proxy — so only the proxy is written."""
+        from types import SimpleNamespace
+
+        from fedlab.export import Party
+
+        parties = [Party("proxy", self.resident, self.global_state)]
+        if self.cfg.method.fusion != "proxy_tuning":
+            llm = SimpleNamespace(name=self.cfg.model.name, tokenizer=self.tokenizer)
+            parties.append(Party("llm", llm, {}, model=self.fused_llm()))
+        return parties
+
     def state_dict(self) -> dict:
         return {"global_state": self.global_state, "conflict": self.conflict}
 

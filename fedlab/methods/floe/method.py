@@ -26,6 +26,7 @@ from fedlab.hetero.devices import assign_classes, round_conditions
 from fedlab.hetero.profile import load_profile, measured_profile
 from fedlab.methods.base import FedMethod
 from fedlab.methods.floe.behaviour import behaviour_embedding, mean_hidden, probe_sets
+from fedlab.methods.floe.export import save_gate, save_router
 from fedlab.models.modes import eval_mode
 from fedlab.privacy import PrivacyLedger
 from fedlab.runtime.context import log_line
@@ -404,6 +405,7 @@ class Floe(FedMethod):
             trained["router/mixture_nll"] = router.fit_dense(self.cfg, res, self.data.public, m.router_epochs,
                                                              m.router_lr)
         merge = merge_routed(m.router_merge, m.combine, mixed.model, len(self.centres), m.router_merge_max_mb)
+        save_router(ctx.out_dir / "floe", router, encoder, m)
         ctx.tracker.set_tags({"floe.router_encoder": encoder, "floe.router_merge": str(merge).lower()})
         log_line(f"[fedlab] floe: router over {len(self.centres)} experts, prompts embedded by {encoder}, "
                  f"mixture {'merged into the weights' if merge else 'as a rank-M·r LoRA'} per prompt")
@@ -496,6 +498,8 @@ class Floe(FedMethod):
         trainer = make_trainer(cfg, max_epochs=m.fusion_epochs, max_steps=0)
         trainer.fit(gate, loader)
         gate.eval()
+        if ctx is not None:
+            save_gate(ctx.out_dir / "floe", gate, m)
         fusion = Fusion(slm_for, (llm, llm_tok), gate, vmap, flagged, cfg.model.max_length, m.fusion_rtt,
                         m.fusion_rtt_jitter, m.tau_wait, seed=cfg.seed,
                         cloud_s=None if m.fusion_cloud_ms is None else m.fusion_cloud_ms / 1000)
@@ -530,6 +534,18 @@ class Floe(FedMethod):
         ctx.log_artifact(fusion_weights([t[3] for t in fusion.trace], out / "floe_fusion_weights.png"), "plots")
         ctx.log_artifact(latency_vs_rtt(curve, 1000 * m.tau_wait, out / "floe_latency_vs_rtt.png", 1000 * m.fusion_rtt),
                          "plots")
+
+    def export_parties(self) -> list:
+        """Each expert of the pool (a cluster centre: LoRA at r_max on the devices' SLM)."""
+        from fedlab.export import Party
+
+        return [Party(f"expert_{j}", self.resident, c) for j, c in enumerate(self.centres)]
+
+    def export_extras(self, to, run) -> list[str]:
+        """The router's and the fusion gate's files the run saved, and a README of how the parts combine."""
+        from fedlab.methods.floe.export import write_extras
+
+        return write_extras(self, to, run)
 
     def state_dict(self) -> dict:
         return {"global_state": self.global_state, "centres": self.centres, "assignment": self.assignment,
