@@ -68,3 +68,20 @@ def test_an_unknown_task_is_one_line(trained_run, tmp_path):
     with pytest.raises(ConfigError, match=r"unknown task\(s\) fedlab_no_such_task; the run's embedded tasks: embedded, "
                                           r"fedlab_recall"):
         evaluate_run(history.out_dir, ["fedlab_no_such_task"], tmp_path)
+
+
+def test_every_party_of_a_multi_party_run_is_scored(pico_zoo, tmp_path):
+    """FedProxy exports the proxy (an adapter over its own blocks) and the fused LLM (whole weights): each is
+    scored under its role, and the fused LLM's accuracy is the one the run logged for it."""
+    from fedlab.config import load_config
+    from fedlab.eval.harness import evaluate_run
+    from fedlab.experiment import run_experiment
+
+    cfg = load_config(None, PICO + ["federation.rounds=1", "method.name=fedproxy", "method.bi_samples=8",
+                                    "data.num_clients=2", "data.partition=iid", "data.tasks=[recall]",
+                                    "tracking.enabled=false", f"output_dir={tmp_path}/runs"])
+    h = run_experiment(cfg, progress=False)
+    got = evaluate_run(h.out_dir, ["embedded"], tmp_path / "work")
+    assert {"lmeval/proxy/recall/acc", "lmeval/llm/recall/acc"} <= set(got)
+    assert got["lmeval/llm/recall/acc"] == pytest.approx(h.final["llm/acc/task_recall"], abs=1e-9)
+    assert got["lmeval/proxy/recall/acc"] == pytest.approx(h.final["acc/task_recall"], abs=1e-9)

@@ -121,13 +121,21 @@ def evaluate_run(run: str, requested: list[str], work: Path, limit: int | None =
     tasks = task_names(requested, write_tasks(cfg, work / "tasks"))
     parties = manifest["parties"]
     out = {}
+    if not parties:
+        raise ConfigError(f"eval --lm-eval: the run in {folder} exports no causal language model to score "
+                          f"({manifest['method']}: {', '.join(manifest.get('files', [])) or 'nothing'})")
     for role, entry in parties.items():
-        scores = evaluate_folder(work / "export" / entry["base"], cfg, tasks, work / "tasks", limit,
-                                 peft=work / "export" / role)
+        if "adapter" in entry:
+            scores = evaluate_folder(work / "export" / entry["base"], cfg, tasks, work / "tasks", limit,
+                                     peft=work / "export" / role)
+        else:                       # a whole model (a fused LLM)
+            scores = evaluate_folder(work / "export" / entry["merged"], cfg, tasks, work / "tasks", limit)
         prefix = "" if len(parties) == 1 else f"{role}/"
         out.update({k.replace("lmeval/", f"lmeval/{prefix}", 1): v for k, v in scores.items()})
     if base:
-        first = next(iter(parties.values()))
+        first = next((e for e in parties.values() if "base" in e), None)
+        if first is None:
+            raise ConfigError("eval --base: no exported party of this run names a base model")
         scores = evaluate_folder(work / "export" / first["base"], cfg, tasks, work / "tasks", limit)
         out.update({k.replace("lmeval/", "lmeval_base/", 1): v for k, v in scores.items()})
     _log(folder, cfg, out)
