@@ -30,6 +30,7 @@ SCORER_VERSION = 3     # 2: choice scores carry top/<task>, the most frequent an
 _SCALARS = (bool, int, float, str, type(None))
 _TOKENIZER_DIGESTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 stats = {"hits": 0, "misses": 0}
+_SAID: list[str] = []          # a cache that cannot be written is said once per process
 
 
 def cache_dir() -> Path:
@@ -142,7 +143,9 @@ def load(key: str) -> dict | None:
     path = cache_dir() / key[:2] / f"{key}.json"
     try:
         out = json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError):       # missing, damaged, not text, a folder: scored again
+        return None
+    if not isinstance(out, dict):
         return None
     stats["hits"] += 1
     return out
@@ -152,7 +155,17 @@ def store(key: str, scores: dict) -> None:
     """Written to a temporary file and renamed: two runs filling the same key leave one whole file."""
     stats["misses"] += 1
     folder = cache_dir() / key[:2]
-    folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{key}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(scores))
-    os.replace(tmp, folder / f"{key}.json")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(scores))
+        os.replace(tmp, folder / f"{key}.json")
+    except OSError as e:      # the cache only saves time: a place that cannot hold the entry costs a re-score
+        if tmp.is_file():
+            tmp.unlink()
+        if not _SAID:
+            _SAID.append(str(e))
+            import sys
+
+            print(f"[fedlab] eval.cache: cannot write {folder / (key + '.json')} ({type(e).__name__}: {e}); "
+                  "scores are computed without the cache where it cannot keep them", file=sys.stderr)
