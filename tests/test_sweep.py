@@ -179,6 +179,18 @@ def test_a_sweep_stopped_by_a_signal_ends_in_one_line_with_its_runs_killed(pico_
     assert status.pop("sweep-t") == "KILLED" and "RUNNING" not in status.values(), status
     assert "KILLED" in status.values()
     os.environ.pop("RAY_ADDRESS", None)
+    # the resume (the same command, as the line says) finishes every trial once: one FINISHED run per trial
+    done = subprocess.run([sys.executable, "-m", "fedlab.cli", *args], cwd=root, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    runs = mlflow.search_runs(experiment_names=["fedlab"], output_format="list")
+    trials = [r for r in runs if r.data.tags.get("fedlab.sweep") == "t" and r.info.run_name != "sweep-t"]
+    finished: dict[str, int] = {}
+    for r in trials:
+        if r.info.status == "FINISHED":
+            finished[r.info.run_name] = finished.get(r.info.run_name, 0) + 1
+    assert finished == {"rho=1.0": 1, "rho=1.5": 1}, finished
+    assert "RUNNING" not in {r.info.status for r in trials}
 
 
 def test_ranking_by_cost_to_target_puts_the_cheapest_first_and_the_unreached_last():
