@@ -103,6 +103,7 @@ def test_numerics_pin_benchmark_runs():
     assert "pinned  (AVX2)" in out and "pinned / native:" in out
 
 
+@pytest.mark.slow   # 36 s: the GPU suite's own smoke run (default tier ≤ 10 min on 2 cores)
 def test_gpu_suite_runs_on_the_cpu_at_smoke_size(fedlab_home, tmp_path):
     """benchmarks/gpu_suite.py end to end on tiny sizes: every section ends ok and its numbers land in the
     JSON and the Markdown; the device's trimming path agrees with the CPU's."""
