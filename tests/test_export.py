@@ -158,3 +158,15 @@ def test_fedproxy_exports_its_proxy_over_its_own_blocks_and_the_fused_llm(tmp_pa
     assert proxy["transforms"][0] == "proxy" and llm["merged"] == "llm"
     blocks = lambda path: AutoConfig.from_pretrained(tmp_path / "out" / path).num_hidden_layers   # noqa: E731
     assert blocks(proxy["base"]) < blocks(llm["merged"])          # the proxy's base is the LLM's kept blocks
+
+
+def test_standalone_exports_each_clients_own_model(tmp_path, pico_zoo):
+    import contextlib
+    import io
+
+    run = [*PICO, "federation.rounds=1", "method.name=standalone", "data.num_clients=2", "data.tasks=[recall]",
+           "tracking.enabled=false", f"output_dir={tmp_path}/runs"]
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["run", str(ROOT / "experiments/defaults.yaml"), *run]) == 0
+    manifest = _parties_load_with_fedlabs_logits(next((tmp_path / "runs").iterdir()), tmp_path / "out")
+    assert sorted(manifest["parties"]) == ["client_0", "client_1"]

@@ -13,3 +13,7 @@ class Standalone(FedMethod):
 
     def final_adapters(self):
         return None
+
+    def export_parties(self) -> list:
+        """Each client's own model: nothing is shared, so there is no global one."""
+        return self.client_parties("client_")
