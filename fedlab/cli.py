@@ -427,7 +427,7 @@ def cmd_eval(args) -> int:
 def cmd_profile(args) -> int:
     """Floe's profile table for a config: memory and step latency per LoRA rank on this machine (cached)."""
     from fedlab.config import load_config
-    from fedlab.hetero.profile import measured_profile
+    from fedlab.methods.floe.profile import measured_profile
 
     cfg = load_config(args.config, args.overrides)
     ranks = getattr(cfg.method, "ranks", None) or [cfg.model.lora.r]

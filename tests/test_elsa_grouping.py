@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from fedlab.splitfed.grouping import affinity, group_clients
-from fedlab.splitfed.topology import place
-from fedlab.splitfed.trust import (
+from fedlab.methods.elsa.grouping import affinity, group_clients
+from fedlab.methods.elsa.topology import place
+from fedlab.methods.elsa.trust import (
     divergence_matrix,
     log_trust,
     paired_divergence_matrix,
@@ -164,7 +164,7 @@ def test_topology_is_seeded_and_feasibility_follows_tau_max():
 
 
 def test_communication_model_eq_14_15_by_hand():
-    from fedlab.splitfed.comm_model import client_seconds, round_bytes, total_seconds
+    from fedlab.methods.elsa.comm_model import client_seconds, round_bytes, total_seconds
 
     # ϱ = 2, ζ = 4, μ = 16, D = 8, ρ = 4: per unit of batch 2·2·4·16·8/4 = 512 bytes; batches 2 and 3 → 2560;
     # two edges with 100 LoRA parameters: + 200 (as printed) or + 800 bytes
@@ -175,7 +175,7 @@ def test_communication_model_eq_14_15_by_hand():
 
 
 def test_a_rounds_link_time_is_the_slowest_client_or_their_sum_when_they_take_turns():
-    from fedlab.splitfed.comm_model import round_seconds
+    from fedlab.methods.elsa.comm_model import round_seconds
 
     assert round_seconds([0.5, 2.0, 1.0]) == 2.0                     # clients side by side under their edges
     assert round_seconds([0.5, 2.0, 1.0], sequential=True) == 3.5    # Simple SL: one at a time on the cloud
@@ -184,7 +184,7 @@ def test_a_rounds_link_time_is_the_slowest_client_or_their_sum_when_they_take_tu
 
 def test_privacy_metrics_by_hand_and_the_protections_order():
     from fedlab.comm import CountSketch, ssop_matrix
-    from fedlab.splitfed.privacy_eval import protect, reconstruction, token_accuracy
+    from fedlab.methods.elsa.privacy_eval import protect, reconstruction, token_accuracy
 
     h = torch.tensor([[[1.0, 0.0], [0.0, 2.0]]])
     v = torch.tensor([[[1.0, 1.0], [0.0, -2.0]]])
@@ -208,7 +208,7 @@ def test_privacy_metrics_by_hand_and_the_protections_order():
 
 
 def test_hierarchical_aggregation_by_hand():
-    from fedlab.splitfed.aggregate import cloud_weights, edge_average, state_distance, weighted_average
+    from fedlab.methods.elsa.aggregate import cloud_weights, edge_average, state_distance, weighted_average
 
     s1, s2 = {"a": torch.tensor([1.0, 0.0])}, {"a": torch.tensor([0.0, 4.0])}
     assert torch.allclose(edge_average([s1, s2], [1, 3])["a"], torch.tensor([0.25, 3.0]))

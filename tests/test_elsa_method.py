@@ -160,10 +160,10 @@ def test_ssop_split_gradient_is_that_of_the_rotated_composition(bert_home, tmp_p
 def test_link_bytes_are_what_the_communication_model_counts(bert_home, tmp_path):
     """Per step: sketched activations up and down, sketched gradients down and up (4·B·T·Y·Z·ζ in all) and the
     int8 mask (B·T); Eq. 14's activation term counts the two activation transfers, 2·ζ·μ·D/ρ·B."""
+    from fedlab.methods.elsa.comm_model import link_step_bytes, round_bytes
     from fedlab.methods.elsa.edge import ClientLink, EdgeHandle, link_codec
     from fedlab.methods.elsa.model import root_of
     from fedlab.runtime import parties
-    from fedlab.splitfed.comm_model import link_step_bytes, round_bytes
 
     cfg = _cfg(tmp_path)
     full, client, edge, state, batch = _setup(cfg)
@@ -518,7 +518,7 @@ def test_cosine_lr_schedule_reaches_the_clients_and_the_edges_optimisers(bert_ho
     import math
     import sys
 
-    import fedlab.objectives.fedcada as fedcada_mod
+    import fedlab.methods.elsa.fedcada as fedcada_mod
     from fedlab.experiment import run_experiment
     from fedlab.methods.elsa.schedule import round_lr
 
@@ -920,7 +920,7 @@ def test_paired_divergence_sets_the_trust_and_each_terms_ranking_is_logged(bert_
 
     from fedlab.experiment import run_experiment
     from fedlab.methods.elsa import method as elsa_method
-    from fedlab.splitfed.trust import relative_trust, trust_terms
+    from fedlab.methods.elsa.trust import relative_trust, trust_terms
 
     seen = {}
     real = elsa_method.paired_divergence_matrix

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from fedlab.comm import CountSketch, ssop_matrix
-from fedlab.splitfed.split_step import Edge, Link, split_step
+from fedlab.methods.elsa.split_step import Edge, Link, split_step
 
 B, S, D = 2, 5, 12
 

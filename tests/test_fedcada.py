@@ -1,11 +1,11 @@
-"""FedCAda's optimiser (fedlab/objectives/fedcada.py) against Adam and by hand, its moments carried across
+"""FedCAda's optimiser (fedlab/methods/elsa/fedcada.py) against Adam and by hand, its moments carried across
 rounds, and ELSA's FedCAda baseline end to end on a pico model."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from fedlab.objectives.fedcada import FedCAda, average_moments
+from fedlab.methods.elsa.fedcada import FedCAda, average_moments
 
 
 def _grads(steps):

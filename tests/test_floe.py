@@ -43,7 +43,7 @@ def _lora_bytes(cfg, r: int) -> int:
 
 
 def _classes(cfg):
-    from fedlab.hetero.devices import assign_classes
+    from fedlab.methods.floe.devices import assign_classes
 
     return [c.name for c in assign_classes(4, cfg.method.devices, cfg.seed)]
 
@@ -122,8 +122,8 @@ def test_choose_clusters_finds_two_groups_and_falls_back_to_one():
 
 
 def test_device_classes_by_largest_remainder_and_seeded_load():
-    from fedlab.hetero.devices import assign_classes, round_conditions
     from fedlab.methods.floe.config import ORIN_CLASSES
+    from fedlab.methods.floe.devices import assign_classes, round_conditions
 
     got = assign_classes(15, ORIN_CLASSES, seed=0)
     assert sum(c.name == "orin-nano" for c in got) == 10 and sum(c.name == "orin-nx" for c in got) == 5

@@ -95,7 +95,7 @@ def test_expert_domains_picks_the_task_whose_nll_falls_most(monkeypatch):
 
 
 def test_profile_is_cached_and_made_monotone_in_the_rank(pico_zoo, monkeypatch):
-    from fedlab.hetero import profile as prof
+    from fedlab.methods.floe import profile as prof
 
     # the measurement of each rank, as a busy machine might report it: rank 4 slower than rank 8
     fake = {2: (10.0, 0.010), 4: (20.0, 0.030), 8: (40.0, 0.020)}

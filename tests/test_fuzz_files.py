@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_fuzz_inputs import assert_clean, run_cli
 
 from conftest import PICO
-from test_fuzz_inputs import assert_clean, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 DAMAGE = ["empty", "truncated", "random", "not_utf8", "folder", "missing"]

@@ -40,7 +40,7 @@ def one_seed(model, tok, layer: int, seed: int, n_texts: int) -> dict:
     from fedlab.comm.sketch import sketch_for_ratio
     from fedlab.comm.ssop import client_seed
     from fedlab.data.tasks import task_examples
-    from fedlab.splitfed.privacy_eval import protect, reconstruction, token_accuracy
+    from fedlab.methods.elsa.privacy_eval import protect, reconstruction, token_accuracy
 
     pool = [e.prompt for t in ("topic", "sentiment", "paraphrase", "entailment") for e in task_examples(t, "test", 200)]
     rng = random.Random(seed)

@@ -12,7 +12,7 @@ signed bucket matrix (one matrix product); `decompress` reads every row's estima
 blocks (s_y(i)·S[y, h_y(i)] = (S_y P_yᵀ)_i, one batched product) and takes their median (for Y = 3 by
 min/max, without a sort). The median is only homogeneous (f(a·x) = a·f(x)). Both are vectorised over any
 leading dimensions and differentiable; callers that want the paper's straight-through backward wrap them
-(fedlab.methods.elsa, fedlab.splitfed).
+(fedlab.methods.elsa).
 
 Fused passes (`fedlab.compiled`, FEDLAB_FUSED_KERNELS): from D = `FUSED_MIN_DIM` on (BERT-base's
 768; not tiny-bert's 128 nor MiniLM's 384, whose recorded runs keep the products above), outside autograd, for

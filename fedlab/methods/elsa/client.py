@@ -188,7 +188,7 @@ class ElsaClient(LoraClient):
         if m.client_opt == "sgd":
             module.optimizer_factory = sgd_factory(cfg)
         if m.client_opt == "fedcada" and mode == "split":
-            from fedlab.objectives.fedcada import fedcada_factory, from_wire
+            from fedlab.methods.elsa.fedcada import fedcada_factory, from_wire
 
             module.optimizer_factory = fedcada_factory(cfg, ins.round, from_wire(ins.aux))
         steps = m.warmup_steps if mode == "warmup" else split_steps(m, len(ds), self.cfg.federation.batch_size)
@@ -211,7 +211,7 @@ class ElsaClient(LoraClient):
         state = get_state(res.model, res.spec.communicated)
         aux = None
         if module.built_optimizer is not None and hasattr(module.built_optimizer, "export"):
-            from fedlab.objectives.fedcada import to_wire
+            from fedlab.methods.elsa.fedcada import to_wire
 
             aux = to_wire(module.built_optimizer.export())             # FedCAda: the moments go up too
         return FitRes(self.cid, ins.round, state, len(ds), metrics, aux=aux)

@@ -75,7 +75,7 @@ class ElsaConfig(MethodConfig):
     client_opt: str = doc(
         "adamw", "the optimiser of the clients' and the edges' parameters: adamw | fedcada (FedCAda: Adam whose "
                  "moments the cloud aggregates and sends back, with the correction m̂ = m/(1 − β1^k + γ/r), "
-                 "fedlab/objectives/fedcada.py) | sgd (plain SGD, no state: a step moves each parameter by lr × its "
+                 "fedlab/methods/elsa/fedcada.py) | sgd (plain SGD, no state: a step moves each parameter by lr × its "
                  "gradient, where a fresh AdamW's first steps move every parameter by about lr whatever its gradient "
                  "— under label skew that drives each client to its own classes)")
     lr_schedule: str = doc(

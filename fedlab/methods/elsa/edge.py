@@ -1,6 +1,6 @@
 """ELSA's edge servers and the client's end of the link (paper 002 §3.2).
 
-Per training step of client n (one mini-batch; see `fedlab.splitfed.split_step` for the same exchange as one
+Per training step of client n (one mini-batch; see `fedlab.methods.elsa.split_step` for the same exchange as one
 function):
 
   client: H = front(x);  H̃ = H 𝒬_nᵀ (SS-OP, uplink only);  S_up = sketch(H̃)                      → edge
@@ -23,10 +23,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from fedlab.methods.elsa.aggregate import edge_average
 from fedlab.methods.elsa.codec import LinkCodec, cosine
 from fedlab.methods.elsa.schedule import at_round
 from fedlab.seeding import derive_seed
-from fedlab.splitfed.aggregate import edge_average
 
 
 def link_codec(cfg, cid: int, dim: int) -> LinkCodec:
@@ -118,7 +118,7 @@ class EdgeServer:
             p = {k: _tensor(state[k]).to(device, copy=True).requires_grad_(True) for k in self.keys}
             self.params[cid] = p
             if self.cfg.method.client_opt == "fedcada":
-                from fedlab.objectives.fedcada import fedcada_factory
+                from fedlab.methods.elsa.fedcada import fedcada_factory
 
                 self.opts[cid] = fedcada_factory(cfg, rnd, _tensor(moments) if moments else None)(
                     list(p.values()), list(p))
@@ -192,7 +192,7 @@ class EdgeServer:
         theta = edge_average(whole, [sizes[c] for c in cids])
         if client_moments is None:
             return theta
-        from fedlab.objectives.fedcada import average_moments
+        from fedlab.methods.elsa.fedcada import average_moments
 
         joined = []
         for c in cids:

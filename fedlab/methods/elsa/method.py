@@ -4,9 +4,9 @@ Before round 1 (`begin`):
   1. every client warms up the whole model locally and sends the pooled embeddings of the public probe texts
      (`fingerprint: predictions`: the head's log-probabilities on them);
   2. the cloud fits a Gaussian fingerprint per client, R̂ = symmetric KL / D (`divergence: paired`: the symmetric
-     KL of the clients' predictions probe by probe), trust w_n (log domain, `fedlab.splitfed.trust`), places
-     clients and edges (`fedlab.splitfed.topology`) and groups the clients under the edges
-     (`fedlab.splitfed.grouping`: exclusion, spectral clustering, matching, repair);
+     KL of the clients' predictions probe by probe), trust w_n (log domain, `fedlab.methods.elsa.trust`), places
+     clients and edges (`fedlab.methods.elsa.topology`) and groups the clients under the edges
+     (`fedlab.methods.elsa.grouping`: exclusion, spectral clustering, matching, repair);
   3. the topology plot and the trust of every client are logged; with mislabeled clients in the data, the
      precision and recall of the low-trust exclusion, and how the trust and each of its two terms alone rank
      the mislabeled clients (recall@m, AUC).
@@ -32,19 +32,19 @@ import torch
 from fedlab.comm.messages import EvalIns, FitIns
 from fedlab.eval.summary import summarize_eval
 from fedlab.methods.base import FedMethod
+from fedlab.methods.elsa.aggregate import cloud_weights, state_distance, weighted_average
 from fedlab.methods.elsa.chains import client_chain, full_chain, middle_chain, model_dims, split_of
 from fedlab.methods.elsa.client import split_steps
+from fedlab.methods.elsa.comm_model import client_seconds, round_bytes, round_seconds
 from fedlab.methods.elsa.config import server_step_warning
 from fedlab.methods.elsa.edge import EdgeHandle, link_codec, start_edges, stop_edges
-from fedlab.objectives.fedcada import from_wire, to_wire
+from fedlab.methods.elsa.fedcada import from_wire, to_wire
+from fedlab.methods.elsa.grouping import Grouping, group_clients
+from fedlab.methods.elsa.topology import cloud_round_trips_ms, place
+from fedlab.methods.elsa.trust import divergence_matrix, paired_divergence_matrix, relative_trust, trust_terms
 from fedlab.runtime.context import log_line
 from fedlab.runtime.resident import get_resident
 from fedlab.seeding import derive_seed
-from fedlab.splitfed.aggregate import cloud_weights, state_distance, weighted_average
-from fedlab.splitfed.comm_model import client_seconds, round_bytes, round_seconds
-from fedlab.splitfed.grouping import Grouping, group_clients
-from fedlab.splitfed.topology import cloud_round_trips_ms, place
-from fedlab.splitfed.trust import divergence_matrix, paired_divergence_matrix, relative_trust, trust_terms
 
 
 class Elsa(FedMethod):
@@ -204,7 +204,7 @@ class Elsa(FedMethod):
         ks = sorted(edge_states)
         averaged = weighted_average([edge_states[k] for k in ks], [alpha[k] for k in ks])
         if fedcada:                 # the federation's moments: averaged as the parameters are
-            from fedlab.objectives.fedcada import average_moments
+            from fedlab.methods.elsa.fedcada import average_moments
 
             self.moments = average_moments([edge_moments[k] for k in ks], [alpha[k] for k in ks])
         new = self.server_step(averaged)

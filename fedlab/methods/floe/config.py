@@ -7,7 +7,7 @@ from fedlab.validation import METHOD_NAME_HELP, MethodConfig, check, choose, doc
 
 @dataclass(frozen=True)
 class DeviceClass:
-    """A simulated device class (fedlab.hetero.devices says how memory and speed are used)."""
+    """A simulated device class (fedlab.methods.floe.devices says how memory and speed are used)."""
     name: str = doc("orin-nano", "the device class's name (in messages)")
     share: float = doc(1.0, "relative number of clients of this class")
     memory: float = doc(0.3, "memory budget on the profile's memory range: M(r_min) + memory·(M(r_max) − M(r_min))")

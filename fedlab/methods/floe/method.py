@@ -22,11 +22,11 @@ import torch
 from fedlab.clustering import choose_clusters, fixed_clusters
 from fedlab.comm.messages import EvalIns, FitIns
 from fedlab.hetero import aggregate_lora_states, pad_rank, select_rank, take_rank
-from fedlab.hetero.devices import assign_classes, round_conditions
-from fedlab.hetero.profile import load_profile, measured_profile
 from fedlab.methods.base import FedMethod
 from fedlab.methods.floe.behaviour import behaviour_embedding, mean_hidden, probe_sets
+from fedlab.methods.floe.devices import assign_classes, round_conditions
 from fedlab.methods.floe.export import save_gate, save_router
+from fedlab.methods.floe.profile import load_profile, measured_profile
 from fedlab.models.modes import eval_mode
 from fedlab.privacy import PrivacyLedger
 from fedlab.runtime.context import log_line
