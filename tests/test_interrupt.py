@@ -144,6 +144,14 @@ def test_a_signal_stops_a_series_of_runs_after_the_current_round(pico_zoo, tmp_p
             got.append(i)
     assert e.value.after_round == 1 and got == []
     assert not any((tmp_path / "runs").glob("*")) or len(list((tmp_path / "runs").iterdir())) == 1
+    # the series resumed (resume=true, as the line says) ends on the numbers of an uninterrupted series
+    monkeypatch.setattr(federation, "_progress", progress)
+    series = lambda folder, *extra: [load_config(ROOT / "experiments/defaults.yaml", RUN + [  # noqa: E731
+        "tracking.enabled=false", f"seed={s}", f"output_dir={tmp_path}/{folder}", *extra]) for s in (0, 1)]
+    numbers = lambda h: {k: v for k, v in h.final.items() if k.startswith(("acc/", "loss/", "bytes/"))}  # noqa: E731
+    resumed = {i: numbers(h) for i, h in run_many(series("runs", "resume=true"), [None, None], jobs=1)}
+    fresh = {i: numbers(h) for i, h in run_many(series("fresh"), [None, None], jobs=1)}
+    assert resumed == fresh and len(fresh) == 2 and all(fresh.values())
 
 
 @pytest.mark.parametrize("signals", [1, 2])
