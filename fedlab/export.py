@@ -39,8 +39,11 @@ def run_folder(run: str | Path) -> Path:
     folder's store (its config.yaml artifact names the folder)."""
     p = Path(run)
     if p.is_dir():
-        if not (p / "config.yaml").is_file() or not (p / "checkpoint.pt").is_file():
+        if not (p / "config.yaml").is_file():
             raise ConfigError(f"export: {p} is not a finished run's folder (it needs config.yaml and checkpoint.pt)")
+        if not (p / "checkpoint.pt").is_file():
+            raise ConfigError(f"export: {p} holds no checkpoint: the run trained no model to export (no round ran, "
+                              "or the method only evaluates) or was stopped before its first round ended")
         return p
     if len(str(run)) == 32 and all(c in "0123456789abcdef" for c in str(run)):
         return _folder_of_mlflow_run(str(run))
@@ -171,7 +174,8 @@ def export_run(run: str | Path, to: str | Path, merged: bool = False) -> Path:
     to.mkdir(parents=True, exist_ok=True)
     method = method_of_run(folder)
     if not method.export_parties() and getattr(method, "export_extras", None) is None:
-        raise ConfigError(f"export: {method.cfg.method.name} trains no model to export")
+        raise ConfigError(f"export: {method.cfg.method.name}'s trained model is not one PEFT or transformers loads (its "
+                          "transforms put modules of fedlab's own into the architecture), so it is not exported")
     return export_method(method, to, merged, run=str(folder))
 
 

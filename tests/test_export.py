@@ -96,6 +96,7 @@ def _parties_load_with_fedlabs_logits(run: Path, out: Path) -> dict:
     from transformers import AutoModelForCausalLM
 
     from fedlab.export import method_of_run
+    from fedlab.models.modes import eval_mode
     from fedlab.transforms.lora import set_state
 
     assert main(["export", str(run), "--to", str(out)]) == 0
@@ -107,9 +108,9 @@ def _parties_load_with_fedlabs_logits(run: Path, out: Path) -> dict:
         entry = manifest["parties"][party.role]
         res = party.resident
         ids = res.tokenizer(["Who lives in Paris? The answer is"], return_tensors="pt")
-        with torch.no_grad():
+        with torch.no_grad(), eval_mode(*([res.model] if party.model is None else [party.model])):
             if party.model is not None:          # a whole model (a fused LLM): its own folder
-                ours = party.model.eval()(**ids).logits
+                ours = party.model(**ids).logits
                 theirs = AutoModelForCausalLM.from_pretrained(out / entry["merged"]).eval()(**ids).logits
             else:
                 set_state(res.model, party.state)
