@@ -2,7 +2,8 @@
 short, replaces it with random bytes, puts a byte that is not UTF-8 in it, puts a folder in its place or removes
 it — and the command line's entry point runs in-process on it. Every outcome is exit 0 (the damage was harmless,
 or fedlab repaired it: a zoo copy is rebuilt) or exit 2 with one `fedlab: error:` line; a traceback, an internal
-error (exit 1) or a hang fails the test. The kinds: local data rows (`data.hf_dir`), a public set
+error (exit 1) or a hang fails the test. The kinds: a table's records (`results.json`, rendered or merged by
+a table script's entry point), local data rows (`data.hf_dir`), a public set
 (`data.public_path`), a pinned Floe profile (`method.profile`), a run's checkpoint (`resume=true`), an MLflow
 store (`fedlab report`) and an entry of the evaluation cache under $FEDLAB_HOME (the zoo's own files are checked
 against their manifest by `fedlab zoo verify`, and a damaged copy built here is rebuilt: test_shipped_zoo). A short seeded budget runs in the default
@@ -144,9 +145,38 @@ def eval_cache(case: Path, draw):
     return argv
 
 
-KINDS = {"data_rows": data_rows, "public_set": public_set, "store": store, "profile": profile,
+def records(case: Path, draw):
+    """A table's records (`results.json`, two real ones of the Floe table) damaged; the table script rendered
+    from them (`--render-only`), or another clone's records merged in (`--merge-from`)."""
+    from fedlab.evidence.runner import Planned, run_table
+
+    source = json.loads((ROOT / "experiments" / "floe" / "results.json").read_text())
+    keys = [k for k in source if k != "_meta"][:2]
+    valid = json.dumps({k: source[k] for k in keys}, indent=1).encode()
+    merge = draw(st.booleans())
+    place(case / ("other.json" if merge else "results.json"), draw(damaged(valid)))
+    plan = [Planned(k.split("@")[0], None, (), "row", "t") for k in keys]
+    argv = ["--render-only", "--allow-dirty"] + (["--merge-from", str(case / "other.json")] if merge else [])
+    return lambda: run_table(case, lambda: plan, lambda r: "rendered", argv)
+
+
+KINDS = {"records": records, "data_rows": data_rows, "public_set": public_set, "store": store, "profile": profile,
          "checkpoint": checkpoint, "eval_cache": eval_cache}
-FAST = ["data_rows", "public_set", "profile"]      # the store (MLflow migrates a new database: ~15 s a case) and the run kinds are slow
+FAST = ["records", "data_rows", "public_set", "profile"]      # the store (MLflow migrates a new database: ~15 s a case) and the run kinds are slow
+
+
+def run_entry(entry, cwd: Path) -> tuple[int, str]:
+    """A table script's entry point in-process: (exit code, stderr)."""
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.chdir(cwd), contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = entry()
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 2
+    return code, err.getvalue()
 
 
 def fuzz_files(kind: str, examples: int, tmp_path: Path) -> None:
@@ -159,7 +189,7 @@ def fuzz_files(kind: str, examples: int, tmp_path: Path) -> None:
         home = os.environ.get("FEDLAB_HOME")
         try:
             argv = KINDS[kind](case, data.draw)
-            code, err = run_cli(argv, case)
+            code, err = run_cli(argv, case) if isinstance(argv, list) else run_entry(argv, case)
         finally:
             if home is not None:
                 os.environ["FEDLAB_HOME"] = home
