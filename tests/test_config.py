@@ -77,7 +77,7 @@ def _hf_rows(root, n):
 @pytest.mark.parametrize("overrides, needle", [
     (["data.num_clients=5000", "data.partition=iid"], "data.num_clients"),          # more clients than samples
     (["data.source=hf:sst2", "data.hf_dir=HF", "data.num_clients=5", "data.partition=iid"],
-     "data.num_clients: more clients than training samples"),                     # only the data can tell
+     "data.num_clients: 5 clients but 3 training samples"),                       # only the data can tell
     (["method.name=fedproxy", "method.kappa=0.95"], "method.kappa"),               # κ leaving no block
     (["method.name=fedproxy", "method.rho=0.5"], "method.rho"),
     (["model.lora.r=0"], "model.lora.r"),

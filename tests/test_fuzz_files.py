@@ -221,3 +221,14 @@ def test_a_folder_in_place_of_an_eval_cache_entry_costs_a_rescore_not_the_evalua
     (tmp_path / "home" / "eval_cache" / "ab" / f"{key}.json").rmdir()
     (tmp_path / "home" / "eval_cache" / "ab" / f"{key}.json").write_text("[1, 2]")      # JSON, not scores
     assert cache.load(key) is None
+
+
+def test_local_data_with_fewer_rows_than_clients_is_one_line(tmp_path):
+    """Found by the fuzzer: a data file cut short to fewer rows than clients ended as an internal error in
+    `fedlab data describe`; the partitioner's check is a config error naming the key and the counts."""
+    (tmp_path / "hf" / "sst2").mkdir(parents=True)
+    for split in ("train", "test"):
+        (tmp_path / "hf" / "sst2" / f"{split}.jsonl").write_bytes(_sst2_rows(3))
+    code, err = run_cli(["data", "describe", str(ROOT / "experiments/defaults.yaml"), "data.source=hf:sst2",
+                         f"data.hf_dir={tmp_path / 'hf'}", "data.num_clients=5", "data.partition=iid"], tmp_path)
+    assert code == 2 and "fedlab: error: data.num_clients: 5 clients but 3 training samples" in err, err

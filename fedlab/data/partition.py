@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from fedlab.data.tasks import Example
+from fedlab.validation import ConfigError
 
 
 def _ensure_nonempty(parts: list[list[int]], rng: np.random.Generator, min_size: int = 1) -> list[list[int]]:
@@ -15,8 +16,12 @@ def _ensure_nonempty(parts: list[list[int]], rng: np.random.Generator, min_size:
         while len(parts[k]) < min_size:
             big = max(range(len(parts)), key=lambda j: len(parts[j]))
             if len(parts[big]) <= min_size:
-                raise ValueError("data.num_clients: more clients than training samples" if min_size == 1 else
-                                 f"data.min_client_samples: too few training samples for every client to hold {min_size}")
+                total = sum(len(p) for p in parts)
+                raise ConfigError(
+                    f"data.num_clients: {len(parts)} clients but {total} training samples; lower data.num_clients or "
+                    "give the tasks more training data" if min_size == 1 else
+                    f"data.min_client_samples: {total} training samples are too few for each of {len(parts)} clients "
+                    f"to hold {min_size}; lower data.min_client_samples or data.num_clients")
             parts[k].append(parts[big].pop(int(rng.integers(len(parts[big])))))
     return [sorted(p) for p in parts]
 
