@@ -26,6 +26,7 @@ from conftest import PICO
 ROOT = Path(__file__).resolve().parents[1]
 DAMAGE = ["empty", "truncated", "random", "not_utf8", "folder", "missing"]
 _COUNTER = itertools.count()
+CASES: dict[str, int] = {}      # cases run per kind (hypothesis stops early where a kind has fewer distinct ones)
 
 
 @st.composite
@@ -184,6 +185,7 @@ def fuzz_files(kind: str, examples: int, tmp_path: Path) -> None:
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
     @given(data=st.data())
     def one(data):
+        CASES[kind] = CASES.get(kind, 0) + 1
         case = tmp_path / f"case{next(_COUNTER)}"
         case.mkdir()
         home = os.environ.get("FEDLAB_HOME")
@@ -206,6 +208,7 @@ def test_damaged_files_end_cleanly(pico_zoo, tmp_path, kind):
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_damaged_files_end_cleanly_long(pico_zoo, tmp_path, kind):
     fuzz_files(kind, 40, tmp_path)
+    print(f"[fuzz] files/{kind}: {CASES[kind]} cases, none failed")
 
 
 def test_a_folder_in_place_of_an_eval_cache_entry_costs_a_rescore_not_the_evaluation(tmp_path, monkeypatch):

@@ -105,8 +105,12 @@ def fuzz(examples: int):
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
     @given(data=st.data(), overrides=OVERRIDES, command=st.sampled_from(["show", "plan", "describe"]))
     def run(tmp_path, kind, data, overrides, command):
+        CASES[kind] = CASES.get(kind, 0) + 1
         check_config_case(tmp_path, data.draw(configs(kind)), overrides, command)
     return run
+
+
+CASES: dict[str, int] = {}      # cases run per kind (hypothesis stops early where a kind has fewer distinct ones)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -118,6 +122,7 @@ def test_fuzzed_configs_and_overrides_end_cleanly(tmp_path, kind):
 @pytest.mark.parametrize("kind", KINDS)
 def test_fuzzed_configs_and_overrides_end_cleanly_long(tmp_path, kind):
     fuzz(150)(tmp_path, kind)
+    print(f"[fuzz] configs/{kind}: {CASES[kind]} cases, none failed")
 
 
 # the classes the fuzzer found, one named case each

@@ -186,3 +186,37 @@ def test_two_table_processes_on_one_results_file_keep_each_others_records(tmp_pa
     a.save()
     b.save()                                                   # b did not touch y again: a's record stays
     assert Results(path).records["y@seed0"]["v"] == 3 and Results(path).records["x@seed0"]["v"] == 1
+
+
+@pytest.mark.slow   # 40 s: two table runs and an interrupted one (default tier ≤ 10 min on 2 cores)
+def test_a_table_stopped_by_a_signal_and_run_again_ends_on_the_uninterrupted_records(pico_zoo, tmp_path,
+                                                                                    monkeypatch):
+    """A table script interrupted mid-row (SIGTERM at a round's end) says so, keeps the rows it finished, and
+    run again (the same command) ends with the records an uninterrupted table makes, number for number."""
+    import os
+    import signal
+
+    from fedlab import interrupt
+    from fedlab.runtime import federation
+
+    checkpoint = federation._checkpoint
+
+    def signal_after_round_1(path, rnd, *args):
+        checkpoint(path, rnd, *args)
+        if rnd == 1:                             # the first row's round 1 of 2, checkpointed
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(federation, "_checkpoint", signal_after_round_1)
+    stopped = Results(tmp_path / "a" / "results.json")
+    with pytest.raises(interrupt.Interrupted):
+        with interrupt.handlers():
+            execute(_plan(tmp_path / "a"), stopped, [0], progress=True, allow_dirty=True, jobs=1)
+    assert list(Results(tmp_path / "a" / "results.json").records) == []        # the row cut short is not recorded
+    monkeypatch.setattr(federation, "_checkpoint", checkpoint)
+    resumed = Results(tmp_path / "a" / "results.json")
+    execute(_plan(tmp_path / "a"), resumed, [0], progress=False, allow_dirty=True)
+    fresh = Results(tmp_path / "b" / "results.json")
+    execute(_plan(tmp_path / "b"), fresh, [0], progress=False, allow_dirty=True)
+    numbers = lambda rec: {k: v for k, v in rec["final"].items() if k.startswith(("acc/", "loss/", "bytes/"))}  # noqa: E731
+    assert sorted(resumed.records) == sorted(fresh.records) == ["t/fedavg@seed0", "t/zeroshot@seed0"]
+    assert all(numbers(resumed.records[k]) == numbers(fresh.records[k]) for k in fresh.records)

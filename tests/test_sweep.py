@@ -185,11 +185,12 @@ def test_a_sweep_stopped_by_a_signal_ends_in_one_line_with_its_runs_killed(pico_
     assert done.returncode == 0, done.stderr[-3000:]
     runs = mlflow.search_runs(experiment_names=["fedlab"], output_format="list")
     trials = [r for r in runs if r.data.tags.get("fedlab.sweep") == "t" and r.info.run_name != "sweep-t"]
-    finished: dict[str, int] = {}
-    for r in trials:
+    finished: dict[float, int] = {}
+    for r in trials:                       # a trial is its grid point: the run's method.rho
         if r.info.status == "FINISHED":
-            finished[r.info.run_name] = finished.get(r.info.run_name, 0) + 1
-    assert finished == {"rho=1.0": 1, "rho=1.5": 1}, finished
+            rho = float(r.data.params["method.rho"])
+            finished[rho] = finished.get(rho, 0) + 1
+    assert finished == {1.0: 1, 1.5: 1}, finished
     assert "RUNNING" not in {r.info.status for r in trials}
 
 
