@@ -192,6 +192,16 @@ def test_a_sweep_stopped_by_a_signal_ends_in_one_line_with_its_runs_killed(pico_
             finished[rho] = finished.get(rho, 0) + 1
     assert finished == {1.0: 1, 1.5: 1}, finished
     assert "RUNNING" not in {r.info.status for r in trials}
+    # and each trial ends on the numbers of an uninterrupted run of its point
+    from fedlab.config import load_config
+    from fedlab.experiment import run_experiment
+
+    overrides = [a for a in args[7:] if "=" in a and not a.startswith(("tracking.", "output_dir="))]
+    for r in (r for r in trials if r.info.status == "FINISHED"):
+        rho = r.data.params["method.rho"]
+        fresh = run_experiment(load_config(root / "experiments/fedproxy/hetero.yaml", [
+            *overrides, f"method.rho={rho}", "tracking.enabled=false", f"output_dir={tmp_path}/fresh"]), progress=False)
+        assert r.data.metrics["acc/mean"] == pytest.approx(fresh.final["acc/mean"], abs=1e-12), rho
 
 
 def test_ranking_by_cost_to_target_puts_the_cheapest_first_and_the_unreached_last():
