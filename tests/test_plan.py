@@ -108,6 +108,7 @@ def test_peak_agrees_with_the_h200_measurements():
         assert abs(est - p["peak_gib"]) / p["peak_gib"] < tol, (p, est)
 
 
+@pytest.mark.slow   # 40 s: every YAML is validated in the default tier (test_config); its plan here
 def test_every_yaml_under_experiments_gets_a_plan():
     warnings.filterwarnings("ignore")
     files = sorted(glob.glob(str(ROOT / "experiments/**/*.yaml"), recursive=True))
