@@ -35,7 +35,8 @@ def from_wire(x):
 
 
 class _RemoteParty:
-    """A party in its own process: built there from the config's mapping, answering in numpy arrays."""
+    """A party in its own process: built there from the config's mapping; it takes tensors (the arrays that
+    arrive, back as tensors) and answers in numpy arrays, so the party's own code sees tensors on every backend."""
 
     def __init__(self, cls, cfg_tree, args, payload):
         from fedlab.config import build_config
@@ -46,7 +47,7 @@ class _RemoteParty:
         return True
 
     def call(self, method: str, *args):
-        return to_wire(getattr(self.obj, method)(*args))
+        return to_wire(getattr(self.obj, method)(*from_wire(args)))
 
 
 def start(cfg, cls, parties: dict[str, tuple], payload=None) -> None:

@@ -20,7 +20,6 @@ text, the labels, 𝒬_n or the client's parameters. Dropout on the edge draws f
 (run seed, round, client, step), so the numbers do not depend on where the edge runs."""
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from fedlab.methods.elsa.aggregate import edge_average
@@ -115,12 +114,12 @@ class EdgeServer:
                 self.params[cid], self.opts[cid] = self.params[first], self.opts[first]
                 continue
             device = next(self.model.parameters()).device     # θ₂ⁿ lives with the edge's model
-            p = {k: _tensor(state[k]).to(device, copy=True).requires_grad_(True) for k in self.keys}
+            p = {k: state[k].to(device, copy=True).requires_grad_(True) for k in self.keys}
             self.params[cid] = p
             if self.cfg.method.client_opt == "fedcada":
                 from fedlab.methods.elsa.fedcada import fedcada_factory
 
-                self.opts[cid] = fedcada_factory(cfg, rnd, _tensor(moments) if moments else None)(
+                self.opts[cid] = fedcada_factory(cfg, rnd, moments if moments else None)(
                     list(p.values()), list(p))
             elif self.cfg.method.client_opt == "sgd":
                 from fedlab.objectives.training import sgd_factory
@@ -153,20 +152,18 @@ class EdgeServer:
         return out
 
     def forward(self, cid: int, payload, mask, train: bool):
-        payload, mask = _tensor(payload), _tensor(mask)
         codec, step = self.codecs[cid], self.steps[cid]
         h = codec.unpack(payload, self.round, step)
         if not train:
             with torch.no_grad():
-                return _like(codec.pack(self._run(cid, h, mask, False).cpu(), self.round, step, "act-down"), payload)
+                return codec.pack(self._run(cid, h, mask, False).cpu(), self.round, step, "act-down")
         with torch.enable_grad():     # in-process the call comes from inside the client's autograd function
             h = h.detach().requires_grad_(True)
             out = self._run(cid, h, mask, True)
         self.pending[cid] = (h, out)
-        return _like(codec.pack(out.detach().cpu(), self.round, step, "act-down"), payload)
+        return codec.pack(out.detach().cpu(), self.round, step, "act-down")
 
     def backward(self, cid: int, grad_payload):
-        grad_payload = _tensor(grad_payload)
         h, out = self.pending.pop(cid)
         codec, step = self.codecs[cid], self.steps[cid]
         opt = self.opts[cid]
@@ -177,7 +174,7 @@ class EdgeServer:
         torch.nn.utils.clip_grad_norm_(params, 1.0)      # as the client's trainer clips its own
         opt.step()
         self.steps[cid] += 1
-        return _like(codec.pack(h.grad, self.round, step, "grad-up"), grad_payload)
+        return codec.pack(h.grad, self.round, step, "grad-up")
 
     def states(self) -> dict[int, dict]:
         return {cid: {k: v.detach().cpu().clone() for k, v in p.items()} for cid, p in self.params.items()}
@@ -187,7 +184,7 @@ class EdgeServer:
         |D_n|. With FedCAda's `client_moments` ({cid: moments}): (θ_{g,k}, the moments of all of them
         averaged the same way)."""
         cids = sorted(client_states)
-        whole = [{**{k: _tensor(v) for k, v in client_states[c].items()},
+        whole = [{**client_states[c],
                   **{k: v.detach().cpu() for k, v in self.params[c].items()}} for c in cids]
         theta = edge_average(whole, [sizes[c] for c in cids])
         if client_moments is None:
@@ -196,7 +193,7 @@ class EdgeServer:
 
         joined = []
         for c in cids:
-            mine, edge = _tensor(client_moments[c]), _cpu(self.opts[c].export())
+            mine, edge = client_moments[c], _cpu(self.opts[c].export())
             joined.append({"m": {**mine["m"], **edge["m"]}, "v": {**mine["v"], **edge["v"]},
                            "k": max(int(mine["k"]), int(edge["k"]))})
         return theta, average_moments(joined, [float(sizes[c]) for c in cids])
@@ -211,21 +208,6 @@ def _cpu(x):
     if isinstance(x, tuple):
         return tuple(_cpu(v) for v in x)
     return x
-
-
-def _tensor(x):
-    if isinstance(x, np.ndarray):
-        return torch.from_numpy(x.copy())
-    if isinstance(x, dict):
-        return {k: _tensor(v) for k, v in x.items()}
-    if isinstance(x, tuple):
-        return tuple(_tensor(v) for v in x)
-    return x
-
-
-def _like(t: torch.Tensor, ref):
-    """`t` in the form its request came in (numpy over Ray, tensors in-process)."""
-    return t.numpy() if isinstance(ref, np.ndarray) else t
 
 
 class EdgeHandle:
