@@ -215,7 +215,7 @@ def _log_export(method, out: Path, tracker) -> None:
     never a failure of the run."""
     import sys
 
-    from fedlab.export import export_method
+    from fedlab.export import export_method, writes_anything
     from fedlab.validation import ConfigError
 
     checkpoint = out / "checkpoint.pt"
@@ -223,7 +223,7 @@ def _log_export(method, out: Path, tracker) -> None:
         import torch
 
         method.client_states = torch.load(checkpoint, map_location="cpu", weights_only=False).get("client_states") or {}
-    if not method.export_parties() and getattr(method, "export_extras", None) is None:
+    if not writes_anything(method):
         return
     try:
         manifest = export_method(method, out / "model", base=False, run=str(out))

@@ -173,10 +173,15 @@ def export_run(run: str | Path, to: str | Path, merged: bool = False) -> Path:
         raise ConfigError(f"export: --to {to} is a file; expected a folder")
     to.mkdir(parents=True, exist_ok=True)
     method = method_of_run(folder)
-    if not method.export_parties() and getattr(method, "export_extras", None) is None:
+    if not writes_anything(method):
         raise ConfigError(f"export: {method.cfg.method.name}'s trained model is not one PEFT or transformers loads (its "
                           "transforms put modules of fedlab's own into the architecture), so it is not exported")
     return export_method(method, to, merged, run=str(folder))
+
+
+def writes_anything(method) -> bool:
+    """Whether `fedlab export` has something to write for the method: parties, or files of its own."""
+    return bool(method.export_parties()) or getattr(method, "export_extras", None) is not None
 
 
 def export_method(method, to: Path, merged: bool = False, base: bool = True, run: str = "") -> Path:
