@@ -34,7 +34,7 @@ class Budget:
             return None
         done = [r for r in self.history.rounds if r["round"] != record["round"]] + [record]
         spent = sum(round_bytes(r) for r in done)
-        largest = max(round_bytes(r) for r in done if r["round"] > 0) if any(r["round"] > 0 for r in done) else 0.0
+        largest = max((round_bytes(r) for r in done if r["round"] > 0), default=0.0)
         if spent + largest <= self.limit:
             return None
         return (f"federation.comm_budget_mb={self.limit / 1e6:g}: {spent / 1e6:.3f} MB spent, and the next round would "
