@@ -210,3 +210,26 @@ def test_a_budget_is_the_grid_value_whose_references_learn_the_most_cells(tmp_pa
     del r.records["lr0.002/ref@seed2"]            # a row short of three seeds: no choice yet
     assert budget.chosen(r, grid) is None
     assert "No choice yet" in "\n".join(budget.section(r, grid, "Toy"))
+
+
+def test_a_task_no_reference_learns_in_any_seed_at_the_chosen_budget_leaves_the_claims(tmp_path):
+    from fedlab.evidence import budget
+    from fedlab.evidence.controls import above_chance
+
+    score = lambda rec, t: rec["final"][f"acc/task_{t}"]
+    learns = lambda prefix: [above_chance(name, [f"{prefix}{name}"], ["a", "b", "c"], score, lambda t: 0.5, 10)
+                             for name in ("llm", "slm")]
+    grid = budget.Grid("federation.lr", ("0.002",), (Planned("llm", None, (), "L"), Planned("slm", None, (), "S")),
+                       learns)
+    r = Results(tmp_path / "results.json")
+    for s in range(3):
+        for name, b in (("llm", 0.5), ("slm", 0.9 if s == 2 else 0.5)):
+            r.records[f"lr0.002/{name}@seed{s}"] = {"key": f"lr0.002/{name}", "seed": s,
+                                                     "final": {"acc/task_a": 0.9, "acc/task_b": b, "acc/task_c": 0.5}}
+    out = budget.unlearnt(r, grid)
+    assert list(out) == ["b", "c"]           # a: learnt; b: the slm learns it in seed 2, the llm in none; c: nobody
+    assert out["b"].startswith("the llm (chance + 10 points) clears the bar in no seed")
+    assert out["c"].startswith("the llm (chance + 10 points) and the slm (chance + 10 points) clear the bar")
+    assert "- **c**:" in "\n".join(budget.section(r, grid, "Toy"))
+    del r.records["lr0.002/slm@seed2"]       # before a choice nothing is left out
+    assert budget.unlearnt(r, grid) == {}

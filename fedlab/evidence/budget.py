@@ -56,6 +56,23 @@ def chosen(results, grid: Grid) -> str | None:
     return max(grid.values, key=lambda v: (got[v][0], -grid.values.index(v)))
 
 
+def unlearnt(results, grid: Grid) -> dict[str, str]:
+    """{task: why} for the tasks some reference learns in no seed at the chosen value: no budget of the grid
+    taught it there, so the table's claims leave it out rather than average over it. {} before a choice."""
+    value = chosen(results, grid)
+    if value is None:
+        return {}
+    never: dict[str, list[str]] = {}
+    for c in grid.controls(grid.prefix(value)):
+        st = check(results, c)
+        for t in c.tasks:
+            scored = [st.passed.get((row, t)) is not None for row in c.rows]
+            if all(scored) and not any(st.passed.get((row, t)) for row in c.rows):
+                never.setdefault(t, []).append(f"the {c.name} ({c.rule})")
+    return {t: f"{' and '.join(who)} clear{'s' if len(who) == 1 else ''} the bar in no seed on validation data "
+               f"at `{grid.key}={value}`" for t, who in never.items()}
+
+
 def section(results, grid: Grid, what: str) -> list[str]:
     """Markdown: per value, the cells its references learn, each control's status, and the choice."""
     from fedlab.evidence.controls import controls_table
@@ -73,4 +90,8 @@ def section(results, grid: Grid, what: str) -> list[str]:
         table = controls_table(results, grid.controls(grid.prefix(v)))
         if table:
             lines += ["", f"At `{grid.key}={v}`:", "", *table]
+    left_out = unlearnt(results, grid)
+    if left_out:
+        lines += ["", "Left out of the table's claims (no reference learns them at the chosen value):", "",
+                  *(f"- **{t}**: {why}." for t, why in left_out.items())]
     return lines
