@@ -1,0 +1,53 @@
+"""Floe's learning rate chosen on validation data, for every row of its tables alike: the tables' references —
+the SLM LoRA-tuned on every device's data pooled (the positive control) and SLM-Local (each device's own
+expert) — at each rate of the grid, scored on rows held out of the training data; the rate under which they
+learn the most (row, task, seed) cells by Floe's control rule (`make_tables.learns`: chance + 10 points on the
+multiple-choice tasks, zero-shot + 2 points of Rouge-L on the generative ones) is chosen.
+
+    python experiments/floe/budget.py                # the grid, seeds 0,1,2 (resumable)
+    python experiments/floe/budget.py --render-only  # budget/RESULTS.md from budget/results.json
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from fedlab.evidence import budget
+from fedlab.evidence.page import GENERATED
+from fedlab.evidence.runner import Planned, Results, run_table
+from fedlab.evidence.summary import load_table
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "budget"
+TABLES = load_table("floe")
+VALIDATION = ("data.evaluate_on=validation", "data.validation_per_task=64")
+GRID = budget.Grid(
+    "federation.lr", ("0.002", "0.005", "0.01"),       # the tables' rate first: a tie keeps it
+    (Planned("floe/slm_pooled", TABLES.CFG, ("method.name=centralized",), "SLM pooled"),
+     Planned("floe/slm_local", TABLES.CFG, ("method.name=standalone",), "SLM-Local")),
+    lambda prefix: [*TABLES.learns("pooled-data SLM", f"{prefix}floe/slm_pooled"),
+                    *TABLES.learns("SLM-Local (each device's expert)", f"{prefix}floe/slm_local")],
+    validation=VALIDATION)
+
+
+def plan() -> list[Planned]:
+    return budget.plan(GRID)
+
+
+def chosen(r: Results | None = None) -> str | None:
+    path = OUT / "results.json"
+    if r is None and not path.is_file():
+        return None
+    return budget.chosen(r or Results(path), GRID)
+
+
+def render(r: Results) -> str:
+    lines = [GENERATED, "# Floe: the learning rate chosen on validation data", "",
+             "Written by `python experiments/floe/budget.py` from `budget/results.json`. "
+             + (__doc__ or "").split("\n\n")[0].replace("\n", " "), "",
+             *budget.section(r, GRID, "The references")]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(run_table(OUT, plan, render, title="floe budget", summarize=TABLES.summarize))
