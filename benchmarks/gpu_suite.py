@@ -1,7 +1,7 @@
 """The GPU suite: one command for a lent GPU, no network, nothing downloaded, results as files.
 
     python benchmarks/gpu_suite.py --out DIR                 # on a GPU (about 6 minutes on an H100 / H200)
-    python benchmarks/gpu_suite.py --out DIR --smoke         # on the CPU, tiny sizes (tests/test_benchmarks.py)
+    python benchmarks/gpu_suite.py --out DIR --smoke         # on the CPU, tiny sizes (tests/experiments/test_benchmarks.py)
 
 Sections, each in its own process with its own time limit (one that fails or runs out is recorded as such and
 the others still run):
@@ -16,7 +16,7 @@ the others still run):
              peak memory per (batch, sequence, gradient checkpointing), with the memory split into weights and
              the rest;
 - `matrix`   every registered method end to end on the pico models with backend.device=cuda (2 clients,
-             2 rounds, as tests/test_methods.py runs them on the CPU): ok / error, seconds, accuracy, and
+             2 rounds, as tests/methods/test_methods.py runs them on the CPU): ok / error, seconds, accuracy, and
              whether the models' memory was on the GPU.
 
 Writes DIR/gpu_suite.json (every section's numbers and status) and DIR/gpu_suite.md (the tables), and each

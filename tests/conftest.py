@@ -17,6 +17,47 @@ def fedlab_home(tmp_path_factory):
     return home
 
 
+# The `federation` marker: a test that runs a whole federation in its process (`run_federation`, in the test or
+# in a fixture it sets up first) must carry it, so `-m "not federation"` selects the fast unit-level tests. A
+# test that runs one without the marker fails and says so; FEDLAB_TEST_FEDERATIONS=<file> lists them instead.
+_CURRENT: list[str] = []
+_FEDERATIONS: set[str] = set()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _CURRENT[:] = [item.nodeid]
+    yield
+    _CURRENT[:] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _count_federations(fedlab_home):
+    import fedlab.runtime.federation as federation
+
+    real = federation.run_federation
+
+    def counted(*args, **kwargs):
+        _FEDERATIONS.update(_CURRENT)
+        return real(*args, **kwargs)
+    federation.run_federation = counted
+    yield
+    federation.run_federation = real
+
+
+@pytest.fixture(autouse=True)
+def _federation_marker(request, _count_federations):
+    yield
+    if request.node.nodeid not in _FEDERATIONS or request.node.get_closest_marker("federation"):
+        return
+    listing = os.environ.get("FEDLAB_TEST_FEDERATIONS")
+    if listing:
+        with open(listing, "a") as f:
+            f.write(request.node.nodeid + "\n")
+        return
+    pytest.fail("this test runs a whole federation: mark it @pytest.mark.federation", pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def pico_zoo(fedlab_home):
     from fedlab.models import zoo

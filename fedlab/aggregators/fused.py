@@ -14,7 +14,7 @@ in about one call in three).
 Numbers: the reductions over clients run in client order in both paths, but the eager kernel takes
 Σ_k w_k sign(τ̂_k) (and TIES' elected sign) from a BLAS product whose summation order is its own, and the
 generated code may contract a multiply and an add into one rounding. The fused result equals the eager one
-within a relative 1e-6 of each coordinate's magnitude (`tests/test_kernels_fused.py`), and a coordinate's
+within a relative 1e-6 of each coordinate's magnitude (`tests/unit/test_kernels_fused.py`), and a coordinate's
 decision (which sign wins, or zero) is the same wherever the sign-dominance ratio is not within float32
 rounding of ρ.
 

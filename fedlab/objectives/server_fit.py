@@ -16,7 +16,7 @@ equal: a per-token mean counts each part equally whatever its number of target t
 than B examples is padded to W equal parts by repeating its own first examples (as torch's DistributedSampler
 does), so those examples count twice in that step; and dropout (LoRA's 0.05 by default) draws other masks — rank
 0 continues the calling process's random state, every other rank is reseeded from (seed, rank) so that the ranks
-do not draw identical masks. `tests/test_server_devices.py` shows two processes agreeing with one on the trained
+do not draw identical masks. `tests/methods/test_server_devices.py` shows two processes agreeing with one on the trained
 weights where the conditions hold.
 
 On CUDA, rank r runs on GPU r; the calling process's resident model stays on GPU 0 beside rank 0's copy, so GPU 0

@@ -126,7 +126,7 @@ def render(cfg, plans: list[RolePlan], *, dtype: str, checkpointing: bool, devic
     lines.append("\nmemory: weights + float32 LoRA, gradients and AdamW state + the tensors autograd saves (counted on "
                  "the meta device, attention and dropout as fused GPU kernels) + the logits' gradient; measured "
                  "peaks of LoRA steps on an H200 came within 1 % without and 6 % with gradient checkpointing "
-                 "(tests/test_plan.py allows 3 % / 8 %)")
+                 "(tests/cli/test_plan.py allows 3 % / 8 %)")
     return "\n".join(lines)
 
 

@@ -13,7 +13,7 @@
   outside the blocks (embeddings, the head, the loss);
 - G: the gradient of the logits, float32, alive when the backward pass starts (causal LMs).
 
-Checked against measured peaks (tests/test_plan.py): an H200's LoRA steps on LLaMA-2-7B (benchmarks/results) and
+Checked against measured peaks (tests/cli/test_plan.py): an H200's LoRA steps on LLaMA-2-7B (benchmarks/results) and
 a pico model's saved tensors on the CPU."""
 from __future__ import annotations
 

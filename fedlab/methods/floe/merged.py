@@ -33,7 +33,7 @@ def lora_layers(model) -> list:
 def set_lora_enabled(model, enabled: bool) -> None:
     """Switch every LoRA layer's contribution on or off for inference. This sets the layers' own
     `_disable_adapters` flag (what PEFT's `enable_adapters` sets, without re-setting requires_grad on every
-    adapter weight, which costs 10× more per call); tests/test_floe_merged.py checks the off switch gives the
+    adapter weight, which costs 10× more per call); tests/methods/test_floe_merged.py checks the off switch gives the
     base model's logits, so a PEFT change that moves the flag fails there."""
     for m in lora_layers(model):
         m._disable_adapters = not enabled

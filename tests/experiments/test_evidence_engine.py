@@ -1,0 +1,235 @@
+"""The evidence engine around the claims: the page's shape, the forest plot, the summary across systems, the
+spot-check's comparison and draw, and the check that prose cannot drift from the generated blocks."""
+import json
+from pathlib import Path
+
+import pytest
+
+from fedlab.evidence import Claim, Control, Planned, Results, System, page
+from fedlab.evidence.page import GENERATED
+
+ROOT = Path(__file__).resolve().parents[2]
+ACC = lambda rec: rec["final"]["acc/mean"]
+REF = Control("ref learns", ("ref",), ("t",), lambda rec, t: rec["final"]["acc/mean"], lambda rec, t: 0.5, "0.5")
+
+
+def records(tmp_path, rows: dict[str, list[float]]) -> Results:
+    r = Results(tmp_path / "results.json")
+    for key, accs in rows.items():
+        for seed, a in enumerate(accs):
+            r.records[f"{key}@seed{seed}"] = {"key": key, "seed": seed, "final": {"acc/mean": a}}
+    return r
+
+
+def system(claims) -> System:
+    return System("Toy", "a toy system", "experiments/toy/make_tables.py", lambda: [], lambda _r: claims)
+
+
+def test_a_page_puts_controls_then_claims_then_tables_then_the_forest_plot(tmp_path):
+    r = records(tmp_path, {"a": [0.6, 0.62, 0.61], "b": [0.5, 0.53, 0.51], "ref": [0.9, 0.9, 0.9]})
+    r.meta["spot_check"] = {"commit": "abcdef0123", "date": "2026-11-28", "max_seconds": 60.0,
+                            "pairs": [{"key": "a", "seed": 1, "differ": []}, {"key": "b", "seed": 0,
+                                                                             "differ": ["acc/mean: 0.5 recorded, 0.6 now"]}]}
+    c = Claim("a above b", "T1", "61 vs 51 (+10.0)", "a", "b", ACC, control=REF)
+    text = page(r, system([c]), "The toy's intro.", ["## Table 1", "", "| x |"], outdated=set())
+    assert text.startswith(GENERATED + "\n# Toy results (embedded scale)\n")
+    order = [text.index(s) for s in ("The toy's intro.", "## Controls", "## Claims", "## Table 1", "## Forest plot")]
+    assert order == sorted(order)
+    assert "**Claims**: 1 reproduced. **Controls**: 1 of 1 hold." in text
+    assert "| ref learns | `ref` | 0.5 | t 3/3 | holds |" in text
+    assert ("re-run at abcdef0 on 2026-11-28: 1 reproducibility failure(s) (`b` seed 0)" in text
+            and "among records of ≤ 60 s" in text)
+    assert (tmp_path / "forest.png").read_bytes()[:4] == b"\x89PNG"
+    # a page without a difference to draw has no forest plot
+    empty = Results(tmp_path / "none" / "results.json")
+    (tmp_path / "none").mkdir()
+    assert "## Forest plot" not in page(empty, system([c]), "", [], outdated=set())
+    assert not (tmp_path / "none" / "forest.png").exists()
+
+
+def test_the_summary_has_one_row_per_system_from_its_records(tmp_path, monkeypatch):
+    from fedlab.evidence import summary
+
+    folder = tmp_path / "experiments" / "toy"
+    folder.mkdir(parents=True)
+    (folder / "make_tables.py").write_text(
+        "from pathlib import Path\n"
+        "from fedlab.evidence import Claim, Control, System\n"
+        "REF = Control('ref learns', ('ref',), ('t',), lambda rec, t: rec['final']['acc/mean'], lambda rec, t: 0.5, '0.5')\n"
+        "ACC = lambda rec: rec['final']['acc/mean']\n"
+        "CLAIMS = [Claim('a above b', 'T1', '61 vs 51 (+10.0)', 'a', 'b', ACC, control=REF),\n"
+        "          Claim('b above a', 'T1', '51 vs 61 (+3.0)', 'b', 'a', ACC, control=REF)]\n"
+        f"SYSTEM = System('Toy', 'a toy', {str(folder / 'make_tables.py')!r}, lambda: [], lambda _r: CLAIMS,\n"
+        "                run='fedlab run toy.yaml')\n")
+    (folder / "notasystem").mkdir()
+    r = records(folder, {"a": [0.6, 0.62, 0.61], "b": [0.5, 0.53, 0.51], "ref": [0.9, 0.2, 0.9]})
+    r.save()
+    mods = summary.systems(tmp_path / "experiments")
+    assert [m.SYSTEM.name for m in mods] == ["Toy"]
+    # hand-made records: another config made them (the plan is empty, so none is outdated) and ref fails seed 1
+    rows = summary.table(mods, tmp_path)
+    assert rows[2] == ("| **Toy**: a toy | `fedlab run toy.yaml`<br>`python " + str(folder / "make_tables.py")
+                       + "` | 2 no control | 0 of 1 | 3 | [experiments/toy/RESULTS.md](experiments/toy/RESULTS.md) |")
+    # the overview is written into RESULTS.md and between the README's markers, and nothing else changes
+    (tmp_path / "README.md").write_text("# Toy\n\n<!-- summary: written by fedlab.evidence -->\n<!-- /summary -->\nend\n")
+    assert set(summary.stale(tmp_path)) == {tmp_path / "RESULTS.md", tmp_path / "README.md"}
+    assert set(summary.write(tmp_path)) == {tmp_path / "RESULTS.md", tmp_path / "README.md"}
+    assert summary.stale(tmp_path) == [] and summary.write(tmp_path) == []
+    readme = (tmp_path / "README.md").read_text()
+    assert rows[2] in readme and readme.startswith("# Toy\n\n<!-- summary") and readme.endswith("/summary -->\nend\n")
+    r.records["ref@seed1"] = {**r.records["ref@seed1"], "final": {"acc/mean": 0.9}}   # the control holds now
+    r.save()
+    assert set(summary.stale(tmp_path)) == {tmp_path / "RESULTS.md", tmp_path / "README.md"}
+
+
+def test_the_spot_check_compares_every_final_metric_but_the_measured_ones():
+    from fedlab.evidence.spotcheck import compare
+
+    rec = {"final": {"acc/mean": 0.5, "loss": float("nan"), "fused/latency_ms_per_token": 3.0, "gone": 1.0}}
+    assert compare(rec, {"acc/mean": 0.5, "loss": float("nan"), "fused/latency_ms_per_token": 9.0, "gone": 1.0,
+                         "new/metric": 2.0}) == []
+    assert compare(rec, {"acc/mean": 0.51, "loss": float("nan")}) == [
+        "acc/mean: 0.5 recorded, 0.51 now", "gone (not logged now)"]
+
+
+def test_the_spot_check_draws_current_records_at_random_within_the_time_asked(tmp_path, monkeypatch):
+    from fedlab.evidence import records as R
+    from fedlab.evidence import spotcheck
+
+    r = Results(tmp_path / "results.json")
+    plan = [Planned(f"row{i}", None) for i in range(4)]
+    for i in range(4):
+        for s in range(3):
+            r.records[f"row{i}@seed{s}"] = {"key": f"row{i}", "seed": s, "seconds": 10.0 * (i + 1), "final": {}}
+    monkeypatch.setattr(Planned, "resolve", lambda self, seed, extra=(): None)
+    monkeypatch.setattr(R, "stale_reason", lambda rec, cfg: None if rec["key"] != "row0" else "stale")
+    picks = spotcheck.draw(r, plan, 3, seed=7, max_seconds=30.0)
+    assert len(picks) == 3 and {p.key for p, _ in picks} <= {"row1", "row2"}    # row0 stale, row3 too long
+    assert picks == spotcheck.draw(r, plan, 3, seed=7, max_seconds=30.0)           # the seed fixes the draw
+    assert len(spotcheck.draw(r, plan, 50, seed=7)) == 9                           # no more than there are
+
+
+def test_prose_may_quote_a_generated_number_but_not_type_its_own(tmp_path):
+    from fedlab.evidence import prose
+
+    (tmp_path / "RESULTS.md").write_text(GENERATED + "\n| a | 0.560 ± 0.047 | reproduced |\n")
+    (tmp_path / "README.md").write_text(
+        "Quoted from the page: 0.560 ± 0.047.\n"
+        "Typed by hand: +10.2 ± 3.1 points.\n"
+        "<!-- summary: written by fedlab.evidence -->\n| x | 0.7 ± 0.1 | underpowered |\n<!-- /summary -->\n"
+        "A stale zoo model is rebuilt; the numbers were reproduced on a fresh clone.\n"
+        "The claim is underpowered.\n"
+        "That claim was reproduced.\n")
+    found = [(f.path, f.line, f.what.split(" ")[0]) for f in prose.check(tmp_path)]
+    assert found == [("README.md", 2, "'+10.2"), ("README.md", 7, "verdict"), ("README.md", 8, "verdict")]
+    # the block's own numbers back a quote elsewhere
+    (tmp_path / "docs.md").write_text("The block says 0.7 ± 0.1.\n")
+    assert [f.path for f in prose.check(tmp_path)] == ["README.md", "README.md", "README.md"]
+
+
+@pytest.mark.parametrize("script", ["floe_inference.py", "numerics_pin.py"])
+def test_benchmark_reports_are_generated_pages(script, tmp_path, monkeypatch):
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _common import Report
+
+    rep = Report(f"benchmarks/{script}")
+    rep.emit("| path | × |\n|---|---|\n| x | 1.37 ± 0.12 |")
+    rep.write(tmp_path / "out.md")
+    text = (tmp_path / "out.md").read_text()
+    assert text.startswith(f"<!-- generated by benchmarks/{script}") and text.endswith("| x | 1.37 ± 0.12 |\n")
+    from fedlab.evidence.prose import generated_and_prose
+
+    assert generated_and_prose(text) == (text, "")
+
+
+def test_the_repository_prose_quotes_only_generated_numbers():
+    """Every Markdown file of the repository: a mean ± interval outside a generated block is one some generated
+    block shows, and no verdict word stands outside one."""
+    from fedlab.evidence import prose
+
+    findings = prose.check(ROOT)
+    assert not findings, "\n".join(map(str, findings[:20]))
+
+
+def test_every_system_page_is_the_engines_output():
+    """Each system's RESULTS.md starts with the engine's mark, and the summary's systems are the five."""
+    from fedlab.evidence.summary import systems
+
+    mods = systems()
+    assert sorted(m.SYSTEM.name for m in mods) == ["Co-PLMs", "ELSA", "FedMKT", "FedProxy", "Floe"]
+    for m in mods:
+        assert (m.SYSTEM.folder / "RESULTS.md").read_text().startswith(GENERATED), m.SYSTEM.name
+        assert (m.SYSTEM.folder / "forest.png").exists(), m.SYSTEM.name
+    assert (ROOT / "RESULTS.md").read_text().startswith("<!-- generated by fedlab.evidence.summary")
+    assert json.loads((ROOT / "experiments/fedmkt/results.json").read_text())["_meta"]
+
+
+@pytest.mark.slow   # about 100 s: each system's configs resolved once per record to tell stale rows
+@pytest.mark.parametrize("name", ["coplms", "elsa", "fedmkt", "fedproxy", "floe"])
+def test_each_results_page_re_renders_byte_for_byte(name, tmp_path):
+    """A system's RESULTS.md and forest plot are exactly what its records give now (rendered from a copy of its
+    results.json, so the repository is left as it is), and so is the overview."""
+    import shutil
+
+    from fedlab.evidence.summary import load_table, stale
+
+    mod = load_table(name)
+    shutil.copy(mod.SYSTEM.folder / "results.json", tmp_path / "results.json")
+    text = mod.render(Results(tmp_path / "results.json"))
+    assert text == (mod.SYSTEM.folder / "RESULTS.md").read_text()
+    assert (tmp_path / "forest.png").read_bytes() == (mod.SYSTEM.folder / "forest.png").read_bytes()
+    if name == "floe":
+        assert stale() == []
+
+
+def test_a_budget_is_the_grid_value_whose_references_learn_the_most_cells(tmp_path):
+    from fedlab.evidence import budget
+    from fedlab.evidence.controls import above_chance
+
+    row = Planned("ref", None, ("x=1",), "reference")
+    learns = lambda prefix: [above_chance("ref", [f"{prefix}ref"], ["a", "b"],
+                                          lambda rec, t: rec["final"][f"acc/task_{t}"], lambda t: 0.5, 10)]
+    grid = budget.Grid("federation.lr", ("0.005", "0.002"), (row,), learns)
+    plan = budget.plan(grid)
+    assert [p.key for p in plan] == ["lr0.005/ref", "lr0.002/ref"]
+    assert plan[1].overrides == ("x=1", "data.evaluate_on=validation", "federation.lr=0.002")
+    r = Results(tmp_path / "results.json")
+
+    def put(key, seed, a, b):
+        r.records[f"{key}@seed{seed}"] = {"key": key, "seed": seed, "final": {"acc/task_a": a, "acc/task_b": b}}
+    for s in range(3):
+        put("lr0.005/ref", s, 0.9, 0.5)          # learns a, not b: 3 of 6 cells
+        put("lr0.002/ref", s, 0.9, 0.7 if s else 0.5)   # 5 of 6
+    assert budget.cells(r, grid) == {"0.005": (3, 6, 3), "0.002": (5, 6, 3)}
+    assert budget.chosen(r, grid) == "0.002"
+    put("lr0.005/ref", 0, 0.9, 0.9)
+    put("lr0.005/ref", 1, 0.9, 0.9)              # now 5 of 6 too: the tie keeps the value listed first
+    assert budget.chosen(r, grid) == "0.005"
+    del r.records["lr0.002/ref@seed2"]            # a row short of three seeds: no choice yet
+    assert budget.chosen(r, grid) is None
+    assert "No choice yet" in "\n".join(budget.section(r, grid, "Toy"))
+
+
+def test_a_task_no_reference_learns_in_any_seed_at_the_chosen_budget_leaves_the_claims(tmp_path):
+    from fedlab.evidence import budget
+    from fedlab.evidence.controls import above_chance
+
+    score = lambda rec, t: rec["final"][f"acc/task_{t}"]
+    learns = lambda prefix: [above_chance(name, [f"{prefix}{name}"], ["a", "b", "c"], score, lambda t: 0.5, 10)
+                             for name in ("llm", "slm")]
+    grid = budget.Grid("federation.lr", ("0.002",), (Planned("llm", None, (), "L"), Planned("slm", None, (), "S")),
+                       learns)
+    r = Results(tmp_path / "results.json")
+    for s in range(3):
+        for name, b in (("llm", 0.5), ("slm", 0.9 if s == 2 else 0.5)):
+            r.records[f"lr0.002/{name}@seed{s}"] = {"key": f"lr0.002/{name}", "seed": s,
+                                                     "final": {"acc/task_a": 0.9, "acc/task_b": b, "acc/task_c": 0.5}}
+    out = budget.unlearnt(r, grid)
+    assert list(out) == ["b", "c"]           # a: learnt; b: the slm learns it in seed 2, the llm in none; c: nobody
+    assert out["b"].startswith("the llm (chance + 10 points) clears the bar in no seed")
+    assert out["c"].startswith("the llm (chance + 10 points) and the slm (chance + 10 points) clear the bar")
+    assert "- **c**:" in "\n".join(budget.section(r, grid, "Toy"))
+    del r.records["lr0.002/slm@seed2"]       # before a choice nothing is left out
+    assert budget.unlearnt(r, grid) == {}

@@ -1,0 +1,96 @@
+"""An Alpaca-shaped public set from rows on disk (`data.public_path`), on rows the test writes."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fedlab.config import ConfigError, load_config
+from fedlab.data.federated import build_federated_data
+
+ROWS = [{"instruction": "Give three tips for staying healthy.", "input": "", "output": "Eat well, sleep, move."},
+        {"instruction": "Translate to French.", "input": "good morning", "output": "bonjour"},
+        {"instruction": "Name a prime number.", "output": "7"},            # no input key at all
+        {"instruction": "Sum the numbers.", "input": "2 and 3", "output": "5"}]
+
+
+def _cfg(*extra):
+    return load_config(None, ["data.tasks=[recall,topic]", "data.num_clients=2", "data.train_per_task=8",
+                              "data.test_per_task=4", *extra])
+
+
+@pytest.mark.parametrize("shape", ["jsonl", "json"])
+def test_public_rows_from_a_file_become_the_public_set(tmp_path, shape):
+    path = tmp_path / f"alpaca.{shape}"
+    path.write_text("\n".join(json.dumps(r) for r in ROWS) if shape == "jsonl" else json.dumps(ROWS))
+    data = build_federated_data(_cfg(f"data.public_path={path}", "data.public_size=4").data, 0)
+    assert [(e.prompt, e.target) for e in data.public] == [
+        ("instruction: Give three tips for staying healthy. response:", "Eat well, sleep, move."),
+        ("instruction: Translate to French. input: good morning response:", "bonjour"),
+        ("instruction: Name a prime number. response:", "7"),
+        ("instruction: Sum the numbers. input: 2 and 3 response:", "5")]
+    assert all(e.task == "public" and not e.is_choice for e in data.public)
+    two = [e.target for e in build_federated_data(_cfg(f"data.public_path={path}", "data.public_size=2").data, 0).public]
+    again = [e.target for e in build_federated_data(_cfg(f"data.public_path={path}", "data.public_size=2").data, 0).public]
+    assert len(two) == 2 and two == again                                   # seeded draw
+
+
+def test_bad_public_files_are_one_clear_line(tmp_path):
+    from fedlab.experiment import preflight
+
+    path = tmp_path / "alpaca.jsonl"
+    path.write_text(json.dumps(ROWS[0]) + "\n" + json.dumps({"instruction": "no answer"}) + "\n")
+    with pytest.raises(ConfigError, match=r"row 1 of .* lacks the text field\(s\) \['output'\]"):
+        preflight(_cfg(f"data.public_path={path}", "data.public_size=1"))
+    path.write_text("\n".join(json.dumps(r) for r in ROWS))
+    with pytest.raises(ConfigError, match="data.public_size: 5 is more than the 4 rows"):
+        preflight(_cfg(f"data.public_path={path}", "data.public_size=5"))
+    with pytest.raises(ConfigError, match="data.public_path: .* is not a file"):
+        preflight(_cfg(f"data.public_path={tmp_path}/missing.jsonl"))
+    with pytest.raises(ConfigError, match="data.public_path"):
+        _cfg(f"data.public_path={path}", "data.public_source=holdout")
+
+
+def test_the_paper_scale_heterogeneous_setting_builds_on_rows_the_test_writes(tmp_path):
+    """experiments/fedproxy/paper_hetero_llama2_7b.yaml: eight clients, one Hugging Face data set each, and the
+    Alpaca-shaped public file (rows the test writes, sizes scaled down)."""
+    from pathlib import Path
+
+    from test_hf_adapters import ROWS as HF_ROWS
+
+    cfg = load_config(Path(__file__).resolve().parents[2] / "experiments/fedproxy/paper_hetero_llama2_7b.yaml")
+    names = cfg.data.hf_tasks()
+    assert len(names) == 8 and cfg.data.partition == "by_task" and cfg.data.public_path
+    for n in names:
+        (tmp_path / "hf" / n).mkdir(parents=True)
+        for split in ("train", "test"):
+            (tmp_path / "hf" / n / f"{split}.jsonl").write_text("\n".join(json.dumps(HF_ROWS[n]) for _ in range(6)))
+    (tmp_path / "alpaca.json").write_text(json.dumps(ROWS))
+    cfg = load_config(Path(__file__).resolve().parents[2] / "experiments/fedproxy/paper_hetero_llama2_7b.yaml",
+                      [f"data.hf_dir={tmp_path}/hf", f"data.public_path={tmp_path}/alpaca.json", "data.public_size=3", "method.bi_samples=3",
+                       "data.train_per_task=6", "data.test_per_task=4"])
+    data = build_federated_data(cfg.data, 0)
+    assert [data.client_tasks(c) for c in range(8)] == [[n] for n in names]
+    assert len(data.public) == 3 and all(e.prompt.startswith("instruction: ") for e in data.public)
+
+
+def test_evaluate_on_validation_holds_training_rows_out_and_never_reads_the_test_set(monkeypatch):
+    """data.evaluate_on=validation (tune on a validation split): per task, validation_per_task
+    training rows replace the test set and leave the training pool; the test rows are not built."""
+    import fedlab.data.federated as fed
+
+    base = ["data.partition=iid", "data.train_per_task=8", "data.test_per_task=4"]
+    test_run = build_federated_data(_cfg(*base).data, 0)
+    calls = []
+    real = fed.task_examples
+    monkeypatch.setattr(fed, "task_examples", lambda t, split, *a: calls.append(split) or real(t, split, *a))
+    val_run = build_federated_data(_cfg(*base, "data.evaluate_on=validation", "data.validation_per_task=3").data, 0)
+    assert "test" not in calls
+    assert {t: len(v) for t, v in val_run.test.items()} == {"recall": 3, "topic": 3}
+    pooled_test_run = {e.prompt for e in test_run.pooled_train()}
+    held = {e.prompt for v in val_run.test.values() for e in v}
+    assert held <= pooled_test_run and not held & {e.prompt for e in val_run.pooled_train()}
+    assert len(val_run.pooled_train()) <= len(test_run.pooled_train()) - 6
+    assert not held & {e.prompt for v in test_run.test.values() for e in v}
+    with pytest.raises(ConfigError, match="data.validation_per_task"):
+        _cfg(*base, "data.evaluate_on=validation", "data.validation_per_task=8")
