@@ -26,6 +26,8 @@ def load_table(name: str, root: Path = EXPERIMENTS):
     path = next((p for p in (folder / "make_tables.py", folder / "make_table.py") if p.exists()), None)
     if path is None:
         raise FileNotFoundError(f"{folder}: no make_tables.py")
+    if str(folder) not in sys.path:     # its sibling modules (experiments/<name>/<name>_*.py), as a script sees them
+        sys.path.insert(0, str(folder))
     spec = importlib.util.spec_from_file_location(f"fedlab_table_{name}", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
