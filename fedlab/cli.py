@@ -424,27 +424,6 @@ def cmd_eval(args) -> int:
     return 0
 
 
-def cmd_profile(args) -> int:
-    """Floe's profile table for a config: memory and step latency per LoRA rank on this machine (cached)."""
-    from fedlab.config import load_config
-    from fedlab.methods.floe.profile import measured_profile
-
-    cfg = load_config(args.config, args.overrides)
-    ranks = getattr(cfg.method, "ranks", None) or [cfg.model.lora.r]
-    scale = getattr(cfg.method, "lora_scale", cfg.model.lora.alpha / cfg.model.lora.r)
-    prof = measured_profile(cfg, cfg.model.name, ranks, scale, refresh=args.force,
-                            log=lambda m: print(m, file=sys.stderr))
-    if args.out:
-        Path(args.out).write_text(prof.to_json())
-        print(f"wrote {args.out} (pin it with method.profile={args.out})", file=sys.stderr)
-    print(f"profile of {cfg.model.name} (batch {cfg.federation.batch_size} × {cfg.model.max_length} tokens, "
-          f"{cfg.backend.threads} thread(s)):")
-    print("| rank | memory MB | ms / step |\n|---|---|---|")
-    for r in prof.ranks:
-        print(f"| {r} | {prof.memory(r):.2f} | {1000 * prof.step(r):.2f} |")
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="fedlab", description="federated co-tuning of LLMs and SLMs")
     ap.add_argument("--debug", action="store_true", help="print the traceback of an internal error (also "
@@ -508,12 +487,12 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--heatmap", default=None)
     sw.add_argument("--storage", default="sweeps/results")
     sw.set_defaults(fn=cmd_sweep)
-    pf = sub.add_parser("profile", help="Floe: measure (or show the cached) memory and step latency per LoRA rank")
-    pf.add_argument("config")
-    pf.add_argument("overrides", nargs="*")
-    pf.add_argument("--force", action="store_true", help="measure again and replace the cached profile")
-    pf.add_argument("--out", default=None, help="also write the profile to this JSON file (for method.profile)")
-    pf.set_defaults(fn=cmd_profile)
+    from fedlab import registry
+
+    for c in registry.commands():          # the subcommands a method brings (Floe's `profile`)
+        cp = sub.add_parser(c.name, help=c.help)
+        registry.resolve(c.add_arguments)(cp)
+        cp.set_defaults(fn=lambda args, run=c.run: registry.resolve(run)(args))
     ui = sub.add_parser("ui", help="the MLflow UI on fedlab's store (prints the runs-table address)")
     ui.add_argument("--uri", default="sqlite:///mlruns/mlflow.db")
     ui.add_argument("--artifact-root", default="mlruns/artifacts")

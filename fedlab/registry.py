@@ -47,8 +47,39 @@ class MethodEntry:
         return _resolve(self.client_target)
 
 
+@dataclass(frozen=True)
+class CommandEntry:
+    """A `fedlab <name>` subcommand a method package brings: `add_arguments(parser)` declares its arguments and
+    `run(args) -> int` runs it (each a callable or "module:function", imported when the command is used)."""
+    name: str
+    help: str
+    add_arguments: object
+    run: object
+
+
 _METHODS: dict[str, MethodEntry] = {}
+_COMMANDS: dict[str, CommandEntry] = {}
 _LOADED = False
+
+
+def register_command(name: str, help: str, add_arguments, run) -> None:
+    """Register a `fedlab <name>` subcommand that belongs to a method (Floe's `profile`); the CLI lists it with
+    its own. Registering another command under a taken name is an error."""
+    known = _COMMANDS.get(name)
+    if known is not None and not (_same(known.add_arguments, add_arguments) and _same(known.run, run)):
+        raise ValueError(f"command {name!r} is already registered")
+    _COMMANDS[name] = CommandEntry(name, help, add_arguments, run)
+
+
+def commands() -> list[CommandEntry]:
+    """The subcommands method packages registered, by name."""
+    _load()
+    return [_COMMANDS[k] for k in sorted(_COMMANDS)]
+
+
+def resolve(target):
+    """A callable or class given as itself or as "module:name"."""
+    return _resolve(target)
 
 
 def _same(a, b) -> bool:

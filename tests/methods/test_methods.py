@@ -39,7 +39,6 @@ def test_every_method_runs_end_to_end(pico_zoo, tmp_path, method):
     rounds = [r["round"] for r in h.rounds]
     assert rounds == ([0] if method == "zeroshot" else [0, 1, 2])
     for r in h.rounds:
-        assert 0.0 <= r["acc/mean"] <= 1.0
         assert {"acc/client_0", "acc/client_1", "acc/task_recall", "acc/task_sentiment"} <= set(r)
     if method != "zeroshot":
         last = h.rounds[-1]

@@ -91,6 +91,28 @@ def test_runtime_names_no_method():
     assert found == []
 
 
+def test_nothing_outside_the_methods_imports_a_method():
+    """fedlab's code outside fedlab/methods/ reaches a method only through the registry (its config, classes and
+    CLI commands), never by importing its package."""
+    packages = {p.name for p in (PKG / "methods").iterdir() if (p / "__init__.py").exists()}   # not base.py, client.py
+    graph = import_graph()
+    found = sorted(f"{m} imports {d}" for m, deps in graph.items() if not m.startswith("fedlab.methods")
+                   for d in deps if d.startswith("fedlab.methods.") and d.split(".")[2] in packages)
+    assert found == []
+
+
+def test_a_method_brings_its_own_cli_command(capsys):
+    """Floe's `fedlab profile` is registered by the Floe package and reaches the CLI through the registry."""
+    from fedlab import registry
+    from fedlab.cli import build_parser
+
+    assert [c.name for c in registry.commands()] == ["profile"]
+    args = build_parser().parse_args(["profile", "experiments/floe/base.yaml", "--force"])
+    assert args.force and args.config == "experiments/floe/base.yaml" and callable(args.fn)
+    with pytest.raises(ValueError, match="command 'profile' is already registered"):
+        registry.register_command("profile", "another", "x:add", "x:run")
+
+
 def test_methods_ask_capabilities_not_backend_names():
     """Methods reach Ray only through the runtime (parties, backends), and nothing outside the backend registry
     compares a backend's name."""
