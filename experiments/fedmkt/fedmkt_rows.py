@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import functools
-import importlib.util
 from pathlib import Path
 
-from fedlab.evidence import Planned, Results
+from fedlab.evidence import Planned
 
 HERE = Path(__file__).resolve().parent
 TASKS = ["recall", "two_hop", "arithmetic", "category", "sentiment", "paraphrase", "entailment", "topic"]
@@ -15,13 +14,9 @@ def left_out() -> dict[str, str]:
     """{task: why}: the tasks a reference of the tables learns in no seed on validation data at the rate chosen
     there (`python experiments/fedmkt/budget.py`, `fedlab.evidence.budget.unlearnt`). They stay in the training
     data and in the tables, and leave every claim: its means and its controls read the other tasks."""
-    spec = importlib.util.spec_from_file_location("fedlab_table_fedmkt_budget", HERE / "budget.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    from fedlab.evidence.budget import unlearnt
+    from fedlab.evidence.budget import left_out as of_table
 
-    path = mod.OUT / "results.json"
-    return unlearnt(Results(path), mod.GRID) if path.is_file() else {}
+    return of_table(HERE)
 
 
 def scored() -> list[str]:

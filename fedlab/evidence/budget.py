@@ -73,6 +73,24 @@ def unlearnt(results, grid: Grid) -> dict[str, str]:
                f"at `{grid.key}={value}`" for t, who in never.items()}
 
 
+def left_out(folder) -> dict[str, str]:
+    """`unlearnt` of the table in `folder` (experiments/<system>), from its `budget.py` (which declares `GRID`
+    and `OUT`) and the records in `OUT/results.json`; {} when the table has no budget or no records yet."""
+    import importlib.util
+    from pathlib import Path
+
+    from fedlab.evidence.records import Results
+
+    script = Path(folder) / "budget.py"
+    if not script.is_file():
+        return {}
+    spec = importlib.util.spec_from_file_location(f"fedlab_budget_{Path(folder).name}", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    path = mod.OUT / "results.json"
+    return unlearnt(Results(path), mod.GRID) if path.is_file() else {}
+
+
 def section(results, grid: Grid, what: str) -> list[str]:
     """Markdown: per value, the cells its references learn, each control's status, and the choice."""
     from fedlab.evidence.controls import controls_table

@@ -270,7 +270,7 @@ def test_floe_claims_show_floe_minus_llm_base_per_task(tmp_path):
             r.records[f"{key}@seed{seed}"] = {"key": key, "seed": seed, "final": final}
     from fedlab.evidence.claims import claims_table
 
-    text = "\n".join(claims_table(r, mod.CLAIMS))
+    text = "\n".join(claims_table(r, mod.claims()))
     for t in mod.TASKS:
         assert f"| Floe above LLM-base, {t} (" in text
     row = next(ln for ln in text.splitlines() if ln.startswith("| Floe above LLM-base, sentiment (acc) |"))
@@ -357,7 +357,7 @@ def test_floe_claims_on_records_another_config_made_are_stale(tmp_path):
             r.records[f"{key}@seed{seed}"] = {"key": key, "seed": seed, "final": final}
     from fedlab.evidence.claims import assess
 
-    claim = next(c for c in mod.CLAIMS if c.claim == "Floe above LLM-base (acc)")
+    claim = next(c for c in mod.claims() if c.claim == "Floe above LLM-base (acc)")
     # hand-made records name no config, so another config made them: stale, however the control stands
     assert str(assess(r, claim, r.outdated(mod.plan())).verdict).startswith("stale (")
     assert not str(assess(r, claim, set()).verdict).startswith("stale")
