@@ -8,6 +8,8 @@ import pytest
 
 warnings.filterwarnings("ignore")
 
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture(scope="session", autouse=True)
 def fedlab_home(tmp_path_factory):
@@ -17,15 +19,17 @@ def fedlab_home(tmp_path_factory):
     return home
 
 
-# The `federation` marker: a test that runs a whole federation in its process (`run_federation`, in the test or
-# in a fixture it sets up first) must carry it, so `-m "not federation"` selects the fast unit-level tests. A
-# test that runs one without the marker fails and says so; FEDLAB_TEST_FEDERATIONS=<file> lists them instead.
+# The `federation` marker: a test whose body runs a whole federation in its process (`run_federation`) must
+# carry it, so `-m "not federation"` selects the fast unit-level tests; tests that run one in a subprocess or in
+# a fixture carry it too, by hand. A test body that runs one without the marker fails and says so;
+# FEDLAB_TEST_FEDERATIONS=<file> lists them instead. Only the call phase counts: a module fixture's run belongs
+# to whichever test xdist happens to set it up for.
 _CURRENT: list[str] = []
 _FEDERATIONS: set[str] = set()
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):
+def pytest_runtest_call(item):
     _CURRENT[:] = [item.nodeid]
     yield
     _CURRENT[:] = []

@@ -27,6 +27,7 @@ def trained_run(tmp_path_factory, pico_zoo):
     return next((tmp / "runs").iterdir())
 
 
+@pytest.mark.federation
 def test_the_exported_adapter_and_merged_model_give_fedlabs_logits(trained_run, tmp_path):
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
@@ -65,6 +66,7 @@ def test_export_refuses_what_is_not_a_run_in_one_line(tmp_path, capsys):
     assert "neither a run folder nor an MLflow run id" in capsys.readouterr().err
 
 
+@pytest.mark.federation
 def test_a_tracked_run_logs_its_model_as_a_peft_folder_in_mlflow(tmp_path, pico_zoo):
     """The MLflow run of `fedlab run` carries the trained model as an adapter folder (model/<role>/) with the
     manifest naming its base: what the UI's comparison leads to loads with PEFT."""
@@ -122,6 +124,7 @@ def _parties_load_with_fedlabs_logits(run: Path, out: Path) -> dict:
     return manifest
 
 
+@pytest.mark.federation
 def test_fedmkt_exports_its_llm_and_each_clients_slm(tmp_path, pico_zoo):
     from fedlab.models import zoo
 
@@ -142,6 +145,7 @@ def test_fedmkt_exports_its_llm_and_each_clients_slm(tmp_path, pico_zoo):
     assert sorted(json.loads((folder / "model" / "manifest.json").read_text())["parties"]) == ["llm", "slm_0", "slm_1"]
 
 
+@pytest.mark.federation
 def test_fedproxy_exports_its_proxy_over_its_own_blocks_and_the_fused_llm(tmp_path, pico_zoo):
     import contextlib
     import io
@@ -161,6 +165,7 @@ def test_fedproxy_exports_its_proxy_over_its_own_blocks_and_the_fused_llm(tmp_pa
     assert blocks(proxy["base"]) < blocks(llm["merged"])          # the proxy's base is the LLM's kept blocks
 
 
+@pytest.mark.federation
 def test_standalone_exports_each_clients_own_model(tmp_path, pico_zoo):
     import contextlib
     import io

@@ -30,6 +30,7 @@ OWN = {"elsa": ("model.name=pico-bert", "model.lora.target_modules=[query,value]
 NOT_LOADABLE = {"fedap": "its bottleneck adapters sit inside every block, modules no Hugging Face architecture has"}
 
 
+@pytest.mark.federation
 @pytest.mark.slow
 @pytest.mark.parametrize("method", [pytest.param(m, marks=pytest.mark.xfail(strict=True, reason=NOT_LOADABLE[m]))
                                     if m in NOT_LOADABLE else m for m in registry.method_names()])

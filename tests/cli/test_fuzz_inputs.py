@@ -238,6 +238,7 @@ def test_a_data_file_with_no_rows_or_not_text_names_the_file(tmp_path, content, 
         read_rows(tmp_path / "public.jsonl")
 
 
+@pytest.mark.federation
 def test_a_run_that_diverges_stops_in_one_line_and_fails_in_mlflow_with_the_reason(tmp_path):
     """A learning rate far too large: every client's update is non-finite, so the run stops at that round with
     one line naming the round, the clients and the setting to lower, and its MLflow run ends FAILED with the

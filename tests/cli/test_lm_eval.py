@@ -24,6 +24,7 @@ def trained_run(pico_zoo, tmp_path_factory):
     return cfg, run_experiment(cfg, progress=False), out
 
 
+@pytest.mark.federation
 def test_lm_eval_agrees_with_fedlab_zero_shot_and_after_training(trained_run, capsys):
     from fedlab.cli import main
 
@@ -70,6 +71,7 @@ def test_an_unknown_task_is_one_line(trained_run, tmp_path):
         evaluate_run(history.out_dir, ["fedlab_no_such_task"], tmp_path)
 
 
+@pytest.mark.federation
 def test_every_party_of_a_multi_party_run_is_scored(pico_zoo, tmp_path):
     """FedProxy exports the proxy (an adapter over its own blocks) and the fused LLM (whole weights): each is
     scored under its role, and the fused LLM's accuracy is the one the run logged for it."""

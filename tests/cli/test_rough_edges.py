@@ -55,6 +55,7 @@ def test_min_clients_above_the_number_of_clients_is_refused():
         load_config(ROOT / "experiments/baselines/fedavg_hetero.yaml", ["federation.min_clients=17"])
 
 
+@pytest.mark.federation
 def test_a_damaged_checkpoint_falls_back_to_the_previous_round_or_fails_in_one_line(pico_zoo, tmp_path):
     from fedlab.config import load_config
     from fedlab.experiment import run_experiment
@@ -101,6 +102,7 @@ def test_sweep_results_land_under_the_working_directory(tmp_path, monkeypatch):
     assert Path(parse_args(["sweep", "c.yaml"]).storage).resolve() == tmp_path / "sweeps" / "results"
 
 
+@pytest.mark.federation
 @pytest.mark.slow   # 18 s: starts a Ray cluster with `ray start` (default tier ≤ 10 min on 2 cores)
 def test_a_known_ray_cluster_is_not_joined_and_failed_runs_end_failed(pico_zoo, tmp_path, monkeypatch):
     ray = pytest.importorskip("ray")

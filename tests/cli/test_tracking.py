@@ -48,6 +48,7 @@ def finished_run(pico_zoo, tmp_path_factory):
     return tmp
 
 
+@pytest.mark.federation
 def test_run_is_in_mlflow_with_artifacts(finished_run):
     import mlflow
 

@@ -21,6 +21,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.federation
 @pytest.mark.slow
 def test_two_node_cluster_places_workers_on_both_nodes_with_in_process_numbers(pico_zoo, tmp_path, monkeypatch):
     ray = pytest.importorskip("ray")

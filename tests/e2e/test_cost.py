@@ -50,6 +50,7 @@ def test_the_budget_stops_before_a_round_that_would_pass_it():
     assert Budget(load_config(None, BASE), history).stop_after(ROUNDS[3]) is None     # no budget
 
 
+@pytest.mark.federation
 def test_a_run_ends_cleanly_at_its_budget_and_logs_its_cost_to_target(pico_zoo, tmp_path, capfd):
     full = _run(tmp_path / "full")
     per_round = full.rounds[1]["bytes/up"] + full.rounds[1]["bytes/down"]

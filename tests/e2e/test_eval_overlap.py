@@ -32,6 +32,7 @@ def _scores(h) -> dict:
                          or k == "eval/pending"] for r in h.rounds}
 
 
+@pytest.mark.federation
 def test_overlap_gives_the_in_line_scores_in_the_same_rounds(pico_zoo, tmp_path, capsys):
     import mlflow
 
@@ -74,6 +75,7 @@ def test_a_method_that_evaluates_its_own_way_evaluates_in_line(pico_zoo, tmp_pat
     assert "one core" in overlap.why_not(cfg, method)
 
 
+@pytest.mark.federation
 def test_a_run_killed_with_an_evaluation_beside_redoes_it_on_resume(pico_zoo, tmp_path, monkeypatch):
     """The checkpoint of round 2 was written while round 2 was being scored beside: resuming from it scores
     round 2 again (in line) and ends with the uninterrupted run's scores."""
@@ -131,6 +133,7 @@ def test_the_last_round_is_split_by_task_and_joined_in_the_clients_task_order(pi
     assert overlap.split_tasks({0: ["recall"], 1: ["recall"]}) == ([], ["recall"])
 
 
+@pytest.mark.federation
 def test_a_lost_evaluation_process_is_replaced_by_scoring_in_line(pico_zoo, tmp_path, monkeypatch, capsys):
     """The second process dies after its first answer: what it had not answered is scored in line, from the
     kept instructions, and the run ends with the in-line scores."""

@@ -25,6 +25,7 @@ def fault(kind, client, rnd=None, **kw):
     return f"{{kind: {kind}, client: {client}, round: {'null' if rnd is None else rnd}{extra}}}"
 
 
+@pytest.mark.federation
 def test_a_client_that_raises_costs_only_its_answer(pico_zoo, tmp_path, capfd):
     h = _run(tmp_path, f"faults=[{fault('raise', 1, 1)}]")
     r1, r2 = h.rounds[1], h.rounds[2]
@@ -33,12 +34,14 @@ def test_a_client_that_raises_costs_only_its_answer(pico_zoo, tmp_path, capfd):
     assert "client 1 failed: InjectedFault" in capfd.readouterr().err
 
 
+@pytest.mark.federation
 def test_too_few_answers_fail_the_round_with_a_clear_error(pico_zoo, tmp_path):
     faults = ", ".join(fault("raise", c, 1) for c in (0, 1, 2))
     with pytest.raises(FederationError, match=r"only 1 of 4 clients .*federation.min_clients=2"):
         _run(tmp_path, f"faults=[{faults}]", "federation.min_clients=2")
 
 
+@pytest.mark.federation
 @pytest.mark.parametrize("kind, reason", [
     ("nan", "non-finite values"),
     ("wrong_keys", "wrong keys"),
@@ -54,6 +57,7 @@ def test_bad_uploads_are_rejected_with_a_reason(pico_zoo, tmp_path, capfd, kind,
     assert torch.isfinite(torch.tensor(r1["acc/mean"]))
 
 
+@pytest.mark.federation
 def test_a_hanging_client_is_dropped_after_the_timeout_inprocess(pico_zoo, tmp_path):
     import time
 
@@ -64,6 +68,7 @@ def test_a_hanging_client_is_dropped_after_the_timeout_inprocess(pico_zoo, tmp_p
     assert h.rounds[1]["clients/failed"] == 1 and h.rounds[2]["clients/failed"] == 0
 
 
+@pytest.mark.federation
 @pytest.mark.slow   # 44 s: waits out a hung Ray worker; the other fault kinds stay in the default tier (default tier ≤ 10 min on 2 cores)
 def test_ray_hang_and_death_recreate_the_worker(pico_zoo, tmp_path, capfd):
     h = _run(tmp_path, "backend.name=ray", "backend.num_cpus=2", "backend.num_workers=2", "federation.rounds=3",
@@ -123,6 +128,7 @@ def test_robust_kernels_by_hand():
     assert torch.equal(tau, before)
 
 
+@pytest.mark.federation
 def test_fedavg_with_median_contains_an_attacker_end_to_end(pico_zoo, tmp_path):
     attack = f"faults=[{fault('sign_flip', 3, None, scale=20.0)}]"
     honest = _run(tmp_path / "h", "federation.rounds=1")
@@ -151,6 +157,7 @@ class _CountingBackend:
         return self.inner.stream(kind, instructions)
 
 
+@pytest.mark.federation
 def test_a_registered_backend_runs_without_edits_and_its_capabilities_decide(pico_zoo, tmp_path):
     from fedlab.runtime import capabilities
 

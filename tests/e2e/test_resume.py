@@ -48,6 +48,7 @@ FLOE_PROFILE = ('{"ranks": [2, 4, 8], "memory_mb": {"2": 10.0, "4": 20.0, "8": 4
                 '"step_s": {"2": 0.01, "4": 0.02, "8": 0.04}, "meta": {}}')
 
 
+@pytest.mark.federation
 @pytest.mark.slow
 @pytest.mark.parametrize("kill_after_round, method", [(0, "standalone"), (2, "standalone"), (1, "floe-async")])
 def test_sigkill_mid_round_then_resume_matches_an_uninterrupted_run(pico_zoo, tmp_path, kill_after_round, method):

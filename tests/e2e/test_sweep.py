@@ -10,6 +10,7 @@ from conftest import PICO
 pytest.importorskip("ray")
 
 
+@pytest.mark.federation
 @pytest.mark.slow   # 60 s: two Ray Tune sweeps; the seed summary, identity and script tests stay in the default tier (default tier ≤ 10 min on 2 cores)
 def test_sweep_children_failure_resume_and_outputs(pico_zoo, tmp_path):
     import mlflow
@@ -70,6 +71,7 @@ def test_htiess_grid_script_rejects_bad_heatmap_axes(capsys, monkeypatch):
     assert "--heatmap" in capsys.readouterr().err
 
 
+@pytest.mark.federation
 @pytest.mark.slow   # ~25 s; the default tier keeps the sweep failure/resume test
 def test_a_failing_trial_is_retried_within_the_sweep(pico_zoo, tmp_path):
     import ray
@@ -136,6 +138,7 @@ def test_htiess_grid_runs_every_point_over_three_seeds_and_prints_their_interval
     assert htiess_grid.main(["--seeds", "0"]) == 2
 
 
+@pytest.mark.federation
 @pytest.mark.slow
 def test_a_sweep_stopped_by_a_signal_ends_in_one_line_with_its_runs_killed(pico_zoo, tmp_path):
     """Ctrl-C (or SIGTERM, turned into Tune's graceful stop) during trials: one line with the resume

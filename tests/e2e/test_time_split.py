@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from conftest import PICO
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = PICO + ["method.name=fedavg", "data.partition=iid", "data.num_clients=3", "data.tasks=[recall,sentiment]"]
 
 
+@pytest.mark.federation
 def test_the_time_split_covers_the_run_and_reaches_mlflow(pico_zoo, tmp_path):
     import mlflow
 
@@ -34,6 +37,7 @@ def test_the_time_split_covers_the_run_and_reaches_mlflow(pico_zoo, tmp_path):
     assert logged["time/total_clients"] == parts["time/total_clients"]
 
 
+@pytest.mark.federation
 def test_fedlab_run_prints_the_time_split(pico_zoo, tmp_path, capsys):
     from fedlab.cli import main
 

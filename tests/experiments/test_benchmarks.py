@@ -38,6 +38,7 @@ def test_per_tensor_baselines_agree_with_the_kernels():
     assert torch.equal(pt_conflict_scores(chunks), conflict_scores(tau))
 
 
+@pytest.mark.federation
 @pytest.mark.slow   # 22 s: the slowest benchmark smoke test runs in the slow tier (default tier ≤ 10 min)
 def test_train_step_and_memory_benchmarks_run(pico_zoo):
     out = _run("benchmarks/train_step.py", "--model", "pico-llama", "--steps", "3", "--trials", "1")
@@ -46,12 +47,14 @@ def test_train_step_and_memory_benchmarks_run(pico_zoo):
     assert "peak RSS" in out
 
 
+@pytest.mark.federation
 @pytest.mark.slow
 def test_round_overhead_benchmark_runs():
     out = _run("benchmarks/round_overhead.py", "--rounds", "3", timeout=1200)
     assert "fedlab ray" in out
 
 
+@pytest.mark.federation
 @pytest.mark.slow   # 7 s; tests/unit/test_eval.py checks the two scorers agree (default tier ≤ 10 min on 2 cores)
 def test_eval_speed_benchmark_runs(pico_zoo):
     out = _run("benchmarks/eval_speed.py", "--model", "pico-llama", "--n", "8", "--threads", "1")
@@ -85,12 +88,14 @@ SMALL = ["model.name=pico-llama", "data.tasks=[recall,sentiment]", "data.num_cli
          "data.test_per_task=8", "data.public_size=8", "federation.rounds=1"]
 
 
+@pytest.mark.federation
 @pytest.mark.slow   # two worker processes start torch: ~30 s
 def test_seeds_parallel_benchmark_gives_identical_numbers(pico_zoo):
     out = _run("benchmarks/seeds_parallel.py", "--seeds", "0,1", "--jobs", "2", *SMALL)
     assert "final metrics identical in every seed: yes" in out and "2 at a time" in out
 
 
+@pytest.mark.federation
 @pytest.mark.slow
 def test_platform_share_benchmark_runs(pico_zoo):
     out = _run("benchmarks/platform_share.py", *SMALL)
@@ -103,6 +108,7 @@ def test_numerics_pin_benchmark_runs():
     assert "pinned  (AVX2)" in out and "pinned / native:" in out
 
 
+@pytest.mark.federation
 @pytest.mark.slow   # 36 s: the GPU suite's own smoke run (default tier ≤ 10 min on 2 cores)
 def test_gpu_suite_runs_on_the_cpu_at_smoke_size(fedlab_home, tmp_path):
     """benchmarks/gpu_suite.py end to end on tiny sizes: every section ends ok and its numbers land in the

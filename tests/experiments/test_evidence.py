@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SMALL = [*PICO, "data.num_clients=2", "data.tasks=[recall,sentiment]", "method.name=fedavg", "federation.lr=0.01"]
 
 
+@pytest.mark.federation
 @pytest.mark.slow   # 22 s; seeds in workers stay in the default tier (test_seeds_in_parallel_give_the_sequential_numbers) (default tier ≤ 10 min on 2 cores)
 def test_seeds_run_under_one_parent_and_report_groups_them(pico_zoo, tmp_path):
     import mlflow
@@ -78,6 +79,7 @@ def test_the_zoo_rebuilds_the_same_and_never_reuses_a_stale_entry(tmp_path, monk
         zoo.fingerprint.cache_clear()
 
 
+@pytest.mark.federation
 def test_runner_records_name_the_weights(pico_zoo, tmp_path):
     from fedlab.evidence.runner import Planned, Results, execute
 
@@ -95,6 +97,7 @@ def test_runner_records_name_the_weights(pico_zoo, tmp_path):
     assert ("diff" in rec) == (env["clean"] is False)      # a dirty tree's record names its kept diff
 
 
+@pytest.mark.federation
 def test_seeds_in_parallel_give_the_sequential_numbers(pico_zoo, tmp_path):
     from fedlab.config import load_config
     from fedlab.seeds import run_seeds

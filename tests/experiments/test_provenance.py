@@ -57,6 +57,7 @@ def _plan(tmp_path):
 DIRTY = {"commit": "c" * 40, "clean": False, "changed": ["fedlab/x.py"], "diff": "--- a/fedlab/x.py\n+++ b/x\n"}
 
 
+@pytest.mark.federation
 def test_a_table_refuses_a_dirty_tree_and_keeps_the_diff_when_allowed(pico_zoo, tmp_path, monkeypatch, capsys):
     from fedlab.evidence import provenance
     from fedlab.evidence.runner import DirtyTree, Results, execute, run_table
@@ -108,6 +109,7 @@ def test_a_table_in_another_fedlab_checkout_is_refused(pico_zoo, repo, tmp_path,
     assert not (folder / "results.json").exists()
 
 
+@pytest.mark.federation
 def test_a_record_of_other_numerics_is_stale(pico_zoo, tmp_path):
     from fedlab.evidence.records import stale_numerics
     from fedlab.evidence.runner import Results, execute
@@ -127,6 +129,7 @@ def test_a_record_of_other_numerics_is_stale(pico_zoo, tmp_path):
     assert stale_numerics(results.records["t/zeroshot@seed0"])
 
 
+@pytest.mark.federation
 def test_a_run_tags_its_environment_in_mlflow(pico_zoo, tmp_path, tracking_overrides):
     import mlflow
 

@@ -153,6 +153,7 @@ def _run(tmp_path, *extra, base=HETERO):
     return run_experiment(load_config(None, base + [f"output_dir={tmp_path}/runs", *extra]), progress=False)
 
 
+@pytest.mark.federation
 def test_coplms_end_to_end_uploads_only_the_dpm_lora(hetero_zoo, tmp_path, monkeypatch):
     from fedlab.comm.messages import FitRes
     from fedlab.methods.coplms import client as coplms_client
@@ -226,6 +227,7 @@ def test_dst_adapters_train_and_never_leave_the_device(hetero_zoo, tmp_path, tar
     assert any(not torch.equal(res.state[k], server_lora[k]) for k in res.state)   # SAML moved the DPM LoRA
 
 
+@pytest.mark.federation
 def test_coplms_same_numbers_on_both_backends(hetero_zoo, tmp_path):
     a = _run(tmp_path / "a", "federation.rounds=1")
     b = _run(tmp_path / "b", "federation.rounds=1", "backend.name=ray", "backend.num_cpus=2")
@@ -233,6 +235,7 @@ def test_coplms_same_numbers_on_both_backends(hetero_zoo, tmp_path):
         assert a.rounds[-1][key] == pytest.approx(b.rounds[-1][key], rel=1e-6), key
 
 
+@pytest.mark.federation
 def test_ablations_drop_what_they_name(hetero_zoo, tmp_path):
     no_dst = _run(tmp_path / "d", "method.name=coplms_no_dst", "federation.rounds=1")
     assert "dst/task" not in no_dst.rounds[1] and "saml/kt_dpm" in no_dst.rounds[1]
@@ -269,12 +272,14 @@ def test_bad_coplms_configs_name_the_key(override, needle):
         load_config(None, HETERO + override)
 
 
+@pytest.mark.federation
 def test_a_dpm_without_the_llms_tokenizer_is_one_line(hetero_zoo, tmp_path):
     with pytest.raises(ConfigError, match="method.dpm_init.*tokenizer"):
         _run(tmp_path, "method.dpm_init=pico-gpt2")
 
 
 # ------------------------------------------------------------------ baselines and data
+@pytest.mark.federation
 def test_fedap_trains_and_sends_only_bottleneck_adapters(hetero_zoo, tmp_path):
     from fedlab.runtime.resident import get_resident
     from fedlab.transforms import transform
@@ -291,6 +296,7 @@ def test_fedap_trains_and_sends_only_bottleneck_adapters(hetero_zoo, tmp_path):
     assert h.rounds[1]["bytes/up"] < 3 * per_client + 3 * 1500
 
 
+@pytest.mark.federation
 def test_fedcollm_returns_each_device_its_distilled_lora(hetero_zoo, tmp_path):
     h = _run(tmp_path, "method.name=fedcollm", "method.topk=4", "federation.rounds=1", base=BASE)
     r = h.rounds[1]
@@ -329,6 +335,7 @@ def test_generative_means_per_client_and_overall():
     assert "rougeL/client_0" not in server_summary({0: EvalRes(0, 1, {"rougeL/a": 0.5})})
 
 
+@pytest.mark.federation
 def test_coplms_resumes_after_a_crash_with_the_devices_state(hetero_zoo, tmp_path, monkeypatch):
     """A run that dies in round 2 resumes from round 1's checkpoint — the DPM LoRA, the LLM's LoRA and each
     device's adapters and SLM LoRA — and ends where an uninterrupted run ends."""
@@ -412,6 +419,7 @@ def test_the_dpm_lora_keeps_alpha_over_r(hetero_zoo):
     assert layers and all(m.lora_A["default"].weight.shape[0] == 2 and m.scaling["default"] == 16 / 8 for m in layers)
 
 
+@pytest.mark.federation
 def test_the_server_runs_dst_on_its_data_before_server_saml(hetero_zoo, tmp_path, monkeypatch):
     """The server's DPM trains its own domain adapters on D^s (DST) before server SAML, keeps them
     (never in the broadcast), and is scored with them."""
@@ -458,6 +466,7 @@ def test_the_server_runs_dst_on_its_data_before_server_saml(hetero_zoo, tmp_path
     assert seen["saml_moved_adapters"] is False                         # server SAML leaves them as DST made them
 
 
+@pytest.mark.federation
 def test_the_broadcast_is_the_post_saml_dpm_lora_of_a_uniform_average(hetero_zoo, tmp_path, monkeypatch):
     """Round r's uploads are averaged uniformly over the devices (not by their data sizes), server SAML moves
     that average, and round r+1 sends the devices the post-SAML DPM LoRA, not the plain average."""
@@ -621,6 +630,7 @@ def test_each_side_of_saml_learns_only_through_its_own_model():
     assert b.table.weight.grad.abs().sum() > 0 and a.table.weight.grad is None
 
 
+@pytest.mark.federation
 def test_saml_weights_alpha_on_the_dpm_and_beta_on_the_other_model(hetero_zoo, tmp_path, monkeypatch):
     """On a device the DPM (model a) learns from the SLM with weight α and the SLM (model b) from the
     DPM with β; on the server the DPM with α and the LLM with β. Swapping them anywhere fails here."""
@@ -727,6 +737,7 @@ def test_sweep_table_reads_table_1s_row_as_the_default_point(tmp_path):
                                                     [" 0.5 ", " 50.0 ± 0.0 "], [" 0.84 ", " 60.0 ± 0.0 "]]
 
 
+@pytest.mark.federation
 def test_coplms_exports_the_llm_the_dpm_and_each_devices_slm(hetero_zoo, tmp_path):
     """Without domain adapters every party loads with PEFT with fedlab's logits: the LLM, the DPM over the
     distilled proxy (its base written beside it) and each device's SLM."""

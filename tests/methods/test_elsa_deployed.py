@@ -92,6 +92,7 @@ def test_the_scored_split_path_is_the_pipeline_with_a_live_edge(bert_home, tmp_p
         assert torch.equal(full.model(**args).logits, whole)
 
 
+@pytest.mark.federation
 def test_the_uncompressed_split_model_learns_an_iid_pico_task_and_ssop_alone_stays_near_it(bert_home, tmp_path):
     """Positive control: Vanilla (ρ = 1, no SS-OP) ends ≥ 0.25 above chance (topic: 0.25); its link is the identity,
     so its split path is scored by the whole model's computation (the test above shows the two agree bit for bit)
@@ -139,6 +140,7 @@ def test_the_codec_per_step_hashes_and_the_noise_control(tmp_path):
     assert not torch.equal(noise.pack(x, 1, 0, "grad-up"), wire)  # each transfer draws its own noise
 
 
+@pytest.mark.federation
 def test_simple_sl_trains_one_shared_theta2_and_differs_from_fedavg(bert_home, tmp_path):
     from fedlab.experiment import run_experiment
     from fedlab.methods.elsa.edge import EdgeServer
@@ -233,6 +235,7 @@ def test_trust_against_label_entropy_by_hand():
     assert math.isnan(trust_entropy_spearman(np.array([0.5, 0.5, 0.5]), [one, half, third]))
 
 
+@pytest.mark.federation
 @pytest.mark.slow
 def test_trust_ranks_the_flipped_clients_lowest_on_an_iid_split(tmp_path):
     """The trust positive control (fedlab/methods/elsa/README.md: on an iid split the mislabeled clients

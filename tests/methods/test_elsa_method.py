@@ -235,6 +235,7 @@ def test_bad_input_is_one_line_and_writes_nothing(bert_home, tmp_path, extra, ke
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.federation
 def test_elsa_same_numbers_on_both_backends_and_trains(bert_home, tmp_path):
     ray = pytest.importorskip("ray")
     from fedlab.experiment import run_experiment
@@ -252,6 +253,7 @@ def test_elsa_same_numbers_on_both_backends_and_trains(bert_home, tmp_path):
     assert a.rounds[0]["server/groups"] >= 1 and "server/trust_client_0" in a.rounds[0]
 
 
+@pytest.mark.federation
 def test_the_xi_rule_stops_the_run_and_the_last_round_is_evaluated(bert_home, tmp_path):
     from fedlab.experiment import run_experiment
 
@@ -273,6 +275,7 @@ def test_fedams_warns_when_its_server_step_dwarfs_fedavgs():
     assert server_step_warning(ElsaConfig(server_opt="none", server_lr=1.0)) is None
 
 
+@pytest.mark.federation
 def test_elsa_resumes_after_a_crash_with_the_clients_rotations(bert_home, tmp_path, monkeypatch, capfd):
     """A run that dies in round 2 resumes from round 1's checkpoint — θ_g, trust, grouping, the FedAMS
     moments and each client's SS-OP rotation — and ends where an uninterrupted run ends. (Its η = 1 under
@@ -454,6 +457,7 @@ def test_the_trust_terms_table_says_which_term_ranks_the_mislabelled_clients_low
     assert mod.trust_terms_section(Results(tmp_path / "old.json")) == []
 
 
+@pytest.mark.federation
 @pytest.mark.slow
 def test_elsa_runs_on_hugging_face_rows_of_its_papers_data_sets(bert_home, tmp_path):
     """AG_News (4 topics) and CB (3 NLI labels) from rows shaped like the Hub's, through data.hf_dir."""
@@ -475,6 +479,7 @@ def test_elsa_runs_on_hugging_face_rows_of_its_papers_data_sets(bert_home, tmp_p
     assert all(round(8 * h.final[f"acc/task_{t}"], 6).is_integer() for t in ("ag_news", "cb"))   # 8 test rows
 
 
+@pytest.mark.federation
 def test_fedcada_baseline_carries_the_moments_and_counts_their_bytes(bert_home, tmp_path):
     from fedlab.experiment import run_experiment
 
@@ -486,6 +491,7 @@ def test_fedcada_baseline_carries_the_moments_and_counts_their_bytes(bert_home, 
     assert b.final["loss/task_client_0"] != a.final["loss/task_client_0"]
 
 
+@pytest.mark.federation
 @pytest.mark.slow
 def test_fedcada_same_numbers_on_both_backends(bert_home, tmp_path):
     ray = pytest.importorskip("ray")
@@ -513,6 +519,7 @@ def test_fedavgm_server_step_by_hand():
     torch.testing.assert_close(out2["w"], torch.tensor([2.5, 0.0]))
 
 
+@pytest.mark.federation
 def test_cosine_lr_schedule_reaches_the_clients_and_the_edges_optimisers(bert_home, tmp_path, monkeypatch):
     """method.lr_schedule=cosine: round g of G trains at lr·½(1 + cos(π (g − 1)/G)) on both ends of the link."""
     import math
@@ -545,6 +552,7 @@ def test_cosine_lr_schedule_reaches_the_clients_and_the_edges_optimisers(bert_ho
         assert all(got[g] == pytest.approx(want[g]) for g in want), (side, got, want)
 
 
+@pytest.mark.federation
 @pytest.mark.parametrize("client_opt", ["adamw", "sgd"])
 def test_cosine_lr_schedule_reaches_adamw_and_sgd_on_both_ends(bert_home, tmp_path, monkeypatch, client_opt):
     """The same schedule on the other optimiser paths: the client's Lightning module and the edge build AdamW
@@ -876,6 +884,7 @@ def test_logit_adjusted_loss_by_hand():
     assert ClassificationLoss()(None, batch, out).item() == pytest.approx(-math.log(1 / (math.e ** 2 + 1)), rel=1e-5)
 
 
+@pytest.mark.federation
 def test_logit_adjust_trains_each_client_with_its_own_class_prior(bert_home, tmp_path, monkeypatch):
     """method.logit_adjust=τ: every split step's loss carries τ·log π_n of the training client's own labels
     (and with τ = 0 no prior at all)."""
@@ -913,6 +922,7 @@ def test_logit_adjust_trains_each_client_with_its_own_class_prior(bert_home, tmp
     assert seen and all(p is None for p in seen)
 
 
+@pytest.mark.federation
 def test_paired_divergence_sets_the_trust_and_each_terms_ranking_is_logged(bert_home, tmp_path, monkeypatch):
     """method.divergence=paired: the cloud's R̂ is the paired divergence of the clients' probe predictions, trust is
     exp(−entropy − mean R̂) of exactly those, and each term's own ranking of the mislabeled client is logged."""
@@ -946,6 +956,7 @@ def test_paired_divergence_sets_the_trust_and_each_terms_ranking_is_logged(bert_
         assert first[f"server/trust/recall_at_m_{term}"] == want["trust/recall_at_m"]
 
 
+@pytest.mark.federation
 def test_elsa_exports_its_whole_model_merged_with_fedlabs_logits(bert_home, tmp_path):
     """`fedlab export`: the parts joined and merged into an encoder folder transformers loads and a head beside it;
     the README's rule (head over the mean-pooled last layer) gives fedlab's logits."""

@@ -79,6 +79,7 @@ def _run(tmp_path, *extra):
     return run_experiment(load_config(None, HETERO + [f"output_dir={tmp_path}/runs", *extra]), progress=False)
 
 
+@pytest.mark.federation
 def test_fedmkt_heterogeneous_end_to_end(hetero_zoo, tmp_path):
     h = _run(tmp_path)
     r0, r1, r2 = h.rounds
@@ -100,6 +101,7 @@ def test_fedmkt_heterogeneous_end_to_end(hetero_zoo, tmp_path):
     assert any(r2[f"acc/client_{c}"] != r0[f"acc/client_{c}"] for c in range(4))
 
 
+@pytest.mark.federation
 def test_fedmkt_same_numbers_on_both_backends(hetero_zoo, tmp_path):
     a = _run(tmp_path / "a", "federation.rounds=1")
     b = _run(tmp_path / "b", "federation.rounds=1", "backend.name=ray", "backend.num_cpus=2")
@@ -107,6 +109,7 @@ def test_fedmkt_same_numbers_on_both_backends(hetero_zoo, tmp_path):
         assert a.rounds[-1][key] == pytest.approx(b.rounds[-1][key], rel=1e-6), key
 
 
+@pytest.mark.federation
 def test_llm2slm_keeps_the_llm_frozen(hetero_zoo, tmp_path):
     h = _run(tmp_path, "method.name=llm2slm", "model.clients=[pico-opt]", "data.num_clients=1")
     assert h.rounds[0]["llm/acc/mean"] == h.rounds[-1]["llm/acc/mean"]
@@ -136,6 +139,7 @@ def test_holdout_public_set_is_a_labelled_fifth_of_each_task():
     assert all(e.target for e in data.public)            # labelled: L2's λ·CE(labels) has targets
 
 
+@pytest.mark.federation
 def test_standalone_accepts_the_uploads_of_heterogeneous_clients(hetero_zoo, tmp_path):
     h = _run(tmp_path, "method.name=standalone", "federation.rounds=1")
     assert h.rounds[1]["rejected"] == 0 and h.rounds[1]["clients/ok"] == 4

@@ -26,6 +26,7 @@ def test_pcr_penalty_by_hand():
     assert torch.allclose(params.grad, torch.tensor([2.0, 0.0, 2.0]))
 
 
+@pytest.mark.federation
 def test_fedproxy_runs_with_pcr_and_logs_server_analysis(pico_zoo, tmp_path):
     h = _run(tmp_path, "method.pcr_lambda=1.0")
     r1, r2 = h.rounds[1], h.rounds[2]
@@ -156,6 +157,7 @@ def test_offsite_family_layout_and_plug_in(pico_zoo, tmp_path, method, extra, lo
             assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
 
 
+@pytest.mark.federation
 def test_fedbiot_sends_the_realigned_emulator(pico_zoo, tmp_path):
     h = _run(tmp_path, "method.name=fedbiot", "method.adapter_front=0", "method.adapter_back=2")
     r1, r2 = h.rounds[1], h.rounds[2]
@@ -168,6 +170,7 @@ def test_offsite_adapters_must_leave_a_middle():
         load_config(None, ["method.name=fedot", "model.name=pico-llama"])
 
 
+@pytest.mark.federation
 def test_server_step_size_scales_the_global_delta(pico_zoo, tmp_path):
     """η_g = 1 is the paper (Δ applied as it is); η_g = 2 moves φ twice as far in round 1 (same client
     updates: round 1 starts from the same φ⁰); `denominator: all` is accepted and runs."""

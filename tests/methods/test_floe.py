@@ -48,6 +48,7 @@ def _classes(cfg):
     return [c.name for c in assign_classes(4, cfg.method.devices, cfg.seed)]
 
 
+@pytest.mark.federation
 def test_floe_ranks_follow_algorithm_1_on_a_pinned_profile(pico_zoo, tmp_path, profile_file):
     from fedlab.experiment import run_experiment
 
@@ -67,6 +68,7 @@ def test_floe_ranks_follow_algorithm_1_on_a_pinned_profile(pico_zoo, tmp_path, p
     assert r1["server/clusters/num"] >= 1 and "acc/mean" in r1
 
 
+@pytest.mark.federation
 def test_floe_without_rank_selection_drops_the_devices_that_cannot_fit_r_max(pico_zoo, tmp_path, profile_file):
     from fedlab.experiment import run_experiment
 
@@ -79,6 +81,7 @@ def test_floe_without_rank_selection_drops_the_devices_that_cannot_fit_r_max(pic
         _cfg(tmp_path, profile_file, "method.rank_selection=true", method="floe_no_rank")
 
 
+@pytest.mark.federation
 @pytest.mark.parametrize("extra", [
     ("method.llm=pico-llama", "method.fusion_eval_per_task=2", "method.fusion_positions=16", "method.dp=dpsgd"),
     pytest.param(("method.mode=async", "method.llm=null"), marks=pytest.mark.slow)],   # default tier ≤ 10 min
@@ -186,6 +189,7 @@ def test_opacus_per_example_gradients_average_to_the_batch_gradient(pico_zoo):
     assert not any(hasattr(p, "grad_sample") for p in pm.parameters())
 
 
+@pytest.mark.federation
 def test_floe_with_dpsgd_reports_epsilon_like_the_accountant(pico_zoo, tmp_path, profile_file):
     from opacus.accountants import RDPAccountant
 
@@ -239,6 +243,7 @@ def test_mixture_state_is_the_gated_sum_of_expert_products():
         mixture_state(centres, [0.5, 0.5], {"A": 0, "B": 1})
 
 
+@pytest.mark.federation
 def test_floe_routes_each_test_prompt_over_the_expert_pool(pico_zoo, tmp_path, profile_file):
     from fedlab.experiment import run_experiment
 
@@ -268,6 +273,7 @@ def test_floe_routes_each_test_prompt_over_the_expert_pool(pico_zoo, tmp_path, p
 ASYNC = ["method.mode=async", "method.deadline=0.06", "method.cluster=false", "federation.rounds=2"]
 
 
+@pytest.mark.federation
 def test_async_windows_and_staleness_weights_by_hand(pico_zoo, tmp_path, profile_file):
     from fedlab.experiment import run_experiment
 
@@ -291,6 +297,7 @@ def test_async_windows_and_staleness_weights_by_hand(pico_zoo, tmp_path, profile
         assert r2[f"server/async_weight_client_{c}"] == pytest.approx(1 / 6)
 
 
+@pytest.mark.federation
 def test_async_resumes_with_its_pending_updates(pico_zoo, tmp_path, profile_file, monkeypatch):
     from fedlab.experiment import run_experiment
     from fedlab.methods.floe.method import Floe
@@ -420,6 +427,7 @@ def test_a_flagged_prompt_makes_no_llm_call_in_fusion(pico_zoo):
     assert len(calls) == fusion.stats["llm_calls"] > 0
 
 
+@pytest.mark.federation
 def test_floe_end_to_end_with_fusion(pico_zoo, tmp_path, profile_file):
     from fedlab.experiment import run_experiment
 
@@ -455,6 +463,7 @@ def test_same_tokenizer_zoo_models_share_their_vocabulary(pico_zoo):
     assert load_tokenizer("pico-gpt2").get_vocab() != load_tokenizer("pico-llama").get_vocab()
 
 
+@pytest.mark.federation
 def test_llm_fedavg_proxy_tunes_the_llm_with_the_averaged_slm(pico_zoo, tmp_path):
     import torch
 
@@ -511,6 +520,7 @@ def test_cluster_average_uses_true_ranks_and_keeps_components_no_member_has():
     assert torch.allclose(kept["A"][:2], 1.5 * torch.ones(2, 3)) and torch.equal(kept["A"][2:], expert["A"][2:])
 
 
+@pytest.mark.federation
 def test_floe_plots_the_rank_of_every_client_per_round(pico_zoo, tmp_path, profile_file):
     from fedlab.experiment import run_experiment
 
@@ -545,6 +555,7 @@ def test_the_sync_pool_keeps_the_experts_of_clusters_that_sat_a_round_out(pico_z
     assert all(torch.allclose(floe.centres[0][k], base[k] + 0.8) for k in base)   # mean of 0.3 and 1.3
 
 
+@pytest.mark.federation
 def test_floe_exports_its_experts_router_and_fusion_gate(pico_zoo, tmp_path, profile_file):
     """`fedlab export`: every expert of the pool as a PEFT adapter with fedlab's logits, the router's Γ_j (one row
     per expert) and settings, the trained fusion gate that loads into FusionGate with the run's w, and a README."""

@@ -70,6 +70,7 @@ def test_fixed_clusters_gives_exactly_m():
     assert fixed_clusters(x, 1).num_clusters == 1 and fixed_clusters(x, 9).num_clusters == 6
 
 
+@pytest.mark.federation
 def test_llm_fedmoe_trains_a_dense_top3_router_and_proxy_tunes_the_llm(pico_zoo, tmp_path, profile_file):
     from fedlab.experiment import run_experiment
     from fedlab.models import zoo
@@ -90,6 +91,7 @@ def test_llm_fedmoe_trains_a_dense_top3_router_and_proxy_tunes_the_llm(pico_zoo,
     assert not (tmp_path / "bad").exists()
 
 
+@pytest.mark.federation
 def test_floe_fusion_logs_the_weight_and_latency_figures(pico_zoo, tmp_path, profile_file):
     from fedlab.experiment import run_experiment
 
@@ -156,6 +158,7 @@ def test_the_router_finds_each_prompts_own_expert_on_separable_data():
     assert float(torch.nn.functional.cosine_similarity(twins[0], twins[1], dim=0)) < 0.99
 
 
+@pytest.mark.federation
 def test_merging_the_routed_mixture_gives_the_same_scores(pico_zoo, tmp_path, profile_file):
     from fedlab.experiment import run_experiment
 

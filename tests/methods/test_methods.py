@@ -32,6 +32,7 @@ def _run(tmp_path, *extra):
     return run_experiment(cfg, progress=False)
 
 
+@pytest.mark.federation
 @pytest.mark.parametrize("method", registry.method_names())
 def test_every_method_runs_end_to_end(pico_zoo, tmp_path, method):
     proxy_based = "bi_samples" in {f.name for f in dataclasses.fields(registry.get(method).config_cls)}
@@ -47,6 +48,7 @@ def test_every_method_runs_end_to_end(pico_zoo, tmp_path, method):
         assert last["bytes/up"] > 0
 
 
+@pytest.mark.federation
 def test_training_moves_the_model(pico_zoo, tmp_path):
     h = _run(tmp_path, "method.name=fedavg", "federation.lr=0.01")
     assert h.rounds[-1]["server/update_norm"] > 0
@@ -54,6 +56,7 @@ def test_training_moves_the_model(pico_zoo, tmp_path):
     assert h.rounds[-1]["loss/task"] < h.rounds[1]["loss/task"] + 1e-6
 
 
+@pytest.mark.federation
 def test_fedprox_logs_its_term(pico_zoo, tmp_path):
     h = _run(tmp_path, "method.name=fedprox", "method.mu=1.0")
     assert h.rounds[-1]["loss/proximal"] > 0
@@ -61,6 +64,7 @@ def test_fedprox_logs_its_term(pico_zoo, tmp_path):
     assert h0.rounds[-1]["loss/proximal"] == 0
 
 
+@pytest.mark.federation
 @pytest.mark.slow   # 28 s; every method keeps its own both-backends test in the default tier (default tier ≤ 10 min on 2 cores)
 def test_same_seed_same_numbers_inprocess_and_ray(pico_zoo, tmp_path):
     ray = pytest.importorskip("ray")
@@ -79,6 +83,7 @@ def test_same_seed_same_numbers_inprocess_and_ray(pico_zoo, tmp_path):
     assert [r["acc/mean"] for r in s.rounds] == [r["acc/mean"] for r in s_in.rounds]
 
 
+@pytest.mark.federation
 def test_fedproxy_same_numbers_on_both_backends(pico_zoo, tmp_path):
     """Clients on Ray actors rebuild the proxy from the shipped LLM and receive C beside φ."""
     ray = pytest.importorskip("ray")
@@ -92,6 +97,7 @@ def test_fedproxy_same_numbers_on_both_backends(pico_zoo, tmp_path):
     assert {k: a.final[k] for k in keys} == {k: b.final.get(k) for k in keys}
 
 
+@pytest.mark.federation
 def test_offsite_family_same_numbers_on_both_backends_and_after_fedbiot(pico_zoo, tmp_path):
     """FedBiOT writes its re-aligned emulator into the clients' resident model: a later run in the same
     process must not inherit it (runs start from fresh residents), and Ray must agree with in-process."""
@@ -111,6 +117,7 @@ def test_offsite_family_same_numbers_on_both_backends_and_after_fedbiot(pico_zoo
     assert keys(biot) == keys(biot_ray)
 
 
+@pytest.mark.federation
 def test_zeroshot_scores_each_clients_own_model(pico_zoo, tmp_path):
     """With model.clients every client scores its own base model (no LLM state is sent to it)."""
     h = _run(tmp_path, "method.name=zeroshot", "model.clients=[pico-llama,pico-gpt2]")

@@ -95,6 +95,7 @@ def test_two_server_processes_train_the_one_device_weights():
 
 
 # slow tier (34 s on 2 cores, two full FedMKT runs): the default tier keeps the two-process agreement above (9 s)
+@pytest.mark.federation
 @pytest.mark.slow
 def test_fedmkt_server_distills_on_two_processes(pico_zoo, tmp_path):
     """FedMKT end to end with its server's distillation over two processes: the run completes, the server's

@@ -241,6 +241,7 @@ register_method("two_phase", TwoPhaseConfig, TwoPhase, TwoPhaseClient)
 '''
 
 
+@pytest.mark.federation
 def test_a_method_outside_fedlab_runs_with_fedlab_run(pico_zoo, tmp_path, capsys):
     ray = pytest.importorskip("ray")
     from safetensors.torch import load_file
@@ -278,6 +279,7 @@ def test_a_method_outside_fedlab_runs_with_fedlab_run(pico_zoo, tmp_path, capsys
     assert [{k: r.get(k) for k in keys} for r in a.rounds] == [{k: r.get(k) for k in keys} for r in b.rounds]
 
 
+@pytest.mark.federation
 def test_the_architecture_example_runs_and_reduces_to_fedavg(pico_zoo, tmp_path):
     """ARCHITECTURE.md's FedAvgM, as written there: with β = 0 and η = 1 it is FedAvg, number for number."""
     from fedlab.config import load_config
