@@ -17,6 +17,7 @@ from floe_rows import (
     per_task_metric,
     plan,
     share_metric,
+    task_kind,
 )
 
 
@@ -66,9 +67,14 @@ def alignment_table(r: Results) -> list[str]:
     if not rows:
         return []
     out = ["", "## Routing alignment per task (top-1 expert = the prompt's task's expert)", "",
-           "| method | " + " | ".join(TASKS) + " |", "|---" * (len(TASKS) + 1) + "|"]
+           "Each cell: the share of the task's test prompts routed first to its own domain's expert, then the routed "
+           "SLM's score on the task (accuracy on recall and sentiment, Rouge-L otherwise), so that where routing "
+           "misses can be read against what the task scores.", "",
+           "| method | " + " | ".join(f"{t}: aligned · score" for t in TASKS) + " |", "|---" * (len(TASKS) + 1) + "|"]
     for key, label in rows:
-        out.append(f"| {label} | " + " | ".join(r.final(f"floe/{key}", f"routed/top1_share/{t}") for t in TASKS) + " |")
+        k = f"floe/{key}"
+        out.append(f"| {label} | " + " | ".join(f"{r.final(k, f'routed/top1_share/{t}')} · "
+                                               f"{r.final(k, f'routed/{task_kind(t)}/{t}')}" for t in TASKS) + " |")
     return out
 
 
