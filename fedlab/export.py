@@ -129,7 +129,7 @@ def export_party(party: Party, out: Path, merged: bool, base: bool = True) -> di
 
     from peft import PeftModelForCausalLM
 
-    from fedlab.transforms.lora import set_state
+    from fedlab.transforms.lora import has_fedlab_adapters, set_state
 
     res = party.resident
     if party.model is not None:       # a whole model: its weights, no adapter
@@ -137,6 +137,8 @@ def export_party(party: Party, out: Path, merged: bool, base: bool = True) -> di
         party.model.save_pretrained(folder)
         res.tokenizer.save_pretrained(folder)
         return {"merged": party.role, "base_model": res.name, "sha256": _sha256_of(folder)}
+    if has_fedlab_adapters(res.model):     # adapters inside the blocks: a folder that brings their code
+        return _export_adapted(party, out)
     if not isinstance(res.model, PeftModelForCausalLM):
         raise ConfigError(f"export: the party {party.role!r} is not a causal LM with LoRA over its base (its "
                           "transforms change the architecture, or it is an encoder); this method does not export it yet")
@@ -163,6 +165,27 @@ def export_party(party: Party, out: Path, merged: bool, base: bool = True) -> di
         res.tokenizer.save_pretrained(target)
         entry["merged"] = target.name
     return entry
+
+
+def _export_adapted(party: Party, out: Path) -> dict:
+    """A party whose model carries fedlab's bottleneck adapters inside its blocks: LoRA (if any) merged, written
+    with the adapters' own code (`fedlab.export_adapted`); its manifest entry."""
+    import copy
+
+    from peft import PeftModel
+
+    from fedlab.export_adapted import save_adapted
+    from fedlab.transforms.lora import set_state
+
+    res = party.resident
+    set_state(res.model, party.state)
+    model = copy.deepcopy(res.model)
+    if isinstance(model, PeftModel):
+        model = model.merge_and_unload()
+    folder = out / party.role
+    save_adapted(model, res.tokenizer, folder)
+    return {"adapted": party.role, "base_model": res.name, "sha256": _sha256_of(folder),
+            "load": "AutoModelForCausalLM.from_pretrained(DIR, trust_remote_code=True)"}
 
 
 def export_run(run: str | Path, to: str | Path, merged: bool = False) -> Path:

@@ -81,9 +81,10 @@ def flatten(results: dict) -> dict[str, float]:
 
 
 def evaluate_folder(model_dir: Path, cfg, tasks: list[str], include: Path, limit: int | None = None,
-                    peft: Path | None = None, samples: dict | None = None) -> dict[str, float]:
-    """lm-eval on a Hugging Face folder (with `peft`: a PEFT adapter folder over it), the run's task files
-    included; lmeval/<task>/<metric>. `samples`, when given, receives lm-eval's per-item records by task."""
+                    peft: Path | None = None, samples: dict | None = None, own_code: bool = False) -> dict[str, float]:
+    """lm-eval on a Hugging Face folder (with `peft`: a PEFT adapter folder over it; `own_code`: a folder that
+    brings its architecture's code, `fedlab.export_adapted`), the run's task files included;
+    lmeval/<task>/<metric>. `samples`, when given, receives lm-eval's per-item records by task."""
     lm_eval = _lm_eval()
     import torch
     from lm_eval.models.huggingface import HFLM
@@ -91,7 +92,8 @@ def evaluate_folder(model_dir: Path, cfg, tasks: list[str], include: Path, limit
 
     lm = HFLM(pretrained=str(model_dir), peft=str(peft) if peft else None, tokenizer=str(peft or model_dir),
               device="cuda" if torch.cuda.is_available() and cfg.backend.device != "cpu" else "cpu",
-              dtype="float32", batch_size=cfg.eval.batch_size, max_length=cfg.model.max_length)
+              dtype="float32", batch_size=cfg.eval.batch_size, max_length=cfg.model.max_length,
+              trust_remote_code=own_code)
     # lm-eval's own catalogue (thousands of task files, seconds to index) only when a task outside the run's is asked
     own = all(t.startswith("fedlab_") for t in tasks)
     manager = TaskManager(include_path=str(include), include_defaults=not own)
@@ -128,6 +130,9 @@ def evaluate_run(run: str, requested: list[str], work: Path, limit: int | None =
         if "adapter" in entry:
             scores = evaluate_folder(work / "export" / entry["base"], cfg, tasks, work / "tasks", limit,
                                      peft=work / "export" / role)
+        elif "adapted" in entry:    # adapters inside the blocks: the folder brings their code
+            scores = evaluate_folder(work / "export" / entry["adapted"], cfg, tasks, work / "tasks", limit,
+                                     own_code=True)
         else:                       # a whole model (a fused LLM)
             scores = evaluate_folder(work / "export" / entry["merged"], cfg, tasks, work / "tasks", limit)
         prefix = "" if len(parties) == 1 else f"{role}/"

@@ -116,11 +116,13 @@ class FedMethod:
             return []
         from peft import PeftModelForCausalLM
 
+        from fedlab.transforms.lora import has_fedlab_adapters
+
         res = self.resident
         names = {n for n, _ in res.model.named_parameters()}
         # a causal LM with LoRA whose parameters the final adapters are; a method whose adapters live on another
         # model, or an encoder with a head of fedlab's, names its own parties
-        fits = isinstance(res.model, PeftModelForCausalLM) and set(state) <= names
+        fits = (isinstance(res.model, PeftModelForCausalLM) or has_fedlab_adapters(res.model)) and set(state) <= names
         return [Party("model", res, state)] if fits else []
 
     def client_parties(self, prefix: str = "client_") -> list:

@@ -28,7 +28,7 @@ class AdapterSpec:
 NOT_LORA = r".*fedlab_adapter.*"
 
 
-def _has_fedlab_adapters(model: torch.nn.Module) -> bool:
+def has_fedlab_adapters(model: torch.nn.Module) -> bool:
     return any("fedlab_adapter" in name for name, _ in model.named_modules())
 
 
@@ -56,7 +56,7 @@ def apply_lora(model: torch.nn.Module, r: int, alpha: float, dropout: float,
     cfg = PeftLoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout,
                          target_modules=lora_targets(model, target_modules), task_type=task_type,
                          layers_to_transform=list(layers) if layers is not None else None,
-                         exclude_modules=NOT_LORA if _has_fedlab_adapters(model) else None)
+                         exclude_modules=NOT_LORA if has_fedlab_adapters(model) else None)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         pm = get_peft_model(model, cfg)

@@ -117,8 +117,12 @@ def _parties_load_with_fedlabs_logits(run: Path, out: Path) -> dict:
             else:
                 set_state(res.model, party.state)
                 ours = res.model(**ids).logits
-                base = AutoModelForCausalLM.from_pretrained(out / entry["base"])
-                theirs = PeftModel.from_pretrained(base, out / entry["adapter"]).eval()(**ids).logits
+                if "adapted" in entry:          # adapters inside the blocks: the folder brings their code
+                    theirs = AutoModelForCausalLM.from_pretrained(out / entry["adapted"], trust_remote_code=True)
+                    theirs = theirs.eval()(**ids).logits
+                else:
+                    base = AutoModelForCausalLM.from_pretrained(out / entry["base"])
+                    theirs = PeftModel.from_pretrained(base, out / entry["adapter"]).eval()(**ids).logits
         assert entry["base_model"] == res.name
         assert (theirs - ours).abs().max() < 1e-6, party.role
     return manifest
@@ -176,3 +180,35 @@ def test_standalone_exports_each_clients_own_model(tmp_path, pico_zoo):
         assert main(["run", str(ROOT / "experiments/defaults.yaml"), *run]) == 0
     manifest = _parties_load_with_fedlabs_logits(next((tmp_path / "runs").iterdir()), tmp_path / "out")
     assert sorted(manifest["parties"]) == ["client_0", "client_1"]
+
+
+@pytest.mark.parametrize("where", ["attn_ffn", "block"])
+def test_a_model_with_adapters_inside_its_blocks_loads_with_transformers_with_the_same_logits(pico_zoo, tmp_path,
+                                                                                             where):
+    """FedAP's adapters (after attention and feed-forward) and Co-PLMs' domain adapters (on each block's output)
+    travel in a folder that brings their code: transformers loads it (trust_remote_code) with fedlab's logits,
+    and without the adapters the logits are not those."""
+    from transformers import AutoModelForCausalLM
+
+    from fedlab.config import LoraConfig
+    from fedlab.export_adapted import CODE, hosts, save_adapted
+    from fedlab.models.zoo import load_model
+    from fedlab.transforms.adapters import adapters_transform
+    from fedlab.transforms.registry import Build
+
+    model, tok = load_model("pico-llama")
+    model = adapters_transform(model, Build(lora=LoraConfig(), seed=0), where=where)
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if ".up." in n:         # the adapters start as the identity; trained ones are not
+                p.add_(0.1 * torch.randn(p.shape, generator=g))
+    save_adapted(model, tok, tmp_path / "out")
+    assert (tmp_path / "out" / CODE).is_file() and len(hosts(model)) == (8 if where == "attn_ffn" else 4)
+    ids = tok(["Who lives in Paris? The answer is"], return_tensors="pt")
+    loaded = AutoModelForCausalLM.from_pretrained(tmp_path / "out", trust_remote_code=True).eval()
+    plain, _ = load_model("pico-llama")
+    with torch.no_grad():
+        ours, theirs, base = model.eval()(**ids).logits, loaded(**ids).logits, plain.eval()(**ids).logits
+    assert (theirs - ours).abs().max() < 1e-6
+    assert (base - ours).abs().max() > 1e-3

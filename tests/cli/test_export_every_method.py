@@ -27,13 +27,9 @@ OWN = {"elsa": ("model.name=pico-bert", "model.lora.target_modules=[query,value]
        "llm_fedmoe": ("model.name=pico-llama-s", "method.llm=pico-llama")}
 
 
-NOT_LOADABLE = {"fedap": "its bottleneck adapters sit inside every block, modules no Hugging Face architecture has"}
-
-
 @pytest.mark.federation
 @pytest.mark.slow
-@pytest.mark.parametrize("method", [pytest.param(m, marks=pytest.mark.xfail(strict=True, reason=NOT_LOADABLE[m]))
-                                    if m in NOT_LOADABLE else m for m in registry.method_names()])
+@pytest.mark.parametrize("method", registry.method_names())
 def test_every_registered_method_exports_loadable_parties(pico_zoo, tmp_path, method, capsys):
     from fedlab.config import load_config
     from fedlab.experiment import run_experiment

@@ -87,3 +87,19 @@ def test_every_party_of_a_multi_party_run_is_scored(pico_zoo, tmp_path):
     assert {"lmeval/proxy/recall/acc", "lmeval/llm/recall/acc"} <= set(got)
     assert got["lmeval/llm/recall/acc"] == pytest.approx(h.final["llm/acc/task_recall"], abs=1e-9)
     assert got["lmeval/proxy/recall/acc"] == pytest.approx(h.final["acc/task_recall"], abs=1e-9)
+
+
+@pytest.mark.federation
+def test_a_model_with_adapters_inside_its_blocks_is_scored_through_its_own_code(pico_zoo, tmp_path):
+    """FedAP's export brings its adapters' code; lm-eval loads it (trust_remote_code) and scores what the run
+    logged."""
+    from fedlab.config import load_config
+    from fedlab.eval.harness import evaluate_run
+    from fedlab.experiment import run_experiment
+
+    cfg = load_config(None, PICO + ["federation.rounds=1", "method.name=fedap", "data.num_clients=2",
+                                    "data.partition=iid", "data.tasks=[recall]", "tracking.enabled=false",
+                                    f"output_dir={tmp_path}/runs"])
+    h = run_experiment(cfg, progress=False)
+    got = evaluate_run(h.out_dir, ["embedded"], tmp_path / "work")
+    assert got["lmeval/recall/acc"] == pytest.approx(h.final["acc/task_recall"], abs=1e-9)

@@ -186,16 +186,17 @@ class CoPLMs(FedMethod):
         return {**out, **self._server_eval}
 
     def export_parties(self) -> list:
-        """The server's LLM (its LoRA), each device's SLM (its own LoRA) and, without domain adapters, the DPM
-        (its LoRA over the distilled proxy). With DST each device's DPM carries domain adapters of its own inside
-        every block, which no Hugging Face architecture loads, so the DPM is not written then."""
+        """The server's LLM (its LoRA), each device's SLM (its own LoRA) and the server's DPM (its LoRA over the
+        distilled proxy; with DST also the server's domain adapters inside every block, written with their own
+        code by `fedlab.export_adapted`)."""
         from fedlab.export import Party
         from fedlab.methods.coplms.client import SLM
         from fedlab.runtime.resident import get_resident
 
         parties = [Party("llm", self.llm, self.llm_state)]
-        if not self.cfg.method.dst:
-            parties.append(Party("dpm", self.server_dpm, self.global_state))
+        dpm = self.server_dpm
+        adapters = (self.server_adapters or dpm.initial.get("adapters", {})) if self.cfg.method.dst else {}
+        parties.append(Party("dpm", dpm, {**self.global_state, **adapters}))
         states = getattr(self, "client_states", None) or {}
         for c in sorted(states):
             own = {k[len(SLM):]: v for k, v in (states[c] or {}).items() if k.startswith(SLM)}
