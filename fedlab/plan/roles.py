@@ -4,7 +4,7 @@ A role is one kind of party (the server's LLM, the clients' proxy, one client's 
 holds (an architecture and how many of its blocks), whether it trains and with LoRA, how many parties hold it,
 and what one party sends and receives per round. A method declares its roles on its config
 (`MethodConfig.plan_roles`, usually in its package's plan.py); one that declares none is planned in the default
-shape, LoRA clients of `model.name` (FedAvg's), and its plan says so."""
+shape, LoRA clients of `model.name` and a server that averages their adapters, and its plan says so."""
 from __future__ import annotations
 
 import json
