@@ -4,7 +4,6 @@ method that trains nothing says so in one line. Each method runs on the pico set
 (`experiments/regression/method_matrix.py`), so this is the slow tier's: about a minute and a half in all."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -12,11 +11,9 @@ from test_export import _parties_load_with_fedlabs_logits
 
 from fedlab import registry
 from fedlab.cli import main
+from fedlab.evidence.summary import load_table
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("method_matrix", ROOT / "experiments/regression/method_matrix.py")
-matrix = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(matrix)
+matrix = load_table("regression", script="method_matrix")
 
 
 # methods whose pico setting differs from the matrix's: an encoder for ELSA; an SLM sharing the LLM's tokenizer

@@ -1,20 +1,18 @@
 """experiments/fedproxy/server_step.py: η_g is chosen on validation runs only, then reported on the test sets."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 from fedlab.config import load_config
 from fedlab.evidence.runner import Results
+from fedlab.evidence.summary import load_table
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _module(tmp_path, monkeypatch):
-    spec = importlib.util.spec_from_file_location("server_step", ROOT / "experiments/fedproxy/server_step.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_table("fedproxy", script="server_step")
     monkeypatch.setattr(mod, "OUT", tmp_path)
     return mod
 

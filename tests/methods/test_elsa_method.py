@@ -842,13 +842,12 @@ def test_fig6_right_reports_each_depth_at_both_budgets_and_the_papers_depth_clai
 def test_privacy_table_refuses_bad_seeds_in_one_line(capsys):
     """`privacy_table.py --seeds` takes distinct integers; anything else is one argparse error, before the model
     loads, and no results file is written."""
-    import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "experiments/elsa/privacy_table.py"
-    spec = importlib.util.spec_from_file_location("elsa_privacy_table", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    from fedlab.evidence.summary import load_table
+
+    mod = load_table("elsa", script="privacy_table")
+    path = Path(mod.__file__)
     before = {p: p.stat().st_mtime for p in path.parent.glob("results_privacy*.json")}
     for seeds in ("1,x", "0,0"):
         with pytest.raises(SystemExit) as e:
