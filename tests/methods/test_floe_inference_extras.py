@@ -274,8 +274,9 @@ def test_floe_claims_show_floe_minus_llm_base_per_task(tmp_path):
     from fedlab.evidence.claims import claims_table
 
     text = "\n".join(claims_table(r, mod.claims()))
-    for t in mod.TASKS:
-        assert f"| Floe above LLM-base, {t} (" in text
+    for t in mod.TASKS:             # a task its budget left out has no claim (experiments/floe/budget)
+        assert (f"| Floe above LLM-base, {t} (" in text) == (t not in mod.left_out())
+    assert set(mod.left_out()) == {"describe", "friend"}
     row = next(ln for ln in text.splitlines() if ln.startswith("| Floe above LLM-base, sentiment (acc) |"))
     # no pooled-data SLM records: the difference is shown, the claim has no control
     assert "| +11.0 ± 2.5 pts (3 seeds) |" in row and row.endswith(
