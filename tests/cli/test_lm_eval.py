@@ -90,6 +90,7 @@ def test_every_party_of_a_multi_party_run_is_scored(pico_zoo, tmp_path):
 
 
 @pytest.mark.federation
+@pytest.mark.slow   # 20 s; the default tier loads such a folder in tests/cli/test_export.py (default tier ≤ 10 min on 2 cores)
 def test_a_model_with_adapters_inside_its_blocks_is_scored_through_its_own_code(pico_zoo, tmp_path):
     """FedAP's export brings its adapters' code; lm-eval loads it (trust_remote_code) and scores what the run
     logged."""
