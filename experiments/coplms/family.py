@@ -36,7 +36,7 @@ def render(r: Results) -> str:
     lines = [GENERATED, "# Co-PLMs: the device SLM families on validation data", "",
              "Written by `python experiments/coplms/family.py` from `family/results.json`. "
              + (__doc__ or "").split("\n\n")[0].replace("\n", " "), "",
-             *budget.section(r, GRID, "Each family's control")]
+             *budget.section(r, GRID, "Each family's control", choose=False)]
     return "\n".join(lines) + "\n"
 
 

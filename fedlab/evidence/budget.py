@@ -91,24 +91,26 @@ def left_out(folder) -> dict[str, str]:
     return unlearnt(Results(path), mod.GRID) if path.is_file() else {}
 
 
-def section(results, grid: Grid, what: str) -> list[str]:
-    """Markdown: per value, the cells its references learn, each control's status, and the choice."""
+def section(results, grid: Grid, what: str, choose: bool = True) -> list[str]:
+    """Markdown: per value, the cells its references learn, each control's status, and the choice (with
+    `choose=False`, each value's controls side by side and no choice: candidates compared, not a budget)."""
     from fedlab.evidence.controls import controls_table
 
     got = cells(results, grid)
     choice = chosen(results, grid)
-    lines = [f"## {what}: `{grid.key}` chosen on validation", "",
+    verdict = ("" if not choose else f"**Chosen: `{grid.key}={choice}`**." if choice else
+               f"No choice yet: every row needs {grid.seeds} seeds at every value.")
+    lines = [f"## {what}: `{grid.key}` {'chosen ' if choose else ''}on validation", "",
              "Each reference row of the table at each value, scored on rows held out of the training data (the test "
-             "sets are not read). A cell is a (row, task, seed); it clears the bar of the table's control. "
-             + (f"**Chosen: `{grid.key}={choice}`**." if choice else
-                f"No choice yet: every row needs {grid.seeds} seeds at every value."), "",
+             "sets are not read). A cell is a (row, task, seed); it clears the bar of the table's control."
+             + (f" {verdict}" if verdict else ""), "",
              f"| `{grid.key}` | cells that clear the bar | seeds (fewest of a row) |", "|---|---|---|"]
     lines += [f"| {v} | {ok} of {total} | {seeds} |" for v, (ok, total, seeds) in got.items()]
     for v in grid.values:
         table = controls_table(results, grid.controls(grid.prefix(v)))
         if table:
             lines += ["", f"At `{grid.key}={v}`:", "", *table]
-    left_out = unlearnt(results, grid)
+    left_out = unlearnt(results, grid) if choose else {}
     if left_out:
         lines += ["", "Left out of the table's claims (no reference learns them at the chosen value):", "",
                   *(f"- **{t}**: {why}." for t, why in left_out.items())]

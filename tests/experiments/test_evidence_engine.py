@@ -231,5 +231,7 @@ def test_a_task_no_reference_learns_in_any_seed_at_the_chosen_budget_leaves_the_
     assert out["b"].startswith("the llm (chance + 10 points) clears the bar in no seed")
     assert out["c"].startswith("the llm (chance + 10 points) and the slm (chance + 10 points) clear the bar")
     assert "- **c**:" in "\n".join(budget.section(r, grid, "Toy"))
+    compared = "\n".join(budget.section(r, grid, "Toy", choose=False))     # candidates side by side, no choice
+    assert "Chosen" not in compared and "- **c**:" not in compared and "chance + 10 points" in compared
     del r.records["lr0.002/slm@seed2"]       # before a choice nothing is left out
     assert budget.unlearnt(r, grid) == {}
