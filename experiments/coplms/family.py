@@ -25,7 +25,9 @@ GRID = budget.Grid(
     (Planned("control/slm/centralized", HERE / "hetero.yaml",
              ("method.name=centralized", "model.clients=null", "method.include_public=true"), "centralized SLM"),),
     lambda prefix: [TABLES.learns(prefix.removeprefix("name").rstrip("/"), f"{prefix}control/slm/centralized")],
-    validation=("data.evaluate_on=validation", "data.validation_per_task=64"))
+    # 24 of the 120 training rows a task held out (a fifth, as FedMKT's budget holds out): 64 left the families 56
+    # rows a task to train on, and every one of them answered sentiment with one class
+    validation=("data.evaluate_on=validation", "data.validation_per_task=24"))
 
 
 def plan() -> list[Planned]:
