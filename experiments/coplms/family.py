@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 from fedlab.evidence import budget
-from fedlab.evidence.page import GENERATED
 from fedlab.evidence.runner import Planned, Results, run_table
 from fedlab.evidence.summary import load_table
 
@@ -35,11 +34,8 @@ def plan() -> list[Planned]:
 
 
 def render(r: Results) -> str:
-    lines = [GENERATED, "# Co-PLMs: the device SLM families on validation data", "",
-             "Written by `python experiments/coplms/family.py` from `family/results.json`. "
-             + (__doc__ or "").split("\n\n")[0].replace("\n", " "), "",
-             *budget.section(r, GRID, "Each family's control", choose=False)]
-    return "\n".join(lines) + "\n"
+    return budget.page(r, GRID, "Co-PLMs: the device SLM families on validation data", "experiments/coplms/family.py", __doc__, "Each family's control", choose=False,
+                       records="family/results.json")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 from fedlab.evidence import budget
-from fedlab.evidence.page import GENERATED
 from fedlab.evidence.runner import Planned, Results, run_table
 from fedlab.evidence.summary import load_table
 
@@ -41,11 +40,8 @@ def chosen(r: Results | None = None) -> str | None:
 
 
 def render(r: Results) -> str:
-    lines = [GENERATED, "# FedMKT: the learning rate chosen on validation data", "",
-             "Written by `python experiments/fedmkt/budget.py` from `budget/results.json`. "
-             + (__doc__ or "").split("\n\n")[0].replace("\n", " "), "",
-             *budget.section(r, GRID, "The multi-task references")]
-    return "\n".join(lines) + "\n"
+    return budget.page(r, GRID, "FedMKT: the learning rate chosen on validation data",
+                       "experiments/fedmkt/budget.py", __doc__, "The multi-task references")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 from fedlab.evidence import budget
-from fedlab.evidence.page import GENERATED
 from fedlab.evidence.runner import Planned, Results, run_table
 from fedlab.evidence.summary import load_table
 
@@ -34,11 +33,8 @@ def plan() -> list[Planned]:
 
 
 def render(r: Results) -> str:
-    lines = [GENERATED, "# FedProxy: the learning rate chosen on validation data", "",
-             "Written by `python experiments/fedproxy/budget.py` from `budget/results.json`. "
-             + (__doc__ or "").split("\n\n")[0].replace("\n", " "), "",
-             *budget.section(r, GRID, "The heterogeneous reference")]
-    return "\n".join(lines) + "\n"
+    return budget.page(r, GRID, "FedProxy: the learning rate chosen on validation data",
+                       "experiments/fedproxy/budget.py", __doc__, "The heterogeneous reference")
 
 
 if __name__ == "__main__":

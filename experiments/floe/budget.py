@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 from fedlab.evidence import budget
-from fedlab.evidence.page import GENERATED
 from fedlab.evidence.runner import Planned, Results, run_table
 from fedlab.evidence.summary import load_table
 
@@ -34,19 +33,9 @@ def plan() -> list[Planned]:
     return budget.plan(GRID)
 
 
-def chosen(r: Results | None = None) -> str | None:
-    path = OUT / "results.json"
-    if r is None and not path.is_file():
-        return None
-    return budget.chosen(r or Results(path), GRID)
-
-
 def render(r: Results) -> str:
-    lines = [GENERATED, "# Floe: the learning rate chosen on validation data", "",
-             "Written by `python experiments/floe/budget.py` from `budget/results.json`. "
-             + (__doc__ or "").split("\n\n")[0].replace("\n", " "), "",
-             *budget.section(r, GRID, "The references")]
-    return "\n".join(lines) + "\n"
+    return budget.page(r, GRID, "Floe: the learning rate chosen on validation data",
+                       "experiments/floe/budget.py", __doc__, "The references")
 
 
 if __name__ == "__main__":

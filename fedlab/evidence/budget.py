@@ -115,3 +115,15 @@ def section(results, grid: Grid, what: str, choose: bool = True) -> list[str]:
         lines += ["", "Left out of the table's claims (no reference learns them at the chosen value):", "",
                   *(f"- **{t}**: {why}." for t, why in left_out.items())]
     return lines
+
+
+def page(results, grid: Grid, title: str, script: str, doc: str | None, what: str, choose: bool = True,
+         records: str = "budget/results.json") -> str:
+    """A budget script's RESULTS.md: its title, where it comes from (`script`, e.g. experiments/floe/budget.py,
+    and its `records`), the first paragraph of its docstring `doc`, and `section`."""
+    from fedlab.evidence.page import GENERATED
+
+    lines = [GENERATED, f"# {title}", "",
+             f"Written by `python {script}` from `{records}`. " + (doc or "").split("\n\n")[0].replace("\n", " "),
+             "", *section(results, grid, what, choose)]
+    return "\n".join(lines) + "\n"
