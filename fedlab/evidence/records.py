@@ -83,7 +83,8 @@ class Results:
     def save(self) -> None:
         """Write the records atomically, merged with what is on disk now: records this object added or
         replaced win, every other record (another table process on the same file, e.g. a second `--only`)
-        is kept, under an exclusive lock on `<file>.lock`."""
+        is kept, under an exclusive lock on `<file>.lock`; a new table's folder is made first."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         with file_lock(self.path.with_suffix(".lock")):
             disk = self._read()
             mine = {k: v for k, v in self.records.items() if self._loaded.get(k) is not v}

@@ -288,7 +288,7 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
               "command again to make the rest", file=sys.stderr)
         return e.exit_code
     text = render(results)
-    Path(folder).mkdir(parents=True, exist_ok=True)       # a new table's folder (a budget grid's first render)
+    Path(folder).mkdir(parents=True, exist_ok=True)       # a new table's folder, when nothing was run into it
     (Path(folder) / "RESULTS.md").write_text(text)
     if after is not None:
         after(results)

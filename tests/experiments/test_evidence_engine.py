@@ -235,3 +235,10 @@ def test_a_task_no_reference_learns_in_any_seed_at_the_chosen_budget_leaves_the_
     assert "Chosen" not in compared and "- **c**:" not in compared and "chance + 10 points" in compared
     del r.records["lr0.002/slm@seed2"]       # before a choice nothing is left out
     assert budget.unlearnt(r, grid) == {}
+
+
+def test_records_saved_into_a_folder_not_made_yet_make_it(tmp_path):
+    r = Results(tmp_path / "budget" / "results.json")       # a new budget grid's folder, before its first run
+    r.records["ref@seed0"] = {"key": "ref", "seed": 0, "final": {"acc/mean": 0.5}}
+    r.save()
+    assert Results(tmp_path / "budget" / "results.json").by_seed("ref", "acc/mean") == {0: 0.5}
