@@ -30,7 +30,15 @@ from coplms_sections import (
     _device_cells,
 )
 
-INTRO = ("Table cells are Rouge-L / EM ×100 on generated answers; each device is scored on 30 items per task drawn "
+def _items_per_device() -> int:
+    """The test items per task each device is scored on (base.yaml's `data.client_test_per_task`)."""
+    from fedlab.config import load_config
+
+    return load_config(str(HERE / "hetero.yaml")).data.client_test_per_task
+
+
+INTRO = ("Table cells are Rouge-L / EM ×100 on generated answers; each device is scored on "
+         f"{_items_per_device()} items per task drawn "
          "from the shared test sets with its own domain mix, the LLM on the shared test sets. The paper's numbers are "
          "Rouge-L means over SNI and MMLU (its devices Bloom-1.1B, Llama2-1.3B, Qwen2.5-1.5B; server GPT-J-6B); its "
          "homogeneous rows are averaged over its three SLM families, which fedlab's tiny families do not match one "
