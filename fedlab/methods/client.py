@@ -11,7 +11,7 @@ from torch.utils.data import DataLoader
 from fedlab.comm.messages import EvalIns, EvalRes, FitIns, FitRes
 from fedlab.data.collate import PadCollator, TokenizedExamples
 from fedlab.eval import cache
-from fedlab.objectives.modules import ClientModule, Weighted
+from fedlab.objectives.modules import ClientModule, Weighted, fit_metrics
 from fedlab.objectives.training import make_trainer, optimizer_args
 from fedlab.seeding import derive_seed, seed_everything
 from fedlab.transforms import chain_from_wire, get_state, set_state
@@ -80,7 +80,7 @@ class LoraClient:
         res.model.train()
         self.train_module(module, loader)
         res.model.eval()
-        metrics = {k: float(v) for k, v in module.trainer.callback_metrics.items()}
+        metrics = fit_metrics(module)
         metrics["time/fit"] = time.perf_counter() - t0
         new = get_state(res.model, res.spec.communicated)
         self.own_state = new

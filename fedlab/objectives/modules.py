@@ -53,11 +53,37 @@ class ClientModule(L.LightningModule):
 
     def training_step(self, batch, batch_idx):
         total, parts = self.compute_loss(batch)
-        bs = batch["input_ids"].shape[0]
-        for name, value in parts.items():
-            # sync_dist: the mean over the processes of a data-parallel server fit (server_fit.py); nothing on one device
-            self.log(f"loss/{name}", value.detach(), on_step=False, on_epoch=True, batch_size=bs, sync_dist=True)
+        self.log_losses(parts, batch["input_ids"].shape[0])
         return total
+
+    def on_train_epoch_start(self) -> None:
+        self._epoch_sums: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def log_losses(self, parts: dict, batch_size: int) -> None:
+        """Each part's mean over the epoch, weighted by batch size — what `self.log(..., on_epoch=True)` gives,
+        in the same arithmetic (Σ value·b in float32 or wider, divided by Σ b as an integer tensor), read back
+        with `epoch_metrics`. On one device the sums are kept here: Lightning's logging machinery (a metric
+        object per key, moved to the CPU at teardown) costs more than a pico client's training step. A
+        data-parallel server fit (server_fit.py) logs through Lightning, whose `sync_dist` takes the mean over
+        the processes."""
+        if self.trainer.world_size > 1:
+            for name, value in parts.items():
+                self.log(f"loss/{name}", value.detach(), on_step=False, on_epoch=True, batch_size=batch_size,
+                         sync_dist=True)
+            return
+        dtype = torch.get_default_dtype()
+        dtype = dtype if dtype in (torch.float32, torch.float64) else torch.float32
+        for name, value in parts.items():
+            v = value.detach()
+            if v.dtype not in (torch.float32, torch.float64):
+                v = v.to(dtype)
+            total, count = self._epoch_sums.get(name) or (torch.tensor(0.0, dtype=dtype, device=v.device),
+                                                          torch.tensor(0, device=v.device))
+            self._epoch_sums[name] = (total + v * batch_size, count + batch_size)
+
+    def epoch_metrics(self) -> dict[str, float]:
+        """{loss/<part>: its mean over the last epoch trained} (`log_losses`)."""
+        return {f"loss/{k}": float(total / count) for k, (total, count) in getattr(self, "_epoch_sums", {}).items()}
 
     def configure_optimizers(self):
         params = [self.param_index[k] for k in self.trainable]
@@ -70,6 +96,14 @@ class ClientModule(L.LightningModule):
         warmup = max(1, int(self.warmup_ratio * self.trainer.estimated_stepping_batches))
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: min(1.0, (step + 1) / warmup))
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+
+def fit_metrics(module, trainer=None) -> dict[str, float]:
+    """A finished fit's metrics as floats: the losses a `ClientModule` kept (`epoch_metrics`), then whatever was
+    logged through Lightning (`trainer.callback_metrics`; the module's own trainer when none is given)."""
+    trainer = trainer if trainer is not None else module.trainer
+    own = module.epoch_metrics() if hasattr(module, "epoch_metrics") else {}
+    return {**own, **{k: float(v) for k, v in trainer.callback_metrics.items()}}
 
 
 class ServerModule(ClientModule):

@@ -31,6 +31,7 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader, RandomSampler, Sampler
 
+from fedlab.objectives.modules import fit_metrics
 from fedlab.objectives.server_devices import check_server_devices
 from fedlab.objectives.training import make_trainer
 
@@ -100,7 +101,7 @@ def fit_shuffled(cfg, module: L.LightningModule, dataset, collate_fn, *, epochs:
         loader = DataLoader(dataset, batch_size=b, shuffle=True, generator=generator, collate_fn=collate_fn)
         trainer = make_trainer(cfg, max_epochs=epochs, manual_optimization=manual_optimization)
         trainer.fit(module, loader)
-        return {k: float(v) for k, v in trainer.callback_metrics.items()}
+        return fit_metrics(module, trainer)
     check_server_devices(cfg)
     loader = DataLoader(dataset, batch_size=b // w, sampler=RankSlice(len(dataset), b, w, generator),
                         generator=generator, collate_fn=collate_fn)

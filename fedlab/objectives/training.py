@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import itertools
 
 import lightning as L
 import torch
@@ -37,6 +38,15 @@ class ResidentStrategy(SingleDeviceStrategy):
     """Lightning's single-device strategy, except that the end of a fit leaves the model on its device:
     a resident model lives on the GPU between fits (Lightning's teardown would move it to the CPU after
     every fit, and whatever the server or the next evaluation does with it would then run on the CPU)."""
+
+    def model_to_device(self) -> None:
+        """Lightning moves the model to the root device at the start of every fit, a walk over every submodule;
+        a resident model on the CPU is there already (and a LightningModule's `device` is the CPU until moved),
+        so the walk is skipped there."""
+        if self.root_device.type == "cpu" and all(
+                t.device.type == "cpu" for t in itertools.chain(self.model.parameters(), self.model.buffers())):
+            return
+        super().model_to_device()
 
     def teardown(self) -> None:
         self.precision_plugin.teardown()

@@ -22,7 +22,7 @@ from fedlab.data.collate import PadCollator, TokenizedExamples
 from fedlab.knowledge.mutual import MutualModule, named_losses, paired_items, train_mutual
 from fedlab.methods.client import LoraClient
 from fedlab.methods.coplms.upload import dpm_lora_settings
-from fedlab.objectives.modules import ClientModule
+from fedlab.objectives.modules import ClientModule, fit_metrics
 from fedlab.objectives.training import make_trainer, optimizer_args
 from fedlab.runtime.resident import get_resident
 from fedlab.seeding import derive_seed, seed_everything
@@ -56,7 +56,7 @@ def domain_tuning(cfg, dpm, dataset, seed: int) -> dict:
         dpm.model.train()
         make_trainer(cfg, max_epochs=cfg.method.dst_epochs).fit(module, loader)
         dpm.model.eval()
-    return {f"dst/{k.split('/', 1)[1]}": float(v) for k, v in module.trainer.callback_metrics.items()}
+    return {f"dst/{k.split('/', 1)[1]}": float(v) for k, v in fit_metrics(module).items()}
 
 
 @contextmanager

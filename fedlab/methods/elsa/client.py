@@ -27,7 +27,7 @@ from fedlab.methods.elsa.deployed import capture_front, split_path
 from fedlab.methods.elsa.edge import ClientLink, EdgeHandle, link_codec
 from fedlab.methods.elsa.model import root_of
 from fedlab.methods.elsa.schedule import at_round
-from fedlab.objectives.modules import ClientModule, Weighted
+from fedlab.objectives.modules import ClientModule, Weighted, fit_metrics
 from fedlab.objectives.terms import ProximalTerm
 from fedlab.objectives.training import make_trainer, optimizer_args, sgd_factory
 from fedlab.seeding import derive_seed, seed_everything
@@ -198,7 +198,7 @@ class ElsaClient(LoraClient):
         finally:
             res.model.eval()
             root_of(res.model).link = None
-        metrics = {k: float(v) for k, v in module.trainer.callback_metrics.items()}
+        metrics = fit_metrics(module)
         metrics["time/fit"] = time.perf_counter() - t0
         if mode == "warmup":
             probe = [e.prompt for e in self.host.data.public[:m.probe_size]]
