@@ -91,13 +91,18 @@ def main() -> int:
     rows = []
     for n in (int(x) for x in args.clients.split(",")):
         bare = bare_loop(n)
+        inprocess = None
         for backend in ("inprocess", "ray") if args.ray else ("inprocess",):
             fed = federated_round(n, backend)
+            if backend == "inprocess":
+                inprocess, target = fed, ("met" if bare / fed >= 0.5 else "not met") + " (≥ 0.5× the bare loop)"
+            else:
+                target = ("met" if fed <= inprocess else "not met") + " (no slower than in-process)"
             rows.append([str(n), backend, f"{bare:.2f}", f"{fed:.2f}", f"{1000 * (fed - bare) / n:.1f}",
-                         f"{bare / fed:.2f}", "met" if bare / fed >= 0.5 or backend == "ray" else "not met"])
+                         f"{bare / fed:.2f}", target])
     report.emit("## Per sampled client: a federated round against the bare loop over the same batches\n")
     report.emit(table(rows, ["clients per round", "backend", "bare loop (s)", "federated round (s)",
-                             "overhead per client (ms)", "round speed × bare loop", "≥ 0.5× in-process"]))
+                             "overhead per client (ms)", "round speed × bare loop", "target"]))
     if args.out:
         report.write(args.out)
     return 0
