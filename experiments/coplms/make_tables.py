@@ -30,6 +30,7 @@ from coplms_sections import (
     _device_cells,
 )
 
+
 def _items_per_device() -> int:
     """The test items per task each device is scored on (base.yaml's `data.client_test_per_task`)."""
     from fedlab.config import load_config
