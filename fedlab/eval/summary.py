@@ -9,7 +9,8 @@ from fedlab.comm.messages import EvalRes
 def summarize_eval(results: dict) -> dict:
     """Per-client accuracy (mean over its tasks, weighted by test size), per-task accuracy (mean over the
     clients holding the task) and their mean over clients; for generative tasks the same for Rouge-L and
-    exact match (`rougeL/client_<id>`, `rougeL/task_<task>`, `rougeL/mean`, and `em/…`)."""
+    exact match (`rougeL/client_<id>`, `rougeL_client_<id>/<task>`, `rougeL/task_<task>`, `rougeL/mean`, and
+    `em/…`)."""
     out: dict = {}
     per_client, per_task = {}, defaultdict(list)
     gen_client: dict[str, dict[int, float]] = {"rougeL": {}, "em": {}}
@@ -36,6 +37,8 @@ def summarize_eval(results: dict) -> dict:
                 n = {t: r.metrics.get(f"n/{t}", 1) for t in scores}
                 gen_client[metric][cid] = sum(scores[t] * n[t] for t in scores) / max(1, sum(n.values()))
                 out[f"{metric}/client_{cid}"] = gen_client[metric][cid]
+                if len(scores) > 1:     # each task too: a claim can leave out a (client's model, task) cell
+                    out.update({f"{metric}_client_{cid}/{t}": v for t, v in scores.items()})
     for t, vals in per_task.items():
         name = f"acc/task_{t}" if "/" not in t else f"{t.split('/')[0]}/task_{t.split('/', 1)[1]}"
         out[name] = sum(vals) / len(vals)
@@ -51,4 +54,5 @@ def server_summary(results: dict) -> dict:
     """`summarize_eval` of one server-side model scored on every client's tasks, without the per-client
     copies of the same numbers."""
     return {k: v for k, v in summarize_eval(results).items()
-            if not k.startswith(("acc/client_", "acc_client_", "top_client_", "rougeL/client_", "em/client_"))}
+            if not k.startswith(("acc/client_", "acc_client_", "top_client_", "rougeL/client_", "em/client_",
+                                 "rougeL_client_", "em_client_"))}

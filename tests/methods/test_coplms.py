@@ -332,7 +332,11 @@ def test_generative_means_per_client_and_overall():
     assert out["rougeL/mean"] == pytest.approx((0.875 + 0.2) / 2)
     assert out["em/mean"] == pytest.approx((0.75 + 0.2) / 2)
     assert out["rougeL/task_a"] == pytest.approx(0.35)
+    assert (out["rougeL_client_0/a"], out["rougeL_client_0/b"], out["em_client_0/b"]) == (0.5, 1.0, 1.0)
+    assert "rougeL_client_1/a" not in out          # a client with one task: its mean is that task's score
     assert "rougeL/client_0" not in server_summary({0: EvalRes(0, 1, {"rougeL/a": 0.5})})
+    assert not any(k.startswith("rougeL_client_") for k in server_summary({0: EvalRes(0, 1, {"rougeL/a": 0.5,
+                                                                                            "rougeL/b": 1.0})}))
 
 
 @pytest.mark.federation
