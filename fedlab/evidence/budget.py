@@ -73,9 +73,23 @@ def unlearnt(results, grid: Grid) -> dict[str, str]:
                f"at `{grid.key}={value}`" for t, who in never.items()}
 
 
-def left_out(folder) -> dict[str, str]:
-    """`unlearnt` of the table in `folder` (experiments/<system>), from its `budget.py` (which declares `GRID`
-    and `OUT`) and the records in `OUT/results.json`; {} when the table has no budget or no records yet."""
+def learnt(results, grid: Grid) -> dict[str, tuple[str, ...]]:
+    """{control name: the tasks every row of that control learns in every seed at the chosen value}: the cells a
+    table's claims can read with a reference that learnt them on validation. {} before a choice."""
+    value = chosen(results, grid)
+    if value is None:
+        return {}
+    out = {}
+    for c in grid.controls(grid.prefix(value)):
+        st = check(results, c)
+        out[c.name] = tuple(t for t in c.tasks if all(st.passed.get((row, t)) and not st.failed.get((row, t))
+                                                     for row in c.rows))
+    return out
+
+
+def _grid_of(folder):
+    """(records, grid) of the table in `folder` (experiments/<system>), from its `budget.py` (which declares
+    `GRID` and `OUT`) and `OUT/results.json`; None when the table has no budget or no records yet."""
     import importlib.util
     from pathlib import Path
 
@@ -83,12 +97,24 @@ def left_out(folder) -> dict[str, str]:
 
     script = Path(folder) / "budget.py"
     if not script.is_file():
-        return {}
+        return None
     spec = importlib.util.spec_from_file_location(f"fedlab_budget_{Path(folder).name}", script)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     path = mod.OUT / "results.json"
-    return unlearnt(Results(path), mod.GRID) if path.is_file() else {}
+    return (Results(path), mod.GRID) if path.is_file() else None
+
+
+def left_out(folder) -> dict[str, str]:
+    """`unlearnt` of the table in `folder`; {} when the table has no budget or no records yet."""
+    got = _grid_of(folder)
+    return unlearnt(*got) if got else {}
+
+
+def learnt_in(folder) -> dict[str, tuple[str, ...]]:
+    """`learnt` of the table in `folder`; {} when the table has no budget or no records yet."""
+    got = _grid_of(folder)
+    return learnt(*got) if got else {}
 
 
 def section(results, grid: Grid, what: str, choose: bool = True) -> list[str]:

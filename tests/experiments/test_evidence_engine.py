@@ -242,3 +242,22 @@ def test_records_saved_into_a_folder_not_made_yet_make_it(tmp_path):
     r.records["ref@seed0"] = {"key": "ref", "seed": 0, "final": {"acc/mean": 0.5}}
     r.save()
     assert Results(tmp_path / "budget" / "results.json").by_seed("ref", "acc/mean") == {0: 0.5}
+
+
+def test_the_cells_a_claim_may_read_are_the_tasks_learnt_in_every_seed_at_the_chosen_budget(tmp_path):
+    from fedlab.evidence import budget
+    from fedlab.evidence.controls import above_chance
+
+    row = Planned("ref", None, (), "reference")
+    learns = lambda prefix: [above_chance("ref learns", [f"{prefix}ref"], ["a", "b", "c"],
+                                          lambda rec, t: rec["final"][f"acc/task_{t}"], lambda t: 0.5, 10)]
+    grid = budget.Grid("federation.lr", ("0.005",), (row,), learns)
+    r = Results(tmp_path / "results.json")
+    for s in range(3):     # a: every seed; b: two of three; c: none
+        r.records[f"lr0.005/ref@seed{s}"] = {"key": "lr0.005/ref", "seed": s,
+                                             "final": {"acc/task_a": 0.9, "acc/task_b": 0.9 if s else 0.5,
+                                                       "acc/task_c": 0.5}}
+    assert budget.learnt(r, grid) == {"ref learns": ("a",)}
+    assert list(budget.unlearnt(r, grid)) == ["c"]          # only c is learnt in no seed
+    del r.records["lr0.005/ref@seed2"]
+    assert budget.learnt(r, grid) == {}                     # no choice before every row has its seeds

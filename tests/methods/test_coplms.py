@@ -755,3 +755,23 @@ def test_coplms_exports_the_llm_the_dpm_and_each_devices_slm(hetero_zoo, tmp_pat
     manifest = _parties_load_with_fedlabs_logits(h.out_dir, tmp_path / "out")
     assert sorted(manifest["parties"]) == ["dpm", "llm", "slm_0", "slm_1", "slm_2"]
     assert {manifest["parties"][f"slm_{c}"]["base_model"] for c in range(3)} == set(SLMS)
+
+
+def test_device_claims_average_only_the_cells_each_familys_control_learnt(monkeypatch):
+    from fedlab.evidence.summary import load_table
+
+    t = load_table("coplms")
+    tasks = t.CONTROL_TASKS
+    import coplms_claims  # load_table put the table's folder on the import path
+    monkeypatch.setattr(coplms_claims, "kept", lambda: {"tiny-gpt2": tasks, "tiny-opt": ("topic",), "tiny-bloom": ()})
+    final = {f"rougeL_client_{i}/{task}": 0.1 * (i + 1) + 0.01 * k for i in range(3) for k, task in enumerate(tasks)}
+    final["rougeL/mean"] = 0.99
+    score = coplms_claims.device_score(("tiny-gpt2", "tiny-opt", "tiny-bloom"))
+    # client 0 (tiny-gpt2): all four tasks; client 1 (tiny-opt): topic only; client 2 (tiny-bloom): none
+    want = [final[f"rougeL_client_0/{task}"] for task in tasks] + [final["rougeL_client_1/topic"]]
+    assert score({"final": final}) == pytest.approx(sum(want) / len(want))
+    assert [c.name for c in coplms_claims.devices()] == ["centralized tiny-gpt2", "centralized tiny-opt (topic)"]
+    assert coplms_claims.left_out_cells() == {"tiny-opt": ("sentiment", "entailment", "paraphrase"),
+                                              "tiny-bloom": tasks}
+    monkeypatch.setattr(coplms_claims, "kept", lambda: {f: tasks for f in ("tiny-gpt2", "tiny-opt", "tiny-bloom")})
+    assert coplms_claims.device_score()({"final": final}) == 0.99      # nothing left out: the mean over clients
