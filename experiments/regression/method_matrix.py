@@ -40,6 +40,11 @@ def method_extra(setting: str, method: str) -> list[str]:
         out += ["method.adapter_front=1", "method.adapter_back=1"]
     if setting == "tiny" and method in ("fedmkt", "llm2slm", "standalone"):
         out.append(SLMS)
+    if method in ("llm_fedavg", "llm_fedmoe"):      # proxy tuning: an SLM sharing the LLM's tokenizer
+        out += [f"model.name={setting}-llama-s", f"method.llm={setting}-llama"]
+    if method == "elsa":                            # split fine-tuning of an encoder, one edge
+        out += [f"model.name={setting}-bert", "model.lora.target_modules=[query,value]", "method.num_edges=1",
+                "method.warmup_steps=2", "method.probe_size=8"]
     return out
 
 
