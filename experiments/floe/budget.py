@@ -29,13 +29,30 @@ GRID = budget.Grid(
     validation=VALIDATION)
 
 
+def epochs_grid(r: Results | None = None) -> budget.Grid | None:
+    """A second axis at the rate GRID chose: more local epochs, for a task the references learn in some seeds
+    only (recall); compared on validation beside the chosen row (2 local epochs), not yet a choice of the
+    table's budget. None before GRID has chosen."""
+    path = OUT / "results.json"
+    lr = budget.chosen(r if r is not None else Results(path), GRID) if r is not None or path.is_file() else None
+    if lr is None:
+        return None
+    rows = tuple(Planned(p.key, p.config, (*p.overrides, f"federation.lr={lr}"), p.label) for p in GRID.rows)
+    return budget.Grid("federation.local_epochs", ("4",), rows, GRID.controls, validation=VALIDATION)
+
+
 def plan() -> list[Planned]:
-    return budget.plan(GRID)
+    second = epochs_grid()
+    return budget.plan(GRID) + (budget.plan(second) if second else [])
 
 
 def render(r: Results) -> str:
-    return budget.page(r, GRID, "Floe: the learning rate chosen on validation data",
+    text = budget.page(r, GRID, "Floe: the learning rate chosen on validation data",
                        "experiments/floe/budget.py", __doc__, "The references")
+    second = epochs_grid(r)
+    if second is None or not any(r.runs(p.key) for p in budget.plan(second)):
+        return text
+    return text + "\n".join(["", *budget.section(r, second, "At the chosen rate, more local epochs", choose=False)]) + "\n"
 
 
 if __name__ == "__main__":
