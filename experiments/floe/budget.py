@@ -48,7 +48,7 @@ def plan() -> list[Planned]:
 
 def render(r: Results) -> str:
     text = budget.page(r, GRID, "Floe: the learning rate chosen on validation data",
-                       "experiments/floe/budget.py", __doc__, "The references")
+                       "experiments/floe/budget.py", __doc__, "The references", every_seed=True)
     second = epochs_grid(r)
     if second is None or not any(r.runs(p.key) for p in budget.plan(second)):
         return text

@@ -73,6 +73,27 @@ def unlearnt(results, grid: Grid) -> dict[str, str]:
                f"at `{grid.key}={value}`" for t, who in never.items()}
 
 
+def unreliable(results, grid: Grid) -> dict[str, str]:
+    """{task: why} for the tasks some reference does not learn in every seed at the chosen value (`unlearnt`'s
+    among them, with their reason): a claim reading them would rest on a reference that learns them in some
+    seeds only. {} before a choice."""
+    value = chosen(results, grid)
+    if value is None:
+        return {}
+    out = dict(unlearnt(results, grid))
+    some: dict[str, list[str]] = {}
+    for c in grid.controls(grid.prefix(value)):
+        st = check(results, c)
+        for t in c.tasks:
+            for row in c.rows:
+                ok, bad = st.passed.get((row, t)) or [], st.failed.get((row, t)) or []
+                if t not in out and bad:
+                    some.setdefault(t, []).append(f"the {c.name} ({c.rule}) in {len(ok)} of {len(ok) + len(bad)}")
+    out.update({t: f"{' and '.join(who)} seeds clear the bar on validation data at `{grid.key}={value}`, not every "
+                   "seed" for t, who in some.items()})
+    return out
+
+
 def learnt(results, grid: Grid) -> dict[str, tuple[str, ...]]:
     """{control name: the tasks every row of that control learns in every seed at the chosen value}: the cells a
     table's claims can read with a reference that learnt them on validation. {} before a choice."""
@@ -105,10 +126,11 @@ def _grid_of(folder):
     return (Results(path), mod.GRID) if path.is_file() else None
 
 
-def left_out(folder) -> dict[str, str]:
-    """`unlearnt` of the table in `folder`; {} when the table has no budget or no records yet."""
+def left_out(folder, every_seed: bool = False) -> dict[str, str]:
+    """`unlearnt` of the table in `folder` (`unreliable` with `every_seed`: a task must be learnt in every seed to
+    stay in the claims); {} when the table has no budget or no records yet."""
     got = _grid_of(folder)
-    return unlearnt(*got) if got else {}
+    return (unreliable if every_seed else unlearnt)(*got) if got else {}
 
 
 def learnt_in(folder) -> dict[str, tuple[str, ...]]:
@@ -117,7 +139,7 @@ def learnt_in(folder) -> dict[str, tuple[str, ...]]:
     return learnt(*got) if got else {}
 
 
-def section(results, grid: Grid, what: str, choose: bool = True) -> list[str]:
+def section(results, grid: Grid, what: str, choose: bool = True, every_seed: bool = False) -> list[str]:
     """Markdown: per value, the cells its references learn, each control's status, and the choice (with
     `choose=False`, each value's controls side by side and no choice: candidates compared, not a budget)."""
     from fedlab.evidence.controls import controls_table
@@ -136,20 +158,21 @@ def section(results, grid: Grid, what: str, choose: bool = True) -> list[str]:
         table = controls_table(results, grid.controls(grid.prefix(v)))
         if table:
             lines += ["", f"At `{grid.key}={v}`:", "", *table]
-    left_out = unlearnt(results, grid) if choose else {}
+    left_out = (unreliable if every_seed else unlearnt)(results, grid) if choose else {}
     if left_out:
-        lines += ["", "Left out of the table's claims (no reference learns them at the chosen value):", "",
+        why = "some reference does not learn them in every seed" if every_seed else "no reference learns them"
+        lines += ["", f"Left out of the table's claims ({why} at the chosen value):", "",
                   *(f"- **{t}**: {why}." for t, why in left_out.items())]
     return lines
 
 
 def page(results, grid: Grid, title: str, script: str, doc: str | None, what: str, choose: bool = True,
-         records: str = "budget/results.json") -> str:
+         records: str = "budget/results.json", every_seed: bool = False) -> str:
     """A budget script's RESULTS.md: its title, where it comes from (`script`, e.g. experiments/floe/budget.py,
     and its `records`), the first paragraph of its docstring `doc`, and `section`."""
     from fedlab.evidence.page import GENERATED
 
     lines = [GENERATED, f"# {title}", "",
              f"Written by `python {script}` from `{records}`. " + (doc or "").split("\n\n")[0].replace("\n", " "),
-             "", *section(results, grid, what, choose)]
+             "", *section(results, grid, what, choose, every_seed)]
     return "\n".join(lines) + "\n"

@@ -259,5 +259,7 @@ def test_the_cells_a_claim_may_read_are_the_tasks_learnt_in_every_seed_at_the_ch
                                                        "acc/task_c": 0.5}}
     assert budget.learnt(r, grid) == {"ref learns": ("a",)}
     assert list(budget.unlearnt(r, grid)) == ["c"]          # only c is learnt in no seed
+    shaky = budget.unreliable(r, grid)                      # b and c: not learnt in every seed
+    assert sorted(shaky) == ["b", "c"] and "in 2 of 3 seeds" in shaky["b"] and "in no seed" in shaky["c"]
     del r.records["lr0.005/ref@seed2"]
     assert budget.learnt(r, grid) == {}                     # no choice before every row has its seeds

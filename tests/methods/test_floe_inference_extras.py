@@ -276,7 +276,8 @@ def test_floe_claims_show_floe_minus_llm_base_per_task(tmp_path):
     text = "\n".join(claims_table(r, mod.claims()))
     for t in mod.TASKS:             # a task its budget left out has no claim (experiments/floe/budget)
         assert (f"| Floe above LLM-base, {t} (" in text) == (t not in mod.left_out())
-    assert set(mod.left_out()) == {"describe", "friend"}
+    # describe and friend: learnt in no seed on validation; recall: in some seeds only (budget/RESULTS.md)
+    assert set(mod.left_out()) == {"describe", "friend", "recall"}
     row = next(ln for ln in text.splitlines() if ln.startswith("| Floe above LLM-base, sentiment (acc) |"))
     # no pooled-data SLM records: the difference is shown, the claim has no control
     assert "| +11.0 ± 2.5 pts (3 seeds) |" in row and row.endswith(
@@ -358,6 +359,8 @@ def test_floe_claims_on_records_another_config_made_are_stale(tmp_path):
     for seed in range(3):
         for key, final in (("floe/floe", {"fused/acc/mean": 0.6 + 0.01 * seed, "fused/rougeL/mean": 0.6}),
                            ("floe/llm_base", {"acc/mean": 0.5, "rougeL/mean": 0.5})):
+            row = key.split("/")[1]     # a claim on a mean reads the scored tasks' own metrics
+            final.update({mod.per_task_metric(row, t): final[next(iter(final))] for t in mod.TASKS})
             r.records[f"{key}@seed{seed}"] = {"key": key, "seed": seed, "final": final}
     from fedlab.evidence.claims import assess
 
