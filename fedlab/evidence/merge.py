@@ -104,11 +104,14 @@ def _commit_known(commit: str, cache: dict[str, bool]) -> bool:
 
 def differing(a: dict, b: dict) -> list[str]:
     """The numbers two records of one (row, seed) disagree on: final metrics both hold with other values, and
-    `zero` / `rounds` as a whole (NaN equals NaN: both are compared as written to JSON). Metrics only one holds
-    are `one_sided`'s."""
+    `zero` / `rounds` as a whole (NaN equals NaN: both are compared as written to JSON). Metrics that measure the
+    machine's clock (`spotcheck.measured`) are left out, as the spot-check leaves them out. Metrics only one
+    holds are `one_sided`'s."""
+    from fedlab.evidence.spotcheck import measured
+
     dump = lambda x: json.dumps(x, sort_keys=True)
     fa, fb = a.get("final") or {}, b.get("final") or {}
-    out = [f"final {k}" for k in sorted(fa.keys() & fb.keys()) if dump(fa[k]) != dump(fb[k])]
+    out = [f"final {k}" for k in sorted(fa.keys() & fb.keys()) if not measured(k) and dump(fa[k]) != dump(fb[k])]
     return out + [k for k in COMPARED[1:] if dump(a.get(k)) != dump(b.get(k))]
 
 

@@ -215,3 +215,5 @@ def test_two_records_differ_by_the_numbers_both_hold_and_one_sided_metrics_are_t
     assert one_sided(a, {**a, "final": {**a["final"], "new": 2.0}}) == ([], ["new"])
     assert differing(a, {**a, "final": {"acc/mean": 0.5, "loss": 1.0}}) == ["final acc/mean"]
     assert differing(a, {**a, "zero": {"acc/mean": 0.3}, "rounds": []}) == ["zero", "rounds"]
+    timed = {**a, "final": {**a["final"], "server/time_server": 1.5}}     # a wall-clock metric: not the model's
+    assert differing(timed, {**timed, "final": {**timed["final"], "server/time_server": 2.5}}) == []
