@@ -21,9 +21,7 @@ OUT = HERE / "budget"
 TABLES = load_table("coplms")
 GRID = budget.Grid(
     "federation.lr", ("0.005", "0.002", "0.01"),       # the tables' rate first: a tie keeps it
-    tuple(Planned(f"control/{m}/centralized", HERE / "hetero.yaml",
-                  ("method.name=centralized", f"model.name={m}", "model.clients=null", "method.include_public=true"),
-                  f"{m} centralized") for m in TABLES.CONTROL_MODELS),
+    tuple(p for p in TABLES.plan() if p.key in {f"control/{m}/centralized" for m in TABLES.CONTROL_MODELS}),
     lambda prefix: [TABLES.learns(m, f"{prefix}control/{m}/centralized") for m in TABLES.CONTROL_MODELS],
     # 24 of the 120 training rows a task held out (a fifth, as family.py and FedMKT's budget hold out)
     validation=("data.evaluate_on=validation", "data.validation_per_task=24"))

@@ -11,7 +11,7 @@ from fedlab.evidence import (
     metric_shares,
 )
 
-from coplms_rows import ABLATION, CONTROL_TASKS, FAMILIES, HETERO, HOMO, LAMBDAS, REAL_LLM
+from coplms_rows import ABLATION, CONTROL_TASKS, FAMILIES, HETERO, HOMO, LAMBDAS, REAL_LLM, hetero_config
 
 HERE = Path(__file__).resolve().parent
 
@@ -28,7 +28,9 @@ def learns(model: str, key: str | None = None, tasks: tuple[str, ...] = CONTROL_
                         lambda rec, t: rec["final"].get(f"em/task_{t}"), lambda t: TASKS[t].chance, MARGIN)
 
 
-HETERO_DEVICES = ("tiny-gpt2", "tiny-opt", "tiny-bloom")      # hetero.yaml's model.clients: client i's family
+def hetero_devices() -> tuple[str, ...]:
+    """The heterogeneous setting's device families, client i's at i (hetero.yaml's `model.clients`)."""
+    return tuple(hetero_config().model.clients)
 
 
 @functools.cache
@@ -38,23 +40,29 @@ def kept() -> dict[str, tuple[str, ...]]:
     family's score on a task its own reference does not reliably learn measures the family, not the method.
     Every task while the budget has no records."""
     got = budget.learnt_in(HERE)
-    return {f: got.get(f"centralized {f}", CONTROL_TASKS) for f in (*FAMILIES, *HETERO_DEVICES)}
+    return {f: got.get(f"centralized {f}", CONTROL_TASKS) for f in (*FAMILIES, *hetero_devices())}
 
 
-def left_out_cells(families=HETERO_DEVICES) -> dict[str, tuple[str, ...]]:
-    """{family: the tasks its devices' claims leave out} (the complement of `kept`)."""
+def left_out_cells(families=None) -> dict[str, tuple[str, ...]]:
+    """{family: the tasks its devices' claims leave out} (the complement of `kept`; default: the heterogeneous
+    setting's families)."""
+    families = hetero_devices() if families is None else families
     return {f: tuple(t for t in CONTROL_TASKS if t not in kept()[f]) for f in dict.fromkeys(families)
             if len(kept()[f]) < len(CONTROL_TASKS)}
 
 
-def devices(slms=HETERO_DEVICES):
-    """The centralized controls of the device families, each on the tasks its claims read (`kept`)."""
+def devices(slms=None):
+    """The centralized controls of the device families (default: the heterogeneous setting's), each on the tasks
+    its claims read (`kept`)."""
+    slms = hetero_devices() if slms is None else slms
     return tuple(learns(m, tasks=kept()[m]) for m in dict.fromkeys(slms) if kept()[m])
 
 
-def device_score(families=HETERO_DEVICES):
+def device_score(families=None):
     """record → the devices' Rouge-L: the mean over clients (`rougeL/mean`) when every cell is kept, else the
-    mean of the kept (client, task) cells, `rougeL_client_<i>/<task>` (client i runs families[i])."""
+    mean of the kept (client, task) cells, `rougeL_client_<i>/<task>` (client i runs families[i]; default: the
+    heterogeneous setting's)."""
+    families = hetero_devices() if families is None else families
     cells = [(i, t) for i, f in enumerate(families) for t in kept()[f]]
     if len(cells) == len(families) * len(CONTROL_TASKS):
         return DEVICE

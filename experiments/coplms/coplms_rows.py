@@ -1,6 +1,7 @@
 """Co-PLMs' table rows: the heterogeneous and homogeneous settings, the ablations, the sweeps, the learning curves, the controls and the real LLM."""
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from fedlab.evidence import (
@@ -22,6 +23,15 @@ SWEEP_DEFAULT = {"topk": "16", "kappa": "0.5"}
 # per-round curves: the server DPM's and LLM's scores after every round, with server SAML and without
 CURVES = [("coplms", "Co-PLMs"), ("coplms_no_saml", "w/o SAML")]
 FAMILIES = ["tiny-gpt2", "tiny-opt", "tiny-bloom"]
+
+
+@functools.cache
+def hetero_config():
+    """hetero.yaml resolved: its devices' SLM families (`model.clients`, client i's at i) and the test items a
+    device is scored on."""
+    from fedlab.config import load_config
+
+    return load_config(str(HERE / "hetero.yaml"))
 
 
 def tuned_alpha_beta() -> tuple[str, str] | None:

@@ -31,25 +31,21 @@ from coplms_sections import (
 )
 
 
-def _items_per_device() -> int:
-    """The test items per task each device is scored on (base.yaml's `data.client_test_per_task`)."""
-    from fedlab.config import load_config
-
-    return load_config(str(HERE / "hetero.yaml")).data.client_test_per_task
-
-
-INTRO = ("Table cells are Rouge-L / EM ×100 on generated answers; each device is scored on "
-         f"{_items_per_device()} items per task drawn "
-         "from the shared test sets with its own domain mix, the LLM on the shared test sets. The paper's numbers are "
-         "Rouge-L means over SNI and MMLU (its devices Bloom-1.1B, Llama2-1.3B, Qwen2.5-1.5B; server GPT-J-6B); its "
-         "homogeneous rows are averaged over its three SLM families, which fedlab's tiny families do not match one "
-         "to one. Collapse is read from the same models' multiple-choice answers (`top/…`), the generated answers "
-         "having no logged share.")
+def intro() -> str:
+    """The page's opening paragraph (the test items a device is scored on: base.yaml's
+    `data.client_test_per_task`)."""
+    return ("Table cells are Rouge-L / EM ×100 on generated answers; each device is scored on "
+            f"{hetero_config().data.client_test_per_task} items per task drawn "
+            "from the shared test sets with its own domain mix, the LLM on the shared test sets. The paper's numbers are "
+            "Rouge-L means over SNI and MMLU (its devices Bloom-1.1B, Llama2-1.3B, Qwen2.5-1.5B; server GPT-J-6B); its "
+            "homogeneous rows are averaged over its three SLM families, which fedlab's tiny families do not match one "
+            "to one. Collapse is read from the same models' multiple-choice answers (`top/…`), the generated answers "
+            "having no logged share.")
 
 
 def cells_read() -> list[str]:
     """The (device family, task) cells the device claims leave out, and why (`coplms_claims.kept`)."""
-    out = left_out_cells((*HETERO_DEVICES, *FAMILIES))
+    out = left_out_cells((*hetero_devices(), *FAMILIES))
     if not out:
         return []
     return ["## Device cells the claims read", "",
@@ -61,7 +57,7 @@ def cells_read() -> list[str]:
 
 
 def render(r: Results) -> str:
-    return page(r, SYSTEM, INTRO, body(r))
+    return page(r, SYSTEM, intro(), body(r))
 
 
 def body(r: Results) -> list[str]:

@@ -33,8 +33,12 @@ def epochs_grid(r: Results | None = None) -> budget.Grid | None:
     """A second axis at the rate GRID chose: more local epochs, for a task the references learn in some seeds
     only (recall); compared on validation beside the chosen row (2 local epochs), not yet a choice of the
     table's budget. None before GRID has chosen."""
-    path = OUT / "results.json"
-    lr = budget.chosen(r if r is not None else Results(path), GRID) if r is not None or path.is_file() else None
+    if r is None:
+        path = OUT / "results.json"
+        if not path.is_file():
+            return None
+        r = Results(path)
+    lr = budget.chosen(r, GRID)
     if lr is None:
         return None
     rows = tuple(Planned(p.key, p.config, (*p.overrides, f"federation.lr={lr}"), p.label) for p in GRID.rows)

@@ -39,9 +39,8 @@ POOLED_MC, POOLED_GEN = learns("pooled-data SLM", "floe/slm_pooled")
 @functools.cache
 def left_out() -> dict[str, str]:
     """{task: why}: the tasks a reference does not learn in every seed on validation data at the chosen rate
-    (`python experiments/floe/budget.py`; recall stays short of every seed at 4 local epochs too). They are scored
-    and shown, and left out of every claim and its control: a claim on a mean reads the mean over the other tasks
-    of its kind."""
+    (`python experiments/floe/budget.py`). They are scored and shown, and left out of every claim and its control:
+    a claim on a mean reads the mean over the other tasks of its kind."""
     from fedlab.evidence.budget import left_out as of_table
 
     return of_table(HERE, every_seed=True)
