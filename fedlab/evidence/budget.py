@@ -3,7 +3,9 @@ learning rate, local steps), each scored on rows held out of the training data (
 so the test sets are never read), and the setting chosen is the one under which the references learn the most
 (row, task, seed) cells by the table's own control rule — the rule its claims rest on. Ties go to the setting
 listed first. A table script (`experiments/<system>/budget.py`) declares its `Grid` and runs it with
-`runner.run_table(plan=…, render=…)`; its table then runs every row at `chosen(…)`.
+`runner.run_table(plan=…, render=…)`; its table then runs every row at `chosen(…)`. Records another config made
+than a grid row resolves to now (older YAML or code, `outdated`) are set aside: no choice rests on them, and the
+page names them until the grid is run again.
 """
 from __future__ import annotations
 
@@ -33,6 +35,17 @@ def plan(grid: Grid) -> list[Planned]:
                     f"{p.label} ({grid.key} = {v})", "validation") for v in grid.values for p in grid.rows]
 
 
+def outdated(results, grid: Grid) -> set[str]:
+    """Keys of the grid's rows (`plan`) holding a record another config made than the row resolves to now
+    (`Results.outdated`): its numbers answer another question. Resolved once per set of records."""
+    stamp = (grid.key, grid.values, tuple(p.key for p in grid.rows),
+             tuple(sorted((k, r.get("config_hash")) for k, r in results.records.items())))
+    cache = results.__dict__.setdefault("_budget_outdated", {})
+    if stamp not in cache:
+        cache[stamp] = results.outdated(plan(grid))
+    return cache[stamp]
+
+
 def cells(results, grid: Grid) -> dict[str, tuple[int, int, int]]:
     """{value: (cells that clear the bar, cells scored, fewest seeds of a row)} over the value's controls."""
     out = {}
@@ -49,9 +62,9 @@ def cells(results, grid: Grid) -> dict[str, tuple[int, int, int]]:
 
 def chosen(results, grid: Grid) -> str | None:
     """The value whose references learn the most cells (the first listed on a tie), once every row has
-    `grid.seeds` seeds at every value; None before."""
+    `grid.seeds` seeds at every value and none holds a record another config made (`outdated`); None before."""
     got = cells(results, grid)
-    if any(seeds < grid.seeds for *_, seeds in got.values()):
+    if any(seeds < grid.seeds for *_, seeds in got.values()) or outdated(results, grid):
         return None
     return max(grid.values, key=lambda v: (got[v][0], -grid.values.index(v)))
 
@@ -146,14 +159,21 @@ def section(results, grid: Grid, what: str, choose: bool = True, every_seed: boo
 
     got = cells(results, grid)
     choice = chosen(results, grid)
+    old = sorted(outdated(results, grid))
     verdict = ("" if not choose else f"**Chosen: `{grid.key}={choice}`**." if choice else
+               f"No choice: {len(old)} row{'s' if len(old) != 1 else ''} (marked †) hold records another config "
+               "made than the row runs now; they are run again before a choice rests on them." if old else
                f"No choice yet: every row needs {grid.seeds} seeds at every value.")
     lines = [f"## {what}: `{grid.key}` {'chosen ' if choose else ''}on validation", "",
              "Each reference row of the table at each value, scored on rows held out of the training data (the test "
              "sets are not read). A cell is a (row, task, seed); it clears the bar of the table's control."
              + (f" {verdict}" if verdict else ""), "",
              f"| `{grid.key}` | cells that clear the bar | seeds (fewest of a row) |", "|---|---|---|"]
-    lines += [f"| {v} | {ok} of {total} | {seeds} |" for v, (ok, total, seeds) in got.items()]
+    mark = lambda v: " †" if any(k.startswith(grid.prefix(v)) for k in old) else ""
+    lines += [f"| {v}{mark(v)} | {ok} of {total} | {seeds} |" for v, (ok, total, seeds) in got.items()]
+    if old:
+        lines += ["", "† Rows whose records another config made (older YAML or code than the grid runs now): "
+                  + ", ".join(f"`{k}`" for k in old) + "."]
     for v in grid.values:
         table = controls_table(results, grid.controls(grid.prefix(v)))
         if table:

@@ -184,17 +184,28 @@ def test_each_results_page_re_renders_byte_for_byte(name, tmp_path):
         assert stale() == []
 
 
+def _as_run(r, grid):
+    """Give each toy record the run key its grid row resolves to now, as the run would have written it."""
+    from fedlab.evidence import budget
+    from fedlab.runtime.federation import run_key
+
+    for p in budget.plan(grid):
+        for rec in r.runs(p.key):
+            rec["config_hash"] = run_key(p.resolve(rec["seed"]))
+    return r
+
+
 def test_a_budget_is_the_grid_value_whose_references_learn_the_most_cells(tmp_path):
     from fedlab.evidence import budget
     from fedlab.evidence.controls import above_chance
 
-    row = Planned("ref", None, ("x=1",), "reference")
+    row = Planned("ref", None, ("federation.rounds=1",), "reference")
     learns = lambda prefix: [above_chance("ref", [f"{prefix}ref"], ["a", "b"],
                                           lambda rec, t: rec["final"][f"acc/task_{t}"], lambda t: 0.5, 10)]
     grid = budget.Grid("federation.lr", ("0.005", "0.002"), (row,), learns)
     plan = budget.plan(grid)
     assert [p.key for p in plan] == ["lr0.005/ref", "lr0.002/ref"]
-    assert plan[1].overrides == ("x=1", "data.evaluate_on=validation", "federation.lr=0.002")
+    assert plan[1].overrides == ("federation.rounds=1", "data.evaluate_on=validation", "federation.lr=0.002")
     r = Results(tmp_path / "results.json")
 
     def put(key, seed, a, b):
@@ -202,10 +213,12 @@ def test_a_budget_is_the_grid_value_whose_references_learn_the_most_cells(tmp_pa
     for s in range(3):
         put("lr0.005/ref", s, 0.9, 0.5)          # learns a, not b: 3 of 6 cells
         put("lr0.002/ref", s, 0.9, 0.7 if s else 0.5)   # 5 of 6
+    _as_run(r, grid)
     assert budget.cells(r, grid) == {"0.005": (3, 6, 3), "0.002": (5, 6, 3)}
     assert budget.chosen(r, grid) == "0.002"
     put("lr0.005/ref", 0, 0.9, 0.9)
     put("lr0.005/ref", 1, 0.9, 0.9)              # now 5 of 6 too: the tie keeps the value listed first
+    _as_run(r, grid)
     assert budget.chosen(r, grid) == "0.005"
     del r.records["lr0.002/ref@seed2"]            # a row short of three seeds: no choice yet
     assert budget.chosen(r, grid) is None
@@ -226,7 +239,7 @@ def test_a_task_no_reference_learns_in_any_seed_at_the_chosen_budget_leaves_the_
         for name, b in (("llm", 0.5), ("slm", 0.9 if s == 2 else 0.5)):
             r.records[f"lr0.002/{name}@seed{s}"] = {"key": f"lr0.002/{name}", "seed": s,
                                                      "final": {"acc/task_a": 0.9, "acc/task_b": b, "acc/task_c": 0.5}}
-    out = budget.unlearnt(r, grid)
+    out = budget.unlearnt(_as_run(r, grid), grid)
     assert list(out) == ["b", "c"]           # a: learnt; b: the slm learns it in seed 2, the llm in none; c: nobody
     assert out["b"].startswith("the llm (chance + 10 points) clears the bar in no seed")
     assert out["c"].startswith("the llm (chance + 10 points) and the slm (chance + 10 points) clear the bar")
@@ -235,6 +248,32 @@ def test_a_task_no_reference_learns_in_any_seed_at_the_chosen_budget_leaves_the_
     assert "Chosen" not in compared and "- **c**:" not in compared and "chance + 10 points" in compared
     del r.records["lr0.002/slm@seed2"]       # before a choice nothing is left out
     assert budget.unlearnt(r, grid) == {}
+
+
+def test_no_budget_is_chosen_from_records_another_config_made(tmp_path):
+    """A grid row whose record an older config made (its run key is not the one the row resolves to now) gives
+    no choice, and so leaves nothing out of the claims, until it is run again; the page marks the row."""
+    from fedlab.evidence import budget
+    from fedlab.evidence.controls import above_chance
+
+    learns = lambda prefix: [above_chance("ref", [f"{prefix}ref"], ["a", "b"],
+                                          lambda rec, t: rec["final"][f"acc/task_{t}"], lambda t: 0.5, 10)]
+    grid = budget.Grid("federation.lr", ("0.005", "0.002"), (Planned("ref", None, (), "reference"),), learns)
+    r = Results(tmp_path / "results.json")
+    for v in grid.values:
+        for s in range(3):
+            r.records[f"lr{v}/ref@seed{s}"] = {"key": f"lr{v}/ref", "seed": s,
+                                               "final": {"acc/task_a": 0.9, "acc/task_b": 0.5}}
+    _as_run(r, grid)
+    assert budget.chosen(r, grid) == "0.005" and list(budget.unlearnt(r, grid)) == ["b"]
+    r.records["lr0.002/ref@seed1"]["config_hash"] = "0000000000"      # made by another config
+    assert budget.outdated(r, grid) == {"lr0.002/ref"}
+    assert budget.chosen(r, grid) is None and budget.unlearnt(r, grid) == {} and budget.learnt(r, grid) == {}
+    text = "\n".join(budget.section(r, grid, "Toy"))
+    assert "No choice: 1 row (marked †)" in text and "| 0.002 † |" in text and "| 0.005 |" in text
+    assert "`lr0.002/ref`" in text
+    _as_run(r, grid)                                                    # run again: current
+    assert budget.chosen(r, grid) == "0.005" and "†" not in "\n".join(budget.section(r, grid, "Toy"))
 
 
 def test_records_saved_into_a_folder_not_made_yet_make_it(tmp_path):
@@ -257,7 +296,7 @@ def test_the_cells_a_claim_may_read_are_the_tasks_learnt_in_every_seed_at_the_ch
         r.records[f"lr0.005/ref@seed{s}"] = {"key": "lr0.005/ref", "seed": s,
                                              "final": {"acc/task_a": 0.9, "acc/task_b": 0.9 if s else 0.5,
                                                        "acc/task_c": 0.5}}
-    assert budget.learnt(r, grid) == {"ref learns": ("a",)}
+    assert budget.learnt(_as_run(r, grid), grid) == {"ref learns": ("a",)}
     assert list(budget.unlearnt(r, grid)) == ["c"]          # only c is learnt in no seed
     shaky = budget.unreliable(r, grid)                      # b and c: not learnt in every seed
     assert sorted(shaky) == ["b", "c"] and "in 2 of 3 seeds" in shaky["b"] and "in no seed" in shaky["c"]
