@@ -6,7 +6,8 @@ import math
 import torch
 from torch import Tensor
 
-from fedlab.aggregators import vectorised
+from fedlab import compiled
+from fedlab.aggregators import counting, vectorised
 
 
 def pairwise_cosine(tau: Tensor) -> Tensor:
@@ -77,6 +78,40 @@ def _trim_block(tau: Tensor) -> int:
     return _TRIM_BLOCK if not vectorised.wanted(tau) else 1 << 24
 
 
+def _exact_row(tau: Tensor, i: int, count: int):
+    """Row i's count-th largest |value| x by kthvalue, and how many entries are ≥ x and > x."""
+    row = tau[i].abs() if tau.is_floating_point() else tau[i].abs().float()
+    x = torch.kthvalue(row, tau.shape[1] - count + 1).values
+    return x, int(torch.count_nonzero(torch.ge(row, x))), int(torch.count_nonzero(torch.gt(row, x)))
+
+
+def _sample_size(p: int, sample: int | None = None) -> int:
+    return sample or int(min(65536, max(8192, p // 64)))
+
+
+def _sample_bracket(tau: Tensor, counts: list[int], live: list[int], sample: int, dtype: torch.dtype):
+    """Per row i the bracket lo_i ≤ x_i ≤ hi_i of its counts[i]-th largest |value| x_i, read off a shared random
+    sample of `sample` positions with a wide margin (6 standard deviations of the sampled count, plus 64), and
+    the sample ranks it was read at: (lo, hi, lo_idx, hi_idx). An open end where the margin runs past the
+    sample: hi = +inf at the top, lo = −inf at the bottom; rows not in `live` get an empty bracket
+    (lo = +inf > hi = −inf), whatever values they hold."""
+    k_rows, p = tau.shape
+    dev = tau.device
+    g = torch.Generator(device="cpu").manual_seed(0)
+    pos = torch.randint(p, (sample,), generator=g).to(dev)
+    srt = tau[:, pos].abs().to(dtype).sort(dim=1, descending=True).values                 # [K, S], largest first
+    frac = torch.tensor([c / p for c in counts], dtype=torch.float64)
+    margin = 6.0 * torch.sqrt(sample * frac * (1 - frac)) + 64
+    hi_idx = (frac * sample - margin).floor().clamp(min=0).long().to(dev)
+    lo_idx = (frac * sample + margin).ceil().clamp(max=sample - 1).long().to(dev)
+    rows = torch.arange(k_rows, device=dev)
+    hi = torch.where(hi_idx > 0, srt[rows, hi_idx], torch.full_like(srt[:, 0], float("inf")))
+    lo = torch.where(lo_idx < sample - 1, srt[rows, lo_idx], torch.full_like(srt[:, 0], float("-inf")))
+    off = torch.ones(k_rows, dtype=torch.bool, device=dev)
+    off[live] = False
+    return lo.masked_fill(off, float("inf")), hi.masked_fill(off, float("-inf")), lo_idx, hi_idx
+
+
 def _thresholds(tau: Tensor, counts: list[int], block: int, sample: int | None = None):
     """Per row i of |τ|: the counts[i]-th largest value x_i (exact; +inf where the count is 0, −inf where it is P) and how many
     entries are ≥ x_i and > x_i (more than counts[i] are ≥ x_i when values tie at x_i). Returns (x, n_ge, n_gt).
@@ -89,7 +124,6 @@ def _thresholds(tau: Tensor, counts: list[int], block: int, sample: int | None =
     k_rows, p = tau.shape
     floating = tau.is_floating_point()
     dtype, dev = (tau.dtype if floating else torch.float32), tau.device
-    mag_row = lambda i: tau[i].abs() if floating else tau[i].abs().float()
     thr = torch.full((k_rows,), float("inf"), dtype=dtype, device=dev)
     n_ge, n_gt, live = [0] * k_rows, [0] * k_rows, []
     if p == 0:
@@ -103,31 +137,14 @@ def _thresholds(tau: Tensor, counts: list[int], block: int, sample: int | None =
     if not live:
         return thr, n_ge, n_gt
 
-    def exact(i):
-        row = mag_row(i)
-        x = torch.kthvalue(row, p - counts[i] + 1).values
-        return x, int(torch.count_nonzero(torch.ge(row, x))), int(torch.count_nonzero(torch.gt(row, x)))
-
-    sample = sample or int(min(65536, max(8192, p // 64)))
+    exact = lambda i: _exact_row(tau, i, counts[i])
+    sample = _sample_size(p, sample)
     if p <= 4 * sample:   # small rows: direct selection is cheapest
         for i in live:
             thr[i], n_ge[i], n_gt[i] = exact(i)
         return thr, n_ge, n_gt
-    g = torch.Generator(device="cpu").manual_seed(0)
-    pos = torch.randint(p, (sample,), generator=g).to(dev)
-    srt = tau[:, pos].abs().to(dtype).sort(dim=1, descending=True).values                 # [K, S], largest first
-    frac = torch.tensor([c / p for c in counts], dtype=torch.float64)
-    margin = 6.0 * torch.sqrt(sample * frac * (1 - frac)) + 64
-    hi_idx = (frac * sample - margin).floor().clamp(min=0).long().to(dev)
-    lo_idx = (frac * sample + margin).ceil().clamp(max=sample - 1).long().to(dev)
-    rows = torch.arange(k_rows, device=dev)
-    # an open end where the margin runs past the sample: hi = +inf at the top, lo = −inf at the bottom; rows
-    # not selected here get an empty bracket (lo = +inf > hi = −inf), whatever values they hold
-    hi = torch.where(hi_idx > 0, srt[rows, hi_idx], torch.full_like(srt[:, 0], float("inf")))
-    lo = torch.where(lo_idx < sample - 1, srt[rows, lo_idx], torch.full_like(srt[:, 0], float("-inf")))
-    off = torch.ones(k_rows, dtype=torch.bool, device=dev)
-    off[live] = False
-    hi, lo = hi.masked_fill(off, float("-inf"))[:, None], lo.masked_fill(off, float("inf"))[:, None]
+    lo, hi, lo_idx, hi_idx = _sample_bracket(tau, counts, live, sample, dtype)
+    hi, lo = hi[:, None], lo[:, None]
     n_hi = torch.zeros(k_rows, dtype=torch.long, device=dev)
     # each row's bracket values go into one buffer sized from the sample (grown if a row overflows it): small
     # tensors kept between the blocks' large temporaries would fragment the heap and raise the peak memory
@@ -169,10 +186,21 @@ def _thresholds(tau: Tensor, counts: list[int], block: int, sample: int | None =
 
 def row_thresholds(tau: Tensor, counts: list[int], block: int | None = None):
     """Per row the counts[i]-th largest |value| and how many entries are ≥ and > it: `vectorised.thresholds`
-    where that path is wanted (accelerators), `_thresholds` over column blocks of `block` otherwise."""
+    where that path is wanted (accelerators), `counting.thresholds` for large float32/float64 updates on the
+    CPU where compiling works, `_thresholds` over column blocks of `block` otherwise. All three are exact: the
+    same numbers."""
     if vectorised.wanted(tau):
         return vectorised.thresholds(tau, counts)
-    return _thresholds(tau, counts, block or _trim_block(tau))
+    blocked = lambda: _thresholds(tau, counts, block or _trim_block(tau))
+    if counting.wanted(tau):
+        p = tau.shape[1]
+        sample = _sample_size(p, counting.SAMPLE)
+        bracket = lambda live: (None if p <= 4 * sample else
+                                _sample_bracket(tau, counts, live, sample, tau.dtype)[:2])
+        return compiled.run_or_fall_back(
+            "threshold selection", lambda: counting.thresholds(tau, counts, bracket,
+                                                               lambda i: _exact_row(tau, i, counts[i])), blocked)
+    return blocked()
 
 
 def trimmed_blocks(tau: Tensor, counts: list[int], block: int | None = None):

@@ -5,11 +5,12 @@ over the coordinates with the K clients reduced inside it (CPU float32/float64 o
 read once after the thresholds are known, where the eager block loop (`merging.h_ties`) runs about a dozen
 torch operations per block, each one more pass.
 
-What is fused: given the per-row trimming threshold (`basic.row_thresholds`, unchanged), the rest of the kernel.
-The threshold's selection pass stays eager. A row with more entries at its threshold than it may keep keeps
-the lowest-indexed of them (`basic.trimmed_blocks`); that is element-wise once the column of its last kept
-tied entry is known (`keep_rule`: one extra pass over such rows only, which at P = 10M float32 entries happen
-in about one call in three).
+What is fused: given the per-row trimming threshold (`basic.row_thresholds`: at these sizes found by generated
+counting passes, `fedlab.aggregators.counting`), the rest of the kernel. A row with more entries at its
+threshold than it may keep keeps the lowest-indexed of them (`basic.trimmed_blocks`); that is element-wise once
+the column of its last kept tied entry is known (`keep_rule`: one generated pass that counts the tied entries
+per column block, `counting.tie_cutoffs`; at P = 10M float32 entries some row has such ties in about one call in
+three).
 
 Numbers: the reductions over clients run in client order in both paths, but the eager kernel takes
 Σ_k w_k sign(τ̂_k) (and TIES' elected sign) from a BLAS product whose summation order is its own, and the
@@ -94,6 +95,7 @@ def keep_rule(tau: Tensor, counts: list[int]) -> tuple[Tensor, Tensor]:
     counts[k] entries of largest |value|, ties at the threshold to the lower indices (as `basic.trimmed_blocks`):
     |τ_k[d]| > thr_k, or = thr_k at d < cutoff_k. cutoff_k = P where every tied entry fits, the column after
     the last one kept where more tie than fit, 0 for a row that keeps nothing."""
+    from fedlab.aggregators import counting
     from fedlab.aggregators.basic import row_thresholds
 
     k_rows, p = tau.shape
@@ -102,9 +104,10 @@ def keep_rule(tau: Tensor, counts: list[int]) -> tuple[Tensor, Tensor]:
     for i, c in enumerate(counts):
         if c <= 0:
             cutoff[i] = 0
-        elif n_ge[i] > c:     # the (c − n_gt)-th tied entry is the last kept
-            tied = torch.nonzero(tau[i].abs() == thr[i]).flatten()
-            cutoff[i] = int(tied[c - n_gt[i] - 1]) + 1
+    # where more entries tie at the threshold than fit, the (c − n_gt)-th tied entry is the last kept
+    crowded = {i: c - n_gt[i] for i, c in enumerate(counts) if c > 0 and n_ge[i] > c}
+    for i, col in (counting.tie_cutoffs(tau, thr, crowded) if crowded else {}).items():
+        cutoff[i] = col
     return thr.to(tau.dtype)[:, None], cutoff.to(tau.device)[:, None]
 
 
