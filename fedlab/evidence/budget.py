@@ -69,15 +69,18 @@ def chosen(results, grid: Grid) -> str | None:
     return max(grid.values, key=lambda v: (got[v][0], -grid.values.index(v)))
 
 
-def unlearnt(results, grid: Grid) -> dict[str, str]:
-    """{task: why} for the tasks some reference learns in no seed at the chosen value: no budget of the grid
-    taught it there, so the table's claims leave it out rather than average over it. {} before a choice."""
+def _checked(results, grid: Grid):
+    """(the chosen value, [(control, its `check`)] at that value) in one pass over the controls; (None, [])
+    before a choice."""
     value = chosen(results, grid)
     if value is None:
-        return {}
+        return None, []
+    return value, [(c, check(results, c)) for c in grid.controls(grid.prefix(value))]
+
+
+def _never(grid: Grid, value: str, checked) -> dict[str, str]:
     never: dict[str, list[str]] = {}
-    for c in grid.controls(grid.prefix(value)):
-        st = check(results, c)
+    for c, st in checked:
         for t in c.tasks:
             scored = [st.passed.get((row, t)) is not None for row in c.rows]
             if all(scored) and not any(st.passed.get((row, t)) for row in c.rows):
@@ -86,17 +89,23 @@ def unlearnt(results, grid: Grid) -> dict[str, str]:
                f"at `{grid.key}={value}`" for t, who in never.items()}
 
 
+def unlearnt(results, grid: Grid) -> dict[str, str]:
+    """{task: why} for the tasks some reference learns in no seed at the chosen value: no budget of the grid
+    taught it there, so the table's claims leave it out rather than average over it. {} before a choice."""
+    value, checked = _checked(results, grid)
+    return {} if value is None else _never(grid, value, checked)
+
+
 def unreliable(results, grid: Grid) -> dict[str, str]:
     """{task: why} for the tasks some reference does not learn in every seed at the chosen value (`unlearnt`'s
     among them, with their reason): a claim reading them would rest on a reference that learns them in some
     seeds only. {} before a choice."""
-    value = chosen(results, grid)
+    value, checked = _checked(results, grid)
     if value is None:
         return {}
-    out = dict(unlearnt(results, grid))
+    out = _never(grid, value, checked)
     some: dict[str, list[str]] = {}
-    for c in grid.controls(grid.prefix(value)):
-        st = check(results, c)
+    for c, st in checked:
         for t in c.tasks:
             for row in c.rows:
                 ok, bad = st.passed.get((row, t)) or [], st.failed.get((row, t)) or []
@@ -110,15 +119,10 @@ def unreliable(results, grid: Grid) -> dict[str, str]:
 def learnt(results, grid: Grid) -> dict[str, tuple[str, ...]]:
     """{control name: the tasks every row of that control learns in every seed at the chosen value}: the cells a
     table's claims can read with a reference that learnt them on validation. {} before a choice."""
-    value = chosen(results, grid)
-    if value is None:
-        return {}
-    out = {}
-    for c in grid.controls(grid.prefix(value)):
-        st = check(results, c)
-        out[c.name] = tuple(t for t in c.tasks if all(st.passed.get((row, t)) and not st.failed.get((row, t))
-                                                     for row in c.rows))
-    return out
+    _, checked = _checked(results, grid)
+    return {c.name: tuple(t for t in c.tasks if all(st.passed.get((row, t)) and not st.failed.get((row, t))
+                                                   for row in c.rows))
+            for c, st in checked}
 
 
 def _grid_of(folder):
