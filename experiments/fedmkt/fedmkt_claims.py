@@ -5,41 +5,47 @@ import functools
 
 from fedlab.evidence import Claim, above_zero_shot, metric_shares
 
-from fedmkt_rows import TASKS, left_out, scored
+from fedmkt_rows import TASKS, claim_tasks, scored
 
 
-def slm_task(which: str):
-    """(record, task) → the mean over the record's clients of their accuracy on `task` ("mean": over their tasks)
-    at round 0 ("zero") or the end ("final"); a centralized run's clients are the LLM."""
+def slm_task(which: str, kind: str | None = None):
+    """(record, task) → the mean over the record's clients of their accuracy on `task` ("mean": over `tasks_of`
+    `kind`) at round 0 ("zero") or the end ("final"); a centralized run's clients are the LLM."""
     def fn(rec, task):
-        vals = [scored_mean(d) if task == "mean" else d["tasks"].get(task)
+        vals = [scored_mean(d, kind) if task == "mean" else d["tasks"].get(task)
                 for k, d in rec["summary"][which].items() if k.startswith("client_")]
         vals = [v for v in vals if v is not None]
         return sum(vals) / len(vals) if vals else None
     return fn
 
 
-def scored_mean(d: dict) -> float | None:
-    """One model's mean accuracy over the `scored` tasks it has a score on (None when it has none)."""
-    vals = [d["tasks"][t] for t in scored() if d["tasks"].get(t) is not None]
+def tasks_of(kind: str | None) -> list[str]:
+    """The tasks a mean reads: the tables' (`scored`, kind None) or those a claim on the LLM ("llm") or on the
+    SLMs ("slm") reads (`claim_tasks`)."""
+    return scored() if kind is None else claim_tasks(kind)
+
+
+def scored_mean(d: dict, kind: str | None = None) -> float | None:
+    """One model's mean accuracy over `tasks_of(kind)` that it has a score on (None when it has none)."""
+    vals = [d["tasks"][t] for t in tasks_of(kind) if d["tasks"].get(t) is not None]
     return sum(vals) / len(vals) if vals else None
 
 
-def slm(which: str):
-    """A record → the mean over the `scored` tasks of its clients' SLMs (a centralized run's clients are the LLM) at round 0
-    ("zero") or the end ("final")."""
+def slm(which: str, kind: str | None = None):
+    """A record → the mean over `tasks_of(kind)` of its clients' models (a centralized run's clients are the LLM:
+    `kind="llm"` reads it on the LLM claims' tasks) at round 0 ("zero") or the end ("final")."""
     def fn(rec):
-        vals = [scored_mean(d) for k, d in rec["summary"][which].items() if k.startswith("client_")]
+        vals = [scored_mean(d, kind) for k, d in rec["summary"][which].items() if k.startswith("client_")]
         vals = [v for v in vals if v is not None]
         return sum(vals) / len(vals) if vals else None
     return fn
 
 
-def llm(which: str):
-    """A record → the server LLM's mean accuracy over the `scored` tasks at round 0 ("zero") or the end ("final")."""
+def llm(which: str, kind: str | None = None):
+    """A record → the server LLM's mean accuracy over `tasks_of(kind)` at round 0 ("zero") or the end ("final")."""
     def fn(rec):
         d = rec["summary"][which].get("llm")
-        return None if d is None else scored_mean(d)
+        return None if d is None else scored_mean(d, kind)
     return fn
 
 
@@ -54,50 +60,53 @@ def learns(name: str, rows, tasks=TASKS):
     return above_zero_shot(name, rows, tasks, slm_task("final"), slm_task("zero"), MARGIN)
 
 
-def scored_shares(metric: str, which: str = "final"):
-    """A record → the answer shares of `metric`'s model on the `scored` tasks only (the collapse check reads the
-    tasks a claim's mean reads); None where the record holds none."""
+def scored_shares(metric: str, kind: str, which: str = "final"):
+    """A record → the answer shares of `metric`'s model on the tasks a `kind` claim reads only (the collapse
+    check reads the tasks a claim's mean reads); None where the record holds none."""
     shares = metric_shares(metric, which)
 
     def fn(rec):
         got = shares(rec)
-        return None if got is None else {t: v for t, v in got.items() if t not in left_out()}
+        return None if got is None else {t: v for t, v in got.items() if t in tasks_of(kind)}
     return fn
 
 
-SLM_SHARES, SLM_ZERO = scored_shares("acc/mean"), scored_shares("acc/mean", "zero")
-LLM_SHARES, LLM_ZERO = scored_shares("llm/acc/mean"), scored_shares("llm/acc/mean", "zero")
+SLM_SHARES, SLM_ZERO = scored_shares("acc/mean", "slm"), scored_shares("acc/mean", "slm", "zero")
+LLM_SHARES, LLM_ZERO = scored_shares("llm/acc/mean", "llm"), scored_shares("llm/acc/mean", "llm", "zero")
+# a centralized run's clients are the LLM: its shares are read on the LLM claims' tasks
+CENTRAL_SHARES = scored_shares("acc/mean", "llm")
 
 
 def _slm_claim(claim, source, paper, a, b, control, zero=False):
     """SLMs (the mean over the clients) of row a against row b's, or against their own zero-shot."""
-    return Claim(claim, source, paper, a, b, slm("final"), fn_b=slm("zero") if zero else None, control=control,
+    return Claim(claim, source, paper, a, b, slm("final", "slm"), fn_b=slm("zero", "slm") if zero else None, control=control,
                  shares=SLM_SHARES, shares_b=SLM_ZERO if zero else SLM_SHARES)
 
 
 def _llm_zero(claim, source, paper, a, control):
-    return Claim(claim, source, paper, a, a, llm("final"), fn_b=llm("zero"), control=control, shares=LLM_SHARES,
+    return Claim(claim, source, paper, a, a, llm("final", "llm"), fn_b=llm("zero", "llm"), control=control, shares=LLM_SHARES,
                  shares_b=LLM_ZERO)
 
 
 def _llm_central(claim, source, paper, a, b, control, tolerance=2.0):
     """The LLM of row a comparable to the centralized LLM of row b, within `tolerance` points."""
-    return Claim(claim, source, paper, a, b, llm("final"), fn_b=slm("final"), at_least=True, tolerance=tolerance,
-                 control=control, shares=LLM_SHARES, shares_b=SLM_SHARES)
+    return Claim(claim, source, paper, a, b, llm("final", "llm"), fn_b=slm("final", "llm"), at_least=True,
+                 tolerance=tolerance, control=control, shares=LLM_SHARES, shares_b=CENTRAL_SHARES)
 
 
 
 @functools.cache
 def claims() -> list[Claim]:
-    """The claims of Tables 2–4, each on the `scored` tasks, with the controls they rest on."""
-    C_CENTRAL = learns("centralized LLM", ["centralized"], scored())
-    C_SLMS = {s: learns(f"Standalone SLMs ({s})", [f"{s}/standalone"], scored()) for s in ("hetero", "homo", "o2o", "homo_s1", "o2o_s1")}
-    C_O2O_LLM = learns("centralized LLM (one-to-one)", ["o2o/centralized"], scored())
-    C_TASK_LLM = {t: learns(f"centralized LLM, {t} alone", [f"task/{t}/centralized"], [t]) for t in scored()}
-    C_TASK_SLM = {t: learns(f"Standalone SLMs, {t} alone", [f"task/{t}/standalone"], [t]) for t in scored()}
-    C_REAL_LLM = learns("centralized SmolLM2", ["real/centralized"], scored())
-    C_REAL_SLM = learns("Standalone SLMs at the SmolLM2 budget", ["real/hetero/standalone"], scored())
-    _PT = tuple(f"task/{t}/fedmkt" for t in scored())
+    """The claims of Tables 2–4, each on the tasks its kind reads (`claim_tasks`), with the controls they rest on."""
+    llm_t, slm_t = claim_tasks("llm"), claim_tasks("slm")
+    C_CENTRAL = learns("centralized LLM", ["centralized"], llm_t)
+    C_SLMS = {s: learns(f"Standalone SLMs ({s})", [f"{s}/standalone"], slm_t) for s in ("hetero", "homo", "o2o", "homo_s1", "o2o_s1")}
+    C_O2O_LLM = learns("centralized LLM (one-to-one)", ["o2o/centralized"], llm_t)
+    C_TASK_LLM = {t: learns(f"centralized LLM, {t} alone", [f"task/{t}/centralized"], [t]) for t in llm_t}
+    C_TASK_SLM = {t: learns(f"Standalone SLMs, {t} alone", [f"task/{t}/standalone"], [t]) for t in slm_t}
+    C_REAL_LLM = learns("centralized SmolLM2", ["real/centralized"], llm_t)
+    C_REAL_SLM = learns("Standalone SLMs at the SmolLM2 budget", ["real/hetero/standalone"], slm_t)
+    _PT, _PT_L = tuple(f"task/{t}/fedmkt" for t in slm_t), tuple(f"task/{t}/fedmkt" for t in llm_t)
     _PT_SLM, _PT_LLM = tuple(C_TASK_SLM.values()), tuple(C_TASK_LLM.values())
     return [
         _slm_claim("SLMs: FedMKT above zero-shot (heterogeneous, multi-task)", "Table 2", "49.3 vs 36.0 (+13.3)",
@@ -111,10 +120,12 @@ def claims() -> list[Claim]:
         _slm_claim("SLMs: FedMKT above zero-shot (one federation per task)", "Table 2", "49.3 vs 36.0 (+13.3)",
                    _PT, _PT, _PT_SLM, zero=True),
         _slm_claim("SLMs: FedMKT above Standalone (one federation per task)", "Table 2", "49.3 vs 46.4 (+2.9)",
-                   _PT, tuple(f"task/{t}/standalone" for t in scored()), _PT_SLM),
-        _llm_zero("LLM: FedMKT above zero-shot (one federation per task)", "Table 2", "60.9 vs 44.1 (+16.7)", _PT, _PT_LLM),
+                   _PT, tuple(f"task/{t}/standalone" for t in slm_t), _PT_SLM),
+        _llm_zero("LLM: FedMKT above zero-shot (one federation per task)", "Table 2", "60.9 vs 44.1 (+16.7)", _PT_L,
+                  _PT_LLM),
         _llm_central("LLM: FedMKT comparable to Centralized, within 4 points (one federation per task)", "Table 2",
-                     "60.9 vs 64.5 (−3.7)", _PT, tuple(f"task/{t}/centralized" for t in scored()), _PT_LLM, tolerance=4.0),
+                     "60.9 vs 64.5 (−3.7)", _PT_L, tuple(f"task/{t}/centralized" for t in llm_t), _PT_LLM,
+                     tolerance=4.0),
         _llm_zero("SmolLM2-135M: LLM FedMKT above zero-shot (heterogeneous, multi-task)", "Table 2",
                   "60.9 vs 44.1 (+16.7)", "real/hetero/fedmkt", C_REAL_LLM),
         _slm_claim("SmolLM2-135M: SLMs FedMKT above zero-shot (heterogeneous, multi-task)", "Table 2",

@@ -20,8 +20,24 @@ def left_out() -> dict[str, str]:
 
 
 def scored() -> list[str]:
-    """The tasks the claims read: every task but those `left_out`."""
+    """The tasks the tables' means read: every task but those `left_out`."""
     return [t for t in TASKS if t not in left_out()]
+
+
+# the budget's controls whose tasks each kind of claim reads (budget.py's GRID)
+REFERENCES = {"llm": "centralized LLM", "slm": "Standalone SLMs (hetero)"}
+
+
+@functools.cache
+def claim_tasks(kind: str) -> list[str]:
+    """The `scored` tasks a claim on the LLM ("llm") or on the SLMs ("slm") reads: those its reference (the
+    centralized LLM; the heterogeneous Standalone SLMs) learns in every seed on validation data at the rate chosen
+    there (`fedlab.evidence.budget.learnt`). A task a reference learns in some seeds only stays in the tables and
+    their means, and leaves that kind of claim. Every scored task before the budget has chosen."""
+    from fedlab.evidence.budget import learnt_in
+
+    got = learnt_in(HERE).get(REFERENCES[kind])
+    return [t for t in scored() if got is None or t in got]
 
 
 RUNS = {   # key -> (label, yaml)

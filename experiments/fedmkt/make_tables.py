@@ -77,10 +77,18 @@ def _first(r: Results, key: str) -> dict | None:
 
 
 def intro() -> str:
-    """The page's opening paragraph, with the tasks left out of the claims and why."""
+    """The page's opening paragraph, with the tasks left out of the claims and why, and the tasks each kind of
+    claim reads."""
     gone = "".join(f" **{t}** is scored and shown but left out of every claim and every mean: {why} "
                    "(`budget/RESULTS.md`)." for t, why in left_out().items())
-    return INTRO + gone
+    names = lambda ts: ", ".join(f"**{t}**" for t in ts) or "no task"
+    reads = "".join(
+        f" Claims on the {who} read {names(claim_tasks(kind))}: the tasks their reference, the {REFERENCES[kind]}, "
+        f"learns in every seed on validation data at the chosen rate"
+        + (f" (it learns {names(t for t in scored() if t not in claim_tasks(kind))} in some seeds only; the tables' "
+           "means still read them)" if len(claim_tasks(kind)) < len(scored()) else "") + "."
+        for kind, who in (("llm", "LLM"), ("slm", "SLMs")))
+    return INTRO + gone + reads
 
 
 INTRO = ("Server LLM: tiny-llama (LLaMA, SentencePiece-style tokenizer); SLMs: tiny-gpt2, tiny-opt, tiny-bloom "

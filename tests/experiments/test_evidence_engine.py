@@ -302,3 +302,27 @@ def test_the_cells_a_claim_may_read_are_the_tasks_learnt_in_every_seed_at_the_ch
     assert sorted(shaky) == ["b", "c"] and "in 2 of 3 seeds" in shaky["b"] and "in no seed" in shaky["c"]
     del r.records["lr0.005/ref@seed2"]
     assert budget.learnt(r, grid) == {}                     # no choice before every row has its seeds
+
+
+def test_fedmkt_claims_read_the_tasks_their_own_reference_learns_in_every_validation_seed():
+    """A claim on the SLMs reads (means, controls) the tasks the heterogeneous Standalone SLMs learn in every
+    validation seed at the chosen rate, a claim on the LLM those of the centralized LLM; the tables' means read
+    every task not left out."""
+    from fedlab.evidence import budget
+    from fedlab.evidence.summary import load_table
+
+    mod = load_table("fedmkt")
+    learnt = budget.learnt_in(mod.SYSTEM.folder)
+    for kind, reference in mod.REFERENCES.items():
+        assert mod.claim_tasks(kind) == [t for t in mod.scored() if t in learnt[reference]], kind
+    assert mod.claim_tasks("slm") != mod.scored()           # the records leave some tasks to the LLM's claims only
+    # a run whose models score 1 on the tasks a kind of claim reads and 0 elsewhere: that claim's mean is 1
+    run = lambda kind: {"summary": {which: {m: {"tasks": {t: float(t in mod.claim_tasks(kind)) for t in mod.TASKS}}
+                                            for m in ("client_0", "client_1", "llm")} for which in ("zero", "final")}}
+    for c in mod.claims():
+        kind = "slm" if "SLM" in c.claim.split(":")[0] or c.claim.startswith("SmolLM2-135M: SLMs") else "llm"
+        read = {t for ctl in c.controls() for t in ctl.tasks}
+        assert read <= set(mod.claim_tasks(kind)), (c.claim, read)
+        assert c.fn(run(kind)) == 1.0 and (c.fn_b or c.fn)(run(kind)) == 1.0, c.claim
+    mixed = run("slm")["summary"]["final"]["client_0"]
+    assert mod.scored_mean(mixed) == len(mod.claim_tasks("slm")) / len(mod.scored())    # the tables' mean
