@@ -213,7 +213,7 @@ def section_matrix(args) -> dict:
 
     work = Path(args.work or args.out)
     os.environ.setdefault("FEDLAB_HOME", str(work / "fedlab_home"))
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path[:0] = [str(ROOT / "tests" / "methods"), str(ROOT / "tests")]   # the method tests' pico settings
     from test_methods import FIT_PICO, PROXY, SMALL
 
     from fedlab import registry

@@ -105,7 +105,7 @@ def test_platform_share_benchmark_runs(pico_zoo):
 @pytest.mark.slow   # four processes load tiny-llama: ~30 s
 def test_numerics_pin_benchmark_runs():
     out = _run("benchmarks/numerics_pin.py", "--repeats", "2", "--steps", "1")
-    assert "pinned  (AVX2)" in out and "pinned / native:" in out
+    assert "- pinned (AVX2): median step" in out and "pinned / native:" in out
 
 
 @pytest.mark.federation

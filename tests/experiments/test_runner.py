@@ -37,6 +37,7 @@ def _plan(tmp_path, lr="0.01"):
             Planned("t/zeroshot", None, (*common, "method.name=zeroshot"), "zero-shot", "t")]
 
 
+@pytest.mark.federation
 @pytest.mark.slow   # 35 s: three table runs; rendering from records stays in the default tier (default tier ≤ 10 min on 2 cores)
 def test_runner_records_resumes_and_reruns_what_changed(pico_zoo, tmp_path):
     results = Results(tmp_path / "results.json")
@@ -188,6 +189,7 @@ def test_two_table_processes_on_one_results_file_keep_each_others_records(tmp_pa
     assert Results(path).records["y@seed0"]["v"] == 3 and Results(path).records["x@seed0"]["v"] == 1
 
 
+@pytest.mark.federation
 @pytest.mark.slow   # 40 s: two table runs and an interrupted one (default tier ≤ 10 min on 2 cores)
 def test_a_table_stopped_by_a_signal_and_run_again_ends_on_the_uninterrupted_records(pico_zoo, tmp_path,
                                                                                     monkeypatch):
