@@ -78,6 +78,23 @@ def _trim_block(tau: Tensor) -> int:
     return _TRIM_BLOCK if not vectorised.wanted(tau) else 1 << 24
 
 
+def _settled(tau: Tensor, counts: list[int]):
+    """The rows whose threshold needs no selection, and the others: (thr, n_ge, n_gt, live) with thr = +inf
+    where counts[i] = 0, −inf (every entry kept, no pass over the row) where counts[i] ≥ P, and `live` the rows
+    in between, whose thr, n_ge and n_gt the selection fills in."""
+    k_rows, p = tau.shape
+    thr = torch.full((k_rows,), float("inf"), dtype=tau.dtype if tau.is_floating_point() else torch.float32,
+                     device=tau.device)
+    n_ge, n_gt, live = [0] * k_rows, [0] * k_rows, []
+    for i in range(k_rows):
+        if counts[i] >= p:
+            thr[i] = float("-inf")
+            n_ge[i] = n_gt[i] = p
+        elif counts[i] > 0:
+            live.append(i)
+    return thr, n_ge, n_gt, live
+
+
 def _exact_row(tau: Tensor, i: int, count: int):
     """Row i's count-th largest |value| x by kthvalue, and how many entries are ≥ x and > x."""
     row = tau[i].abs() if tau.is_floating_point() else tau[i].abs().float()
@@ -124,16 +141,9 @@ def _thresholds(tau: Tensor, counts: list[int], block: int, sample: int | None =
     k_rows, p = tau.shape
     floating = tau.is_floating_point()
     dtype, dev = (tau.dtype if floating else torch.float32), tau.device
-    thr = torch.full((k_rows,), float("inf"), dtype=dtype, device=dev)
-    n_ge, n_gt, live = [0] * k_rows, [0] * k_rows, []
+    thr, n_ge, n_gt, live = _settled(tau, counts)
     if p == 0:
-        return thr, n_ge, n_gt
-    for i in range(k_rows):
-        if counts[i] >= p:     # keep everything: a threshold below every value, no pass over the row
-            thr[i] = float("-inf")
-            n_ge[i] = n_gt[i] = p
-        elif counts[i] > 0:
-            live.append(i)
+        return torch.full_like(thr, float("inf")), [0] * k_rows, [0] * k_rows
     if not live:
         return thr, n_ge, n_gt
 
@@ -193,14 +203,21 @@ def row_thresholds(tau: Tensor, counts: list[int], block: int | None = None):
         return vectorised.thresholds(tau, counts)
     blocked = lambda: _thresholds(tau, counts, block or _trim_block(tau))
     if counting.wanted(tau):
-        p = tau.shape[1]
-        sample = _sample_size(p, counting.SAMPLE)
-        bracket = lambda live: (None if p <= 4 * sample else
-                                _sample_bracket(tau, counts, live, sample, tau.dtype)[:2])
-        return compiled.run_or_fall_back(
-            "threshold selection", lambda: counting.thresholds(tau, counts, bracket,
-                                                               lambda i: _exact_row(tau, i, counts[i])), blocked)
+        return compiled.run_or_fall_back("threshold selection", lambda: _counted(tau, counts), blocked)
     return blocked()
+
+
+def _counted(tau: Tensor, counts: list[int]):
+    """`row_thresholds` by `counting.thresholds`, the rows it leaves (NaN-crowded) selected with kthvalue."""
+    thr, n_ge, n_gt, live = _settled(tau, counts)
+    if not live:
+        return thr, n_ge, n_gt
+    p = tau.shape[1]
+    sample = _sample_size(p, counting.SAMPLE)
+    bracket = lambda rows: None if p <= 4 * sample else _sample_bracket(tau, counts, rows, sample, tau.dtype)[:2]
+    for i, got in counting.thresholds(tau, counts, live, bracket).items():
+        thr[i], n_ge[i], n_gt[i] = got if got is not None else _exact_row(tau, i, counts[i])
+    return thr, n_ge, n_gt
 
 
 def trimmed_blocks(tau: Tensor, counts: list[int], block: int | None = None):

@@ -105,22 +105,13 @@ def _window(low: Tensor, high: Tensor, n_low: Tensor, n_high: Tensor, need: Tens
     return a, b
 
 
-def thresholds(tau: Tensor, counts: list[int], bracket, exact):
-    """Same contract as `basic._thresholds`: (x [K] tensor, n_ge list, n_gt list), x_i = +inf where
-    counts[i] = 0 and −inf where counts[i] ≥ P. `bracket(live)` gives each live row's sampled (lo, hi)
-    magnitudes or None (too few entries to sample); `exact(i)` selects row i with kthvalue."""
+def thresholds(tau: Tensor, counts: list[int], live: list[int], bracket) -> dict[int, tuple | None]:
+    """{row i in `live` (0 < counts[i] < P): (x_i, #{|τ_i| ≥ x_i}, #{|τ_i| > x_i})}, or None for a row with
+    fewer numbers than counts[i] (NaN takes the rest), which the caller selects with kthvalue, as
+    `basic._thresholds` does. `bracket(live)` gives each live row's sampled (lo, hi) magnitudes or None (too few
+    entries to sample)."""
     k_rows, p = tau.shape
     dtype = tau.dtype
-    thr = torch.full((k_rows,), float("inf"), dtype=dtype)
-    n_ge, n_gt, live = [0] * k_rows, [0] * k_rows, []
-    for i in range(k_rows):
-        if counts[i] >= p:
-            thr[i] = float("-inf")
-            n_ge[i] = n_gt[i] = p
-        elif counts[i] > 0:
-            live.append(i)
-    if not live:
-        return thr, n_ge, n_gt
     need = torch.tensor([counts[i] if i in live else 1 for i in range(k_rows)], dtype=torch.long)
     top = _INF_BITS[dtype] + 1                          # one pattern past +inf: no entry reaches it
     low, high = torch.zeros(k_rows, dtype=torch.long), torch.full((k_rows,), top, dtype=torch.long)
@@ -177,12 +168,8 @@ def thresholds(tau: Tensor, counts: list[int], bracket, exact):
         a, b = torch.where(missed, low, a), torch.where(missed, high, b)
     x = _floats(low, dtype)
     n_low, n_high = n_low.tolist(), n_high.tolist()
-    for i in live:
-        if i in nan_rows or int(high[i] - low[i]) > 1:      # (the latter: never, with MAX_PASSES to spare)
-            thr[i], n_ge[i], n_gt[i] = exact(i)
-        else:
-            thr[i], n_ge[i], n_gt[i] = x[i], n_low[i], n_high[i]
-    return thr, n_ge, n_gt
+    # (an open bracket after MAX_PASSES: never, with passes to spare; kthvalue then answers)
+    return {i: None if i in nan_rows or int(high[i] - low[i]) > 1 else (x[i], n_low[i], n_high[i]) for i in live}
 
 
 TIE_BLOCK = 1 << 16             # columns a block when looking for the last tied entry a row keeps
