@@ -19,9 +19,11 @@ def slm_task(which: str, kind: str | None = None):
     return fn
 
 
-def tasks_of(kind: str | None) -> list[str]:
-    """The tasks a mean reads: the tables' (`scored`, kind None) or those a claim on the LLM ("llm") or on the
-    SLMs ("slm") reads (`claim_tasks`)."""
+def tasks_of(kind: str | tuple[str, ...] | None) -> list[str]:
+    """The tasks a mean reads: the tables' (`scored`, kind None), those a claim on the LLM ("llm") or on the
+    SLMs ("slm") reads (`claim_tasks`), or the tasks given (a claim judged on fewer, `Claim.over`)."""
+    if isinstance(kind, tuple):
+        return list(kind)
     return scored() if kind is None else claim_tasks(kind)
 
 
@@ -78,21 +80,32 @@ CENTRAL_SHARES = scored_shares("acc/mean", "llm")
 
 
 def _slm_claim(claim, source, paper, a, b, control, zero=False):
-    """SLMs (the mean over the clients) of row a against row b's, or against their own zero-shot."""
-    return Claim(claim, source, paper, a, b, slm("final", "slm"), fn_b=slm("zero", "slm") if zero else None, control=control,
-                 shares=SLM_SHARES, shares_b=SLM_ZERO if zero else SLM_SHARES)
+    """SLMs (the mean over the clients) of row a against row b's, or against their own zero-shot; on fewer of
+    its tasks where its control fails some (`Claim.over`)."""
+    def over(ts):
+        return slm("final", ts), slm("zero", ts) if zero else None
+    tasks = tuple(claim_tasks("slm"))
+    return Claim(claim, source, paper, a, b, *over(tasks), control=control, shares=SLM_SHARES,
+                 shares_b=SLM_ZERO if zero else SLM_SHARES, tasks=tasks, over=over)
 
 
 def _llm_zero(claim, source, paper, a, control):
-    return Claim(claim, source, paper, a, a, llm("final", "llm"), fn_b=llm("zero", "llm"), control=control, shares=LLM_SHARES,
-                 shares_b=LLM_ZERO)
+    tasks = tuple(claim_tasks("llm"))
+
+    def over(ts):
+        return llm("final", ts), llm("zero", ts)
+    return Claim(claim, source, paper, a, a, *over(tasks), control=control, shares=LLM_SHARES, shares_b=LLM_ZERO,
+                 tasks=tasks, over=over)
 
 
 def _llm_central(claim, source, paper, a, b, control, tolerance=2.0):
     """The LLM of row a comparable to the centralized LLM of row b, within `tolerance` points."""
-    return Claim(claim, source, paper, a, b, llm("final", "llm"), fn_b=slm("final", "llm"), at_least=True,
-                 tolerance=tolerance, control=control, shares=LLM_SHARES, shares_b=CENTRAL_SHARES)
+    tasks = tuple(claim_tasks("llm"))
 
+    def over(ts):
+        return llm("final", ts), slm("final", ts)
+    return Claim(claim, source, paper, a, b, *over(tasks), at_least=True, tolerance=tolerance, control=control,
+                 shares=LLM_SHARES, shares_b=CENTRAL_SHARES, tasks=tasks, over=over)
 
 
 @functools.cache

@@ -266,13 +266,27 @@ def centsft(setting: str, prefix: str = ""):
                            task_accuracy(which="zero"), MARGIN)
 
 
+AVERAGES = {"ALL": (*QA, *CLS), "mean": (*QA, *CLS), "QA": tuple(QA), "CLS": tuple(CLS)}   # the tasks a column averages
+
+
 def claim(text, source, paper, a, b, col, col_b=None, setting=None):
     """A claim on the column `col` of `llm_metrics` (row b's `col_b` when given), resting on the CentSFT of the
-    setting its rows belong to."""
+    setting its rows belong to, on the tasks the column reads. A heterogeneous claim on a column that averages
+    tasks (`AVERAGES`) can be judged on fewer of them (`Claim.over`): those its CentSFT learns in every seed."""
     setting = setting or "/".join(a.split("/")[:2] if a.startswith(("deep/", "real/")) else a.split("/")[:1])
     skip = tuple(left_out()) if setting == "hetero" else ()
-    return Claim(text, source, paper, a, b, metric(col, skip), fn_b=metric(col_b, skip) if col_b else None,
-                 control=centsft(setting), shares=column_shares(col), shares_b=column_shares(col_b or col))
+    control = centsft(setting)
+    narrowable = setting.endswith("hetero") and col in AVERAGES and (col_b or col) in AVERAGES
+    if not narrowable:
+        return Claim(text, source, paper, a, b, metric(col, skip), fn_b=metric(col_b, skip) if col_b else None,
+                     control=control, shares=column_shares(col), shares_b=column_shares(col_b or col))
+    tasks = tuple(t for t in control.tasks if t in AVERAGES[col] and t in AVERAGES[col_b or col])
+
+    def over(kept):
+        out = tuple(t for t in (*QA, *CLS) if t not in kept)
+        return metric(col, out), metric(col_b, out) if col_b else None
+    return Claim(text, source, paper, a, b, *over(tasks), control=control.on(tasks), shares=column_shares(col),
+                 shares_b=column_shares(col_b or col), tasks=tasks, over=over)
 
 
 @functools.cache

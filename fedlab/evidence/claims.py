@@ -8,12 +8,17 @@ it stands whether any seed of either side answers one class (`collapse`). The pa
 number in parentheses of `paper` ("61.2 vs 58.9 (+2.3)"), or `effect`.
 
 A claim "a is comparable to b" (`at_least=True`) is judged against `tolerance` points (`verdicts.tolerance`).
+
+A claim whose score averages several tasks (`tasks`, with `over` to score it on fewer) and whose control fails
+on some of them, in some seed, is judged on the tasks its controls learn in every seed (`narrow`): the tasks it
+leaves out, and why, stand beside its verdict. A claim on one task, or whose controls learn none of its tasks,
+stays "no control".
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fedlab.evidence import verdicts as V
@@ -39,6 +44,8 @@ class Claim:
     control: Control | tuple[Control, ...] | None = None   # the reference(s) that must learn what it reads
     shares: Shares | None = None                # record → {task: answer share} of the model `fn` scores
     shares_b: Shares | None = None              # the same for b (default: `shares`)
+    tasks: tuple[str, ...] = ()                 # the tasks `fn` averages over, when `over` can score fewer
+    over: Callable[[tuple[str, ...]], tuple[Callable, Callable | None]] | None = None  # tasks → (fn, fn_b) on them
 
     def controls(self) -> tuple[Control, ...]:
         return () if self.control is None else (self.control,) if isinstance(self.control, Control) else self.control
@@ -73,6 +80,20 @@ class Assessment:
     verdict: Verdict
     control: list[Status] | None = None
     collapse: dict[str, Collapse] | None = None
+    left_out: dict[str, dict[str, str]] | None = None   # control → {task it fails, left out: "in seed 2"} (`narrow`)
+
+    @property
+    def narrowed(self) -> bool:
+        return bool(self.left_out)
+
+    def scope_words(self) -> str:
+        """"on 6 of 7 tasks; CentSFT fails the rest: two_hop in seed 2", "" for a claim judged on all its tasks."""
+        if not self.left_out:
+            return ""
+        n, gone = len(self.claim.tasks), {t for fails in self.left_out.values() for t in fails}
+        why = "; ".join(f"{name} fails {'; '.join(f'{t} {w}' for t, w in fails.items())}"
+                        for name, fails in self.left_out.items())
+        return f"on {n - len(gone)} of {n} tasks, left out: {why}"
 
     @property
     def ours(self) -> str:
@@ -86,6 +107,8 @@ class Assessment:
     def control_cell(self) -> str:
         if not self.control:
             return "none declared"
+        if self.left_out:
+            return "; ".join(f"{st.control.name}: holds on {', '.join(st.control.tasks)}" for st in self.control)
         return "; ".join(f"{st.control.name}: {st.word()}" + ("" if st.holds or not st.run else f" ({st.failing()})")
                          for st in self.control)
 
@@ -97,8 +120,8 @@ class Assessment:
         return "; ".join(f"{side}: {w}" for side, col in self.collapse.items() if (w := col.words()))
 
     def verdict_cell(self) -> str:
-        note = self.collapse_words()
-        return str(self.verdict) + (f"; {note}" if note else "")
+        notes = [w for w in (self.scope_words(), self.collapse_words()) if w]
+        return "; ".join([str(self.verdict), *notes])
 
 
 def _keys(side) -> tuple[str, ...]:
@@ -121,13 +144,47 @@ def _collapse(results, c: Claim, seeds: list[int]) -> dict[str, Collapse] | None
     return out
 
 
+def _only(shares: Shares | None, tasks: tuple[str, ...]) -> Shares | None:
+    """`shares` read on `tasks` only."""
+    if shares is None:
+        return None
+    keep = set(tasks)
+
+    def fn(rec):
+        got = shares(rec)
+        return None if got is None else {t: v for t, v in got.items() if t in keep}
+    return fn
+
+
+def narrow(c: Claim, status: list[Status]) -> tuple[Claim, dict[str, dict[str, str]]] | None:
+    """(the claim on the tasks its controls learn in every seed, {control: {task it fails: in which seeds}});
+    None when it cannot be narrowed: it names no `tasks` or `over`, a control has no records or a task without a
+    score, a failing task is not one the claim averages, or no task is left."""
+    if c.over is None or not c.tasks or any(not st.run or st.missing for st in status):
+        return None
+    fails = {st.control.name: st.failing_tasks() for st in status if not st.holds}
+    gone = {t for f in fails.values() for t in f}
+    kept = tuple(t for t in c.tasks if t not in gone)
+    if not gone or not kept or not gone <= set(c.tasks):
+        return None
+    fn, fn_b = c.over(kept)
+    narrowed = replace(c, fn=fn, fn_b=fn_b, tasks=kept, control=tuple(ctl.on(kept) for ctl in c.controls()),
+                       shares=_only(c.shares, kept), shares_b=_only(c.shares_b, kept))
+    return narrowed, fails
+
+
 def assess(results, c: Claim, outdated: frozenset[str] | set[str] = frozenset()) -> Assessment:
     """The claim on `results` (a `fedlab.evidence.records.Results`); a claim reading a row in `outdated` (keys
-    whose records another config made, `Results.outdated`) shows its difference with the verdict "stale"."""
+    whose records another config made, `Results.outdated`) shows its difference with the verdict "stale". A claim
+    whose control fails on some of the tasks it averages is judged on the others (`narrow`)."""
     from fedlab.evidence.stats import paired_difference
 
     keys = claim_keys(c)
     status = [check(results, ctl) for ctl in c.controls()] or None
+    if status and not all(st.holds for st in status) and (cut := narrow(c, status)) is not None:
+        out = assess(results, cut[0], outdated)
+        out.claim, out.left_out = c, cut[1]
+        return out
     if not all(results.runs(k) for k in keys):
         return Assessment(c, None, 0, Verdict(V.NOT_RUN), status)
     xa, xb = per_seed(results, c.a, c.fn), per_seed(results, c.b, c.fn_b or c.fn)

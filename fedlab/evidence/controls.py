@@ -69,19 +69,23 @@ class Status:
         """Every row learns every task in every seed it holds (and every row and task has a score)."""
         return self.run and not self.missing and not any(self.failed.values())
 
-    def failing(self) -> str:
-        """The tasks and seeds that fail, in words ("sentiment in seeds 0, 2; entailment in every seed")."""
+    def failing_tasks(self) -> dict[str, str]:
+        """{task: "in seeds 0, 2" | "in every seed"} of the tasks some row fails in some seed."""
         by_task: dict[str, set[int]] = {}
         every: dict[str, bool] = {}
         for (row, task), seeds in self.failed.items():
             if seeds:
                 by_task.setdefault(task, set()).update(seeds)
                 every[task] = every.get(task, True) and not self.passed.get((row, task))
-        parts = [f"{t} in every seed" if every[t] else f"{t} in seed{'s' if len(s) > 1 else ''} "
-                 f"{', '.join(map(str, sorted(s)))}" for t, s in by_task.items()]
-        parts += [f"{t} not scored ({row})" for row, t in self.missing]
+        return {t: "in every seed" if every[t] else f"in seed{'s' if len(s) > 1 else ''} "
+                f"{', '.join(map(str, sorted(s)))}" for t, s in by_task.items()}
+
+    def failing(self) -> str:
+        """The tasks and seeds that fail, in words ("sentiment in seeds 0, 2; entailment in every seed")."""
         if not self.run:
-            parts = ["no records"]
+            return "no records"
+        parts = [f"{t} {words}" for t, words in self.failing_tasks().items()]
+        parts += [f"{t} not scored ({row})" for row, t in self.missing]
         return "; ".join(parts)
 
     def word(self) -> str:

@@ -53,9 +53,12 @@ def assess_all(results, system: System, outdated: set[str] | None = None) -> lis
 
 
 def verdict_counts(assessed: list[Assessment]) -> str:
-    """"3 reproduced · 2 no control · …" in the vocabulary's order."""
+    """"3 reproduced · 2 no control · …" in the vocabulary's order, then how many were judged on fewer tasks than
+    they average ("(4 on fewer tasks)", `claims.narrow`)."""
     n = Counter(a.verdict.word for a in assessed)
-    return " · ".join(f"{n[w]} {w}" for w in verdicts.WORDS if n[w]) or "no claims"
+    fewer = sum(a.narrowed for a in assessed)
+    words = " · ".join(f"{n[w]} {w}" for w in verdicts.WORDS if n[w]) or "no claims"
+    return words + (f" ({fewer} on fewer tasks: their controls fail the others)" if fewer else "")
 
 
 def spot_check_line(results) -> str:
@@ -90,7 +93,9 @@ def page(results, system: System, intro: str, body: list[str], outdated: set[str
              f"**Claims**: {verdict_counts(assessed)}. **Controls**: {holding} of {len(controls)} hold.", "",
              "## Controls", "",
              "A claim is judged only where the reference it rests on learns every task the claim reads, in every "
-             "seed; otherwise its verdict is *no control*.", "", *controls_table(results, controls), "",
+             "seed; otherwise its verdict is *no control*. A claim whose score averages several tasks is judged on those "
+             "its references learn in every seed when they fail some: its verdict then says on how many, and which "
+             "tasks it left out and why.", "", *controls_table(results, controls), "",
              "## Claims", "", *claims_table(results, claims, assessed=assessed), "", *verdicts.legend(), "",
              collapse.LEGEND, ""]
     if forest is not None:

@@ -214,3 +214,55 @@ def test_the_baselines_table_marks_records_another_config_made_stale(tmp_path):
 @pytest.mark.parametrize("word", [w for w, _ in V.VOCABULARY])
 def test_every_verdict_word_has_its_meaning_in_the_legend(word):
     assert any(line.startswith(f"- *{word}*: ") for line in V.legend())
+
+
+def two_task_results(tmp_path) -> Results:
+    """Rows a, b and ref over tasks u and v, 3 seeds: ref learns v in every seed and u in seeds 0 and 2 only."""
+    r = Results(tmp_path / "results.json")
+    rows = {"a": {"u": [0.2, 0.2, 0.2], "v": [0.70, 0.72, 0.71]}, "b": {"u": [0.9, 0.9, 0.9], "v": [0.60, 0.61, 0.62]},
+            "ref": {"u": [0.9, 0.1, 0.9], "v": [0.9, 0.9, 0.9]}}
+    for key, by_task in rows.items():
+        for seed in range(3):
+            final = {f"acc/task_{t}": by_task[t][seed] for t in by_task}
+            r.records[f"{key}@seed{seed}"] = {"key": key, "seed": seed, "final": final}
+    return r
+
+
+def mean_over(tasks):
+    return lambda rec: sum(rec["final"][f"acc/task_{t}"] for t in tasks) / len(tasks)
+
+
+REF_UV = Control("ref", ("ref",), ("u", "v"), lambda rec, t: rec["final"][f"acc/task_{t}"], lambda rec, t: 0.5,
+                 "0.5")
+
+
+def test_a_claim_averaging_tasks_is_judged_on_the_tasks_its_control_learns_in_every_seed(tmp_path):
+    r = two_task_results(tmp_path)
+    whole = Claim("a above b", "T1", "x vs y (+10.0)", "a", "b", mean_over(("u", "v")), control=REF_UV)
+    # one task's control failing in one seed leaves a claim that cannot be narrowed without a verdict
+    assert str(assess(r, whole).verdict) == "no control (ref)"
+    narrowable = Claim("a above b", "T1", "x vs y (+10.0)", "a", "b", mean_over(("u", "v")), control=REF_UV,
+                       tasks=("u", "v"), over=lambda ts: (mean_over(ts), None))
+    got = assess(r, narrowable)
+    # on v alone a − b = +10, +11, +9 points (on both tasks it would be −30): u is left out, v is judged
+    assert got.ours == "+10.0 ± 2.5 pts (3 seeds)" and got.verdict.word == V.REPRODUCED
+    assert got.claim is narrowable and got.left_out == {"ref": {"u": "in seed 1"}}
+    assert got.control_cell() == "ref: holds on v"
+    assert got.verdict_cell() == (
+        "reproduced; on 1 of 2 tasks, left out: ref fails u in seed 1; collapse not checked")
+    # a control that fails every task the claim averages leaves nothing to judge
+    r.records["ref@seed0"]["final"]["acc/task_v"] = 0.1
+    assert str(assess(r, narrowable).verdict) == "no control (ref)"
+
+
+def test_a_claim_is_not_narrowed_past_a_control_without_records_or_a_task_it_does_not_average(tmp_path):
+    r = two_task_results(tmp_path)
+    over = lambda ts: (mean_over(ts), None)
+    # the control fails u, which this claim (on v only) does not average: nothing to leave out, no verdict
+    on_v = Claim("a above b", "T1", "-", "a", "b", mean_over(("v",)), control=REF_UV, tasks=("v",), over=over)
+    assert str(assess(r, on_v).verdict) == "no control (ref)"
+    # a second control with no records: "not run" stands, whatever the first one learns
+    none = Control("none", ("nothing",), ("u", "v"), REF_UV.score, REF_UV.bar, "0.5")
+    both = Claim("a above b", "T1", "-", "a", "b", mean_over(("u", "v")), control=(REF_UV, none), tasks=("u", "v"),
+                 over=over)
+    assert str(assess(r, both).verdict) == "no control (ref, none not run)"
