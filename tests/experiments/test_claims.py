@@ -266,3 +266,15 @@ def test_a_claim_is_not_narrowed_past_a_control_without_records_or_a_task_it_doe
     both = Claim("a above b", "T1", "-", "a", "b", mean_over(("u", "v")), control=(REF_UV, none), tasks=("u", "v"),
                  over=over)
     assert str(assess(r, both).verdict) == "no control (ref, none not run)"
+
+
+def test_the_page_counts_the_rows_whose_seeds_were_made_at_different_commits(tmp_path):
+    from fedlab.evidence.page import commits_line
+
+    r = results(tmp_path, {"a": [0.6, 0.6], "b": [0.5, 0.5]})
+    for rec in r.records.values():
+        rec["git"] = "c1"
+    assert commits_line(r) == "**Commits**: each of the 2 rows was made at one commit."
+    r.records["b@seed1"]["git"] = "c2"
+    assert commits_line(r) == ("**Commits**: 1 of 2 rows were made at one commit; 1 hold seeds made at different "
+                               "commits.")
