@@ -272,11 +272,14 @@ AVERAGES = {"ALL": (*QA, *CLS), "mean": (*QA, *CLS), "QA": tuple(QA), "CLS": tup
 def claim(text, source, paper, a, b, col, col_b=None, setting=None):
     """A claim on the column `col` of `llm_metrics` (row b's `col_b` when given), resting on the CentSFT of the
     setting its rows belong to, on the tasks the column reads. A heterogeneous claim on a column that averages
-    tasks (`AVERAGES`) can be judged on fewer of them (`Claim.over`): those its CentSFT learns in every seed."""
+    tasks (`AVERAGES`: ALL stays the mean of the QA and CLS means over their tasks) can be judged on fewer of
+    them (`Claim.over`): those its CentSFT learns in every seed; not a claim against the LLM's zero-shot, whose
+    score is CentSFT's bar (nor one on CentSFT itself: `fedlab.evidence.claims.narrow`)."""
     setting = setting or "/".join(a.split("/")[:2] if a.startswith(("deep/", "real/")) else a.split("/")[:1])
     skip = tuple(left_out()) if setting == "hetero" else ()
     control = centsft(setting)
-    narrowable = setting.endswith("hetero") and col in AVERAGES and (col_b or col) in AVERAGES
+    narrowable = (setting.endswith("hetero") and col in AVERAGES and (col_b or col) in AVERAGES
+                  and not b.endswith("/zeroshot"))
     if not narrowable:
         return Claim(text, source, paper, a, b, metric(col, skip), fn_b=metric(col_b, skip) if col_b else None,
                      control=control, shares=column_shares(col), shares_b=column_shares(col_b or col))

@@ -11,8 +11,10 @@ A claim "a is comparable to b" (`at_least=True`) is judged against `tolerance` p
 
 A claim whose score averages several tasks (`tasks`, with `over` to score it on fewer) and whose control fails
 on some of them, in some seed, is judged on the tasks its controls learn in every seed (`narrow`): the tasks it
-leaves out, and why, stand beside its verdict. A claim on one task, or whose controls learn none of its tasks,
-stays "no control".
+leaves out, and why, stand beside its verdict. The choice must not read the rows compared: a claim whose
+control rows are among its own rows is not narrowed (nor, by the systems, a claim against a zero-shot score,
+which sets its control's bar). A claim on one task, or whose controls learn none of its tasks, or one of whose
+controls would be left with no task, stays "no control".
 """
 from __future__ import annotations
 
@@ -81,19 +83,21 @@ class Assessment:
     control: list[Status] | None = None
     collapse: dict[str, Collapse] | None = None
     left_out: dict[str, dict[str, str]] | None = None   # control → {task it fails, left out: "in seed 2"} (`narrow`)
+    judged_on: tuple[str, ...] = ()             # the tasks a narrowed claim is judged on
 
     @property
     def narrowed(self) -> bool:
         return bool(self.left_out)
 
     def scope_words(self) -> str:
-        """"on 6 of 7 tasks; CentSFT fails the rest: two_hop in seed 2", "" for a claim judged on all its tasks."""
+        """"judged on 6 of 7 tasks (…), left out as CentSFT fails them: two_hop in seed 2", "" for a claim judged
+        on all its tasks."""
         if not self.left_out:
             return ""
-        n, gone = len(self.claim.tasks), {t for fails in self.left_out.values() for t in fails}
-        why = "; ".join(f"{name} fails {'; '.join(f'{t} {w}' for t, w in fails.items())}"
+        why = "; ".join(f"{name} fails them: {', '.join(f'{t} {w}' for t, w in fails.items())}"
                         for name, fails in self.left_out.items())
-        return f"on {n - len(gone)} of {n} tasks, left out: {why}"
+        return (f"judged on {len(self.judged_on)} of {len(self.claim.tasks)} tasks ({', '.join(self.judged_on)}), "
+                f"left out as {why}")
 
     @property
     def ours(self) -> str:
@@ -108,7 +112,9 @@ class Assessment:
         if not self.control:
             return "none declared"
         if self.left_out:
-            return "; ".join(f"{st.control.name}: holds on {', '.join(st.control.tasks)}" for st in self.control)
+            return "; ".join(f"{st.control.name}: holds" if st.holds else
+                             f"{st.control.name}: fails {', '.join(st.failing_tasks())} (left out)"
+                             for st in self.control)
         return "; ".join(f"{st.control.name}: {st.word()}" + ("" if st.holds or not st.run else f" ({st.failing()})")
                          for st in self.control)
 
@@ -158,18 +164,25 @@ def _only(shares: Shares | None, tasks: tuple[str, ...]) -> Shares | None:
 
 def narrow(c: Claim, status: list[Status]) -> tuple[Claim, dict[str, dict[str, str]]] | None:
     """(the claim on the tasks its controls learn in every seed, {control: {task it fails: in which seeds}});
-    None when it cannot be narrowed: it names no `tasks` or `over`, a control has no records or a task without a
-    score, a failing task is not one the claim averages, or no task is left."""
+    None when it cannot be narrowed: it names no `tasks` or `over`; a control row is one of the claim's own rows
+    (the choice would read a compared row); a control has no records or a task without a score; a failing task
+    is not one the claim averages; no task is left, or a control is left with none."""
     if c.over is None or not c.tasks or any(not st.run or st.missing for st in status):
         return None
-    fails = {st.control.name: st.failing_tasks() for st in status if not st.holds}
+    if set(claim_keys(c)) & {row for ctl in c.controls() for row in ctl.rows}:
+        return None
+    fails: dict[str, dict[str, str]] = {}
+    for st in status:
+        if not st.holds:
+            fails.setdefault(st.control.name, {}).update(st.failing_tasks())
     gone = {t for f in fails.values() for t in f}
     kept = tuple(t for t in c.tasks if t not in gone)
-    if not gone or not kept or not gone <= set(c.tasks):
+    controls = tuple(ctl.on(kept) for ctl in c.controls())
+    if not gone or not kept or not gone <= set(c.tasks) or any(not ctl.tasks for ctl in controls):
         return None
     fn, fn_b = c.over(kept)
-    narrowed = replace(c, fn=fn, fn_b=fn_b, tasks=kept, control=tuple(ctl.on(kept) for ctl in c.controls()),
-                       shares=_only(c.shares, kept), shares_b=_only(c.shares_b, kept))
+    narrowed = replace(c, fn=fn, fn_b=fn_b, tasks=kept, control=controls, shares=_only(c.shares, kept),
+                       shares_b=_only(c.shares_b, kept))
     return narrowed, fails
 
 
@@ -181,12 +194,12 @@ def assess(results, c: Claim, outdated: frozenset[str] | set[str] = frozenset())
 
     keys = claim_keys(c)
     status = [check(results, ctl) for ctl in c.controls()] or None
-    if status and not all(st.holds for st in status) and (cut := narrow(c, status)) is not None:
-        out = assess(results, cut[0], outdated)
-        out.claim, out.left_out = c, cut[1]
-        return out
     if not all(results.runs(k) for k in keys):
         return Assessment(c, None, 0, Verdict(V.NOT_RUN), status)
+    if status and not all(st.holds for st in status) and (cut := narrow(c, status)) is not None:
+        out = assess(results, cut[0], outdated)
+        out.claim, out.control, out.left_out, out.judged_on = c, status, cut[1], cut[0].tasks
+        return out
     xa, xb = per_seed(results, c.a, c.fn), per_seed(results, c.b, c.fn_b or c.fn)
     seeds = sorted(set(xa) & set(xb))
     collapse = _collapse(results, c, seeds)

@@ -53,12 +53,12 @@ def assess_all(results, system: System, outdated: set[str] | None = None) -> lis
 
 
 def verdict_counts(assessed: list[Assessment]) -> str:
-    """"3 reproduced · 2 no control · …" in the vocabulary's order, then how many were judged on fewer tasks than
-    they average ("(4 on fewer tasks)", `claims.narrow`)."""
+    """"3 reproduced · 2 no control · …" in the vocabulary's order, then how many of the judged ones were judged on
+    a subset of the tasks they average ("(4 judged on a subset of their tasks)", `claims.narrow`)."""
     n = Counter(a.verdict.word for a in assessed)
-    fewer = sum(a.narrowed for a in assessed)
+    fewer = sum(a.narrowed and a.verdict.word not in (verdicts.STALE, verdicts.TOO_FEW_SEEDS) for a in assessed)
     words = " · ".join(f"{n[w]} {w}" for w in verdicts.WORDS if n[w]) or "no claims"
-    return words + (f" ({fewer} on fewer tasks: their controls fail the others)" if fewer else "")
+    return words + (f" ({fewer} judged on a subset of their tasks)" if fewer else "")
 
 
 def spot_check_line(results) -> str:
@@ -110,8 +110,9 @@ def page(results, system: System, intro: str, body: list[str], outdated: set[str
              "## Controls", "",
              "A claim is judged only where the reference it rests on learns every task the claim reads, in every "
              "seed; otherwise its verdict is *no control*. A claim whose score averages several tasks is judged on those "
-             "its references learn in every seed when they fail some: its verdict then says on how many, and which "
-             "tasks it left out and why.", "", *controls_table(results, controls), "",
+             "its references learn in every seed when they fail some, and says which it left out and why; not where "
+             "a reference is one of the rows it compares, or its other side is a zero-shot score, since the choice "
+             "would then read one side's scores.", "", *controls_table(results, controls), "",
              "## Claims", "", *claims_table(results, claims, assessed=assessed), "", *verdicts.legend(), "",
              collapse.LEGEND, ""]
     if forest is not None:

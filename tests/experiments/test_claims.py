@@ -217,55 +217,77 @@ def test_every_verdict_word_has_its_meaning_in_the_legend(word):
 
 
 def two_task_results(tmp_path) -> Results:
-    """Rows a, b and ref over tasks u and v, 3 seeds: ref learns v in every seed and u in seeds 0 and 2 only."""
+    """Rows a, b and ref over tasks u and v, 3 seeds: ref learns v in every seed and u in seeds 0 and 2 only; a's
+    round 0 ("zero") scores 0.5 on u and 0.65 on v; b answers one class on u in seed 0."""
     r = Results(tmp_path / "results.json")
     rows = {"a": {"u": [0.2, 0.2, 0.2], "v": [0.70, 0.72, 0.71]}, "b": {"u": [0.9, 0.9, 0.9], "v": [0.60, 0.61, 0.62]},
             "ref": {"u": [0.9, 0.1, 0.9], "v": [0.9, 0.9, 0.9]}}
     for key, by_task in rows.items():
         for seed in range(3):
             final = {f"acc/task_{t}": by_task[t][seed] for t in by_task}
-            r.records[f"{key}@seed{seed}"] = {"key": key, "seed": seed, "final": final}
+            final |= {"top/task_u": 0.99 if (key, seed) == ("b", 0) else 0.5, "top/task_v": 0.5}
+            r.records[f"{key}@seed{seed}"] = {"key": key, "seed": seed, "final": final,
+                                              "zero": {"acc/task_u": 0.5, "acc/task_v": 0.65}}
     return r
 
 
-def mean_over(tasks):
-    return lambda rec: sum(rec["final"][f"acc/task_{t}"] for t in tasks) / len(tasks)
+def mean_over(tasks, which="final"):
+    return lambda rec: sum(rec[which][f"acc/task_{t}"] for t in tasks) / len(tasks)
 
 
 REF_UV = Control("ref", ("ref",), ("u", "v"), lambda rec, t: rec["final"][f"acc/task_{t}"], lambda rec, t: 0.5,
                  "0.5")
+OVER = lambda ts: (mean_over(ts), None)
 
 
 def test_a_claim_averaging_tasks_is_judged_on_the_tasks_its_control_learns_in_every_seed(tmp_path):
+    from dataclasses import replace
+
+    from fedlab.evidence.collapse import metric_shares
+
     r = two_task_results(tmp_path)
     whole = Claim("a above b", "T1", "x vs y (+10.0)", "a", "b", mean_over(("u", "v")), control=REF_UV)
     # one task's control failing in one seed leaves a claim that cannot be narrowed without a verdict
     assert str(assess(r, whole).verdict) == "no control (ref)"
     narrowable = Claim("a above b", "T1", "x vs y (+10.0)", "a", "b", mean_over(("u", "v")), control=REF_UV,
-                       tasks=("u", "v"), over=lambda ts: (mean_over(ts), None))
+                       shares=metric_shares("acc/mean"), tasks=("u", "v"), over=OVER)
     got = assess(r, narrowable)
-    # on v alone a − b = +10, +11, +9 points (on both tasks it would be −30): u is left out, v is judged
+    # on v alone a − b = +10, +11, +9 points (on both tasks it would be −30): u is left out, v is judged, and b's
+    # one-class answers on u leave the collapse check with it
     assert got.ours == "+10.0 ± 2.5 pts (3 seeds)" and got.verdict.word == V.REPRODUCED
-    assert got.claim is narrowable and got.left_out == {"ref": {"u": "in seed 1"}}
-    assert got.control_cell() == "ref: holds on v"
-    assert got.verdict_cell() == (
-        "reproduced; on 1 of 2 tasks, left out: ref fails u in seed 1; collapse not checked")
+    assert got.claim is narrowable and got.left_out == {"ref": {"u": "in seed 1"}} and got.judged_on == ("v",)
+    assert got.control_cell() == "ref: fails u (left out)"
+    assert got.verdict_cell() == "reproduced; judged on 1 of 2 tasks (v), left out as ref fails them: u in seed 1"
+    assert assess(r, replace(narrowable, control=None)).collapse_words() == "b: collapse in seed 0 (u)"
+    # b read another way (a's own round 0) is narrowed with it: on v, a − zero = +5, +7, +6 points
+    to_zero = Claim("a above its zero-shot", "T1", "-", "a", "a", mean_over(("u", "v")),
+                    fn_b=mean_over(("u", "v"), "zero"), control=REF_UV, tasks=("u", "v"),
+                    over=lambda ts: (mean_over(ts), mean_over(ts, "zero")))
+    assert assess(r, to_zero).ours == "+6.0 ± 2.5 pts (3 seeds)"
     # a control that fails every task the claim averages leaves nothing to judge
     r.records["ref@seed0"]["final"]["acc/task_v"] = 0.1
     assert str(assess(r, narrowable).verdict) == "no control (ref)"
 
 
-def test_a_claim_is_not_narrowed_past_a_control_without_records_or_a_task_it_does_not_average(tmp_path):
+def test_a_claim_is_not_narrowed_where_the_choice_would_read_its_own_rows_or_leave_a_control_empty(tmp_path):
     r = two_task_results(tmp_path)
-    over = lambda ts: (mean_over(ts), None)
     # the control fails u, which this claim (on v only) does not average: nothing to leave out, no verdict
-    on_v = Claim("a above b", "T1", "-", "a", "b", mean_over(("v",)), control=REF_UV, tasks=("v",), over=over)
+    on_v = Claim("a above b", "T1", "-", "a", "b", mean_over(("v",)), control=REF_UV, tasks=("v",), over=OVER)
     assert str(assess(r, on_v).verdict) == "no control (ref)"
     # a second control with no records: "not run" stands, whatever the first one learns
     none = Control("none", ("nothing",), ("u", "v"), REF_UV.score, REF_UV.bar, "0.5")
     both = Claim("a above b", "T1", "-", "a", "b", mean_over(("u", "v")), control=(REF_UV, none), tasks=("u", "v"),
-                 over=over)
+                 over=OVER)
     assert str(assess(r, both).verdict) == "no control (ref, none not run)"
+    # the reference is itself a compared row: choosing its tasks would read one side's scores
+    own = Claim("ref above b", "T1", "-", "ref", "b", mean_over(("u", "v")), control=REF_UV, tasks=("u", "v"),
+                over=OVER)
+    assert str(assess(r, own).verdict) == "no control (ref)" and not assess(r, own).narrowed
+    # a second control that learns u only would be left with no task once u is dropped
+    u_only = Control("u only", ("ref",), ("u",), REF_UV.score, REF_UV.bar, "0.5")
+    empty = Claim("a above b", "T1", "-", "a", "b", mean_over(("u", "v")), control=(REF_UV.on(["v"]), u_only),
+                  tasks=("u", "v"), over=OVER)
+    assert str(assess(r, empty).verdict) == "no control (u only)" and not assess(r, empty).narrowed
 
 
 def test_the_page_counts_the_rows_whose_seeds_were_made_at_different_commits(tmp_path):
