@@ -74,17 +74,19 @@ def spot_check_line(results) -> str:
                "every final metric equal to its record (measured wall-clock metrics left out)."))
 
 
-def commits_line(results) -> str:
+def commits_line(results, keys=None) -> str:
     """How many rows hold every seed from one commit and how many mix commits (whether a record is current for
-    today's config, numerics and weights is `records.stale_reason`'s question, shown as "stale" beside a claim)."""
+    today's config, numerics and weights is `records.stale_reason`'s question, shown as "stale" beside a claim);
+    the rows in `keys` only when given (the table's plan: records of rows it no longer runs are left out)."""
     by_row: dict[str, set] = {}
     for rec in results.records.values():
-        by_row.setdefault(rec["key"], set()).add(rec.get("git"))
+        if keys is None or rec["key"] in keys:
+            by_row.setdefault(rec["key"], set()).add(rec.get("git"))
     mixed = sorted(k for k, c in by_row.items() if len(c) > 1)
     if not by_row:
         return ""
     if not mixed:
-        return f"**Commits**: each of the {len(by_row)} rows was made at one commit."
+        return f"**Commits**: every row ({len(by_row)}) was made at one commit."
     return (f"**Commits**: {len(by_row) - len(mixed)} of {len(by_row)} rows were made at one commit; {len(mixed)} hold "
             "seeds made at different commits.")
 
@@ -106,7 +108,7 @@ def page(results, system: System, intro: str, body: list[str], outdated: set[str
              f"seeds {', '.join(map(str, seeds)) or 'none yet'}); {system.paper}. Each cell: the mean over seeds ± the "
              "half-width of its 95 % t-interval. " + spot_check_line(results), "", intro, "",
              f"**Claims**: {verdict_counts(assessed)}. **Controls**: {holding} of {len(controls)} hold. "
-             + commits_line(results), "",
+             + commits_line(results, {p.key for p in system.plan()}), "",
              "## Controls", "",
              "A claim is judged only where the reference it rests on learns every task the claim reads, in every "
              "seed; otherwise its verdict is *no control*. A claim whose score averages several tasks is judged on those "

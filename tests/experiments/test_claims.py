@@ -296,7 +296,9 @@ def test_the_page_counts_the_rows_whose_seeds_were_made_at_different_commits(tmp
     r = results(tmp_path, {"a": [0.6, 0.6], "b": [0.5, 0.5]})
     for rec in r.records.values():
         rec["git"] = "c1"
-    assert commits_line(r) == "**Commits**: each of the 2 rows was made at one commit."
+    assert commits_line(r) == "**Commits**: every row (2) was made at one commit."
     r.records["b@seed1"]["git"] = "c2"
     assert commits_line(r) == ("**Commits**: 1 of 2 rows were made at one commit; 1 hold seeds made at different "
                                "commits.")
+    # a row the table no longer plans is not counted
+    assert commits_line(r, {"a"}) == "**Commits**: every row (1) was made at one commit."
