@@ -102,24 +102,37 @@ def _commit_known(commit: str, cache: dict[str, bool]) -> bool:
     return cache[commit]
 
 
-def differing(a: dict, b: dict) -> list[str]:
-    """The numbers two records of one (row, seed) disagree on: final metrics both hold with other values, and
-    `zero` / `rounds` as a whole (NaN equals NaN: both are compared as written to JSON). Metrics that measure the
-    machine's clock (`spotcheck.measured`) are left out, as the spot-check leaves them out. Metrics only one
-    holds are `one_sided`'s."""
+def _common(a: dict, b: dict, where: str) -> list[str]:
+    """"<where> <metric>" for each metric both dicts hold with other values (as written to JSON: NaN equals NaN),
+    leaving out those that measure the machine's clock (`spotcheck.measured`)."""
     from fedlab.evidence.spotcheck import measured
 
     dump = lambda x: json.dumps(x, sort_keys=True)
-    fa, fb = a.get("final") or {}, b.get("final") or {}
-    out = [f"final {k}" for k in sorted(fa.keys() & fb.keys()) if not measured(k) and dump(fa[k]) != dump(fb[k])]
-    return out + [k for k in COMPARED[1:] if dump(a.get(k)) != dump(b.get(k))]
+    return [f"{where} {k}" for k in sorted(a.keys() & b.keys()) if not measured(k) and dump(a[k]) != dump(b[k])]
+
+
+def differing(a: dict, b: dict) -> list[str]:
+    """The numbers two records of one (row, seed) disagree on: final and round-0 (`zero`) metrics both hold with
+    other values, and per round the metrics both rounds hold (a different number of rounds is a difference).
+    Metrics that measure the machine's clock are left out, as the spot-check leaves them out. Metrics only one
+    holds are `one_sided`'s."""
+    out = _common(a.get("final") or {}, b.get("final") or {}, "final")
+    out += _common(a.get("zero") or {}, b.get("zero") or {}, "zero")
+    ra, rb = a.get("rounds") or [], b.get("rounds") or []
+    if len(ra) != len(rb):
+        return out + ["rounds (how many)"]
+    return out + [w for i, (x, y) in enumerate(zip(ra, rb)) for w in _common(x, y, f"round {i}")]
 
 
 def one_sided(a: dict, b: dict) -> tuple[list[str], list[str]]:
-    """(final metrics only `a` holds, final metrics only `b` holds): what one version of the code logs and the
-    other does not."""
-    fa, fb = a.get("final") or {}, b.get("final") or {}
-    return sorted(fa.keys() - fb.keys()), sorted(fb.keys() - fa.keys())
+    """(metrics only `a` holds, metrics only `b` holds), final and round-0 ("zero/<metric>"): what one version of
+    the code logs and the other does not."""
+    sides = ([], [])
+    for part, prefix in (("final", ""), ("zero", "zero/")):
+        fa, fb = a.get(part) or {}, b.get(part) or {}
+        sides[0].extend(prefix + k for k in sorted(fa.keys() - fb.keys()))
+        sides[1].extend(prefix + k for k in sorted(fb.keys() - fa.keys()))
+    return sides
 
 
 def _patch_problem(rec: dict, src_folder: Path) -> str | None:

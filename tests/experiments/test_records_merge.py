@@ -84,7 +84,7 @@ def test_merge_takes_what_this_table_would_accept_and_compares_what_both_hold(tm
     report = merge_records(results, there.parent, ROWS)
     assert report.added == ["t/median@seed0"] and report.replaced == ["t/fedavg@seed3"]
     assert report.same == ["t/fedavg@seed0"] and report.agree == ["t/fedavg@seed1"]
-    assert report.differ == {"t/fedavg@seed2": ["final acc/mean", "rounds"]}
+    assert report.differ == {"t/fedavg@seed2": ["final acc/mean", "round 0 acc/mean"]}
     reasons = {k: r for r, keys in report.skipped.items() for k in keys}
     assert set(reasons) == {f"t/median@seed{i}" for i in (1, 2, 3, 4, 5, 6, 7, 9, 10, 11)} | {"t/gone@seed0"}
     assert "does not hold" in reasons["t/median@seed1"] and "uncommitted" in reasons["t/median@seed2"]
@@ -102,7 +102,7 @@ def test_merge_takes_what_this_table_would_accept_and_compares_what_both_hold(tm
            "0 replaced by a record with the same numbers and more metrics, 1 held here with OTHER numbers, " \
            "11 skipped" in text
     assert "REPRODUCIBILITY FAILURE t/fedavg@seed2: the same config and numerics gave other numbers " \
-           "(final acc/mean, rounds); this file's record is kept" in text
+           "(final acc/mean, round 0 acc/mean); this file's record is kept" in text
     # the trailing overrides of the command line are part of the row's config
     assert merge_records(Results(here), there, ROWS, extra=("federation.lr=0.5",)).added == ["t/median@seed9"]
     # --only narrows the rows a merge may fill
@@ -192,7 +192,7 @@ def test_a_record_with_the_same_numbers_and_more_metrics_is_not_a_reproducibilit
     _write(there, theirs)
     report = merge_records(Results(here), there, ROWS)
     assert report.extended == ["t/fedavg@seed0"] and report.agree == ["t/fedavg@seed1"]
-    assert report.differ == {"t/fedavg@seed2": ["final acc/mean", "rounds"]}
+    assert report.differ == {"t/fedavg@seed2": ["final acc/mean", "round 0 acc/mean"]}
     saved = json.loads(here.read_text())
     assert saved["t/fedavg@seed0"]["run_id"] == "t0" and saved["t/fedavg@seed0"]["final"]["new/metric"] == 1.0
     assert saved["t/fedavg@seed1"]["run_id"] == "m1" and saved["t/fedavg@seed2"]["run_id"] == "m2"
@@ -214,6 +214,11 @@ def test_two_records_differ_by_the_numbers_both_hold_and_one_sided_metrics_are_t
     assert one_sided(a, {**a, "final": {"acc/mean": nan}}) == (["loss"], [])           # but one-sided
     assert one_sided(a, {**a, "final": {**a["final"], "new": 2.0}}) == ([], ["new"])
     assert differing(a, {**a, "final": {"acc/mean": 0.5, "loss": 1.0}}) == ["final acc/mean"]
-    assert differing(a, {**a, "zero": {"acc/mean": 0.3}, "rounds": []}) == ["zero", "rounds"]
+    assert differing(a, {**a, "zero": {"acc/mean": 0.3}, "rounds": []}) == ["zero acc/mean", "rounds (how many)"]
+    assert differing(a, {**a, "rounds": [{"round": 1, "acc/mean": 0.4}]}) == []        # a metric one round lacks
+    assert differing(a, {**a, "rounds": [{"round": 2}]}) == ["round 0 round"]
+    # newer code logs round-0 answer shares besides: one-sided, not a disagreement
+    fuller = {**a, "zero": {"acc/mean": 0.2, "top/task_t": 0.5}}
+    assert differing(a, fuller) == [] and one_sided(a, fuller) == ([], ["zero/top/task_t"])
     timed = {**a, "final": {**a["final"], "server/time_server": 1.5}}     # a wall-clock metric: not the model's
     assert differing(timed, {**timed, "final": {**timed["final"], "server/time_server": 2.5}}) == []
