@@ -79,28 +79,21 @@ LLM_SHARES, LLM_ZERO = scored_shares("llm/acc/mean", "llm"), scored_shares("llm/
 CENTRAL_SHARES = scored_shares("acc/mean", "llm")
 
 
-def _over(a, b, zero: bool, over):
-    """{tasks, over} for a claim that can be judged on fewer of its tasks (`Claim.over`): one row a side, not
-    against its own zero-shot (whose score sets the control's bar); {} otherwise. A claim whose control row is
-    one of its own is not narrowed either (`fedlab.evidence.claims.narrow`)."""
+def _over(kind: str, a, b, zero: bool, fn_a, fn_b):
+    """{tasks, over} for a `kind` claim that can be judged on fewer of its tasks (`Claim.over`: tasks →
+    (fn_a(tasks), fn_b(tasks))): one row a side, not against its own zero-shot (whose score sets the control's
+    bar); {} otherwise. A claim whose control row is one of its own is not narrowed either
+    (`fedlab.evidence.claims.narrow`)."""
     if zero or not isinstance(a, str) or not isinstance(b, str):
         return {}
-    return {"tasks": tuple(claim_tasks(over.kind)), "over": over}
-
-
-def _on(kind: str, fn_a, fn_b):
-    """tasks → (fn_a(tasks), fn_b(tasks)), the scores of a `kind` claim on those tasks."""
-    def over(ts):
-        return fn_a(ts), fn_b(ts)
-    over.kind = kind
-    return over
+    return {"tasks": tuple(claim_tasks(kind)), "over": lambda ts: (fn_a(ts), fn_b(ts))}
 
 
 def _slm_claim(claim, source, paper, a, b, control, zero=False):
     """SLMs (the mean over the clients) of row a against row b's, or against their own zero-shot."""
     return Claim(claim, source, paper, a, b, slm("final", "slm"), fn_b=slm("zero", "slm") if zero else None, control=control,
                  shares=SLM_SHARES, shares_b=SLM_ZERO if zero else SLM_SHARES,
-                 **_over(a, b, zero, _on("slm", lambda ts: slm("final", ts), lambda ts: None)))
+                 **_over("slm", a, b, zero, lambda ts: slm("final", ts), lambda ts: None))
 
 
 def _llm_zero(claim, source, paper, a, control):
@@ -112,7 +105,7 @@ def _llm_central(claim, source, paper, a, b, control, tolerance=2.0):
     """The LLM of row a comparable to the centralized LLM of row b, within `tolerance` points."""
     return Claim(claim, source, paper, a, b, llm("final", "llm"), fn_b=slm("final", "llm"), at_least=True,
                  tolerance=tolerance, control=control, shares=LLM_SHARES, shares_b=CENTRAL_SHARES,
-                 **_over(a, b, False, _on("llm", lambda ts: llm("final", ts), lambda ts: slm("final", ts))))
+                 **_over("llm", a, b, False, lambda ts: llm("final", ts), lambda ts: slm("final", ts)))
 
 
 @functools.cache

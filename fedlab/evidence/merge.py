@@ -25,7 +25,6 @@ from pathlib import Path
 from fedlab.evidence.provenance import run_git
 from fedlab.evidence.records import ROOT, Planned, Results, record_key, stale_reason
 
-COMPARED = ("final", "zero", "rounds")       # the numbers of a record that two runs of one config must share
 NOT_A_ROW = "no row of this table by that key (or outside --only)"
 
 
