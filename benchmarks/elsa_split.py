@@ -1,13 +1,15 @@
 """ELSA's compute overheads, each as a ratio against a baseline measured in the same run:
 
 1. count-sketch compress + decompress of [batch·seq, D] activations against a copy of the same floats
-   (target ≤ 5×), at the paper's ρ = 4.2 (Y = 3), on the eager products and on the fused gathers;
+   (target ≤ 5×), at the paper's ρ = 4.2 (Y = 3), on the products and on the native passes (fedlab.comm.native),
+   at the model's width and at BERT-base's (D = 768; N = batch·seq and N = 4,096);
 2. one split training step — client front → SS-OP → sketch → edge middle → sketch → client back + head, and the
    backward through the edge (straight-through), the edge's AdamW step included — against one step of the
    unsplit model on the same batch (target ≤ 1.5×, in-process).
 
     python benchmarks/elsa_split.py                      # tiny-bert, batch 16 × 48 tokens, 1 torch thread
-    python benchmarks/elsa_split.py --model pico-bert --batch 8"""
+    python benchmarks/elsa_split.py --model pico-bert --batch 8
+    python benchmarks/elsa_split.py --sketch-only --repeat 200     # the count sketch alone"""
 from __future__ import annotations
 
 import argparse
@@ -22,24 +24,34 @@ from _common import best_time, table  # noqa: E402
 
 def bench_sketch(dim: int, rows: int, ratio: float, repeat: int) -> list[list]:
     """compress + decompress against a copy of the same floats, on the path fedlab takes by default at this D
-    (fused from FUSED_MIN_DIM on) and, beside it, on the other path: the eager products and the fused gathers
-    (the compile is paid in the warm-up call, outside the timing)."""
+    (native from NATIVE_MIN_DIM on, where the library builds) and, beside it, on the other path; each path is
+    timed in turn with the copy, best of `repeat` each, so that a busy moment of the machine falls on both alike."""
+    import time
+
     from fedlab import compiled
-    from fedlab.comm.sketch import FUSED_MIN_DIM, sketch_for_ratio
+    from fedlab.comm import native
+    from fedlab.comm.sketch import NATIVE_MIN_DIM, sketch_for_ratio
 
     sk = sketch_for_ratio(dim, ratio, seed=0)
     x = torch.randn(rows, dim)
-    copy = best_time(lambda: x.clone(), repeat)
+    copy = lambda: x.clone()
+    paths = {"products": lambda: sk.decompress_products(sk.compress_products(x))}
     out = []
     try:
-        for path in ("eager", "fused"):
-            compiled.set_mode("off" if path == "eager" else "on")
-            if path == "fused" and not compiled.compiles():
-                continue
-            both = best_time(lambda: sk.decompress(sk.compress(x)), repeat)
-            default = (path == "fused") == (dim >= FUSED_MIN_DIM)
-            out.append([f"sketch ρ={sk.ratio:.2f} [{rows}, {dim}] compress+decompress, {path}"
-                        + (" (default)" if default else ""), both * 1e3, copy * 1e3, both / copy, "≤ 5×"])
+        compiled.set_mode("on")
+        if native.library() is not None:
+            paths["native"] = lambda: sk.decompress(sk.compress(x))
+        for name, fn in paths.items():
+            best = {copy: float("inf"), fn: float("inf")}
+            for _ in range(1 + repeat):            # the first round warms both up
+                for f in best:
+                    t0 = time.perf_counter()
+                    f()
+                    best[f] = min(best[f], time.perf_counter() - t0)
+            default = (name == "native") == (dim >= NATIVE_MIN_DIM)
+            out.append([f"sketch ρ={sk.ratio:.2f} [{rows}, {dim}] compress+decompress, {name}"
+                        + (" (default)" if default else ""), best[fn] * 1e3, best[copy] * 1e3,
+                        best[fn] / best[copy], "≤ 5×"])
     finally:
         compiled.set_mode(None)
     return out
@@ -106,6 +118,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seq", type=int, default=48)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--sketch-only", action="store_true", help="time the count sketch only, not the split step")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     from fedlab.methods.elsa.chains import model_dims
@@ -113,7 +126,9 @@ def main(argv=None) -> int:
     dim = model_dims(args.model)[1]
     rows = bench_sketch(dim, args.batch * args.seq, 4.2, args.repeat)
     rows += bench_sketch(768, args.batch * args.seq, 4.2, args.repeat)          # BERT-base's width
-    rows += bench_step(args.model, args.batch, args.seq, args.repeat)
+    rows += bench_sketch(768, 4096, 4.2, args.repeat)
+    if not args.sketch_only:
+        rows += bench_step(args.model, args.batch, args.seq, args.repeat)
     print(table(rows, ["what", "ms", "baseline ms", "ratio", "target"]))
     return 0
 

@@ -1,4 +1,4 @@
-"""Whether fedlab's fused kernels (`fedlab.aggregators.fused`, the count sketch's fused passes in
+"""Whether fedlab's fused kernels (`fedlab.aggregators.fused`, and the count sketch's native passes in
 `fedlab.comm.sketch`) run, chosen once per process and logged on stderr.
 
 `FEDLAB_FUSED_KERNELS`: `auto` (the default: each kernel fuses from its own size on, where the one-off compile

@@ -14,51 +14,23 @@ min/max, without a sort). The median is only homogeneous (f(a·x) = a·f(x)). Bo
 leading dimensions and differentiable; callers that want the paper's straight-through backward wrap them
 (fedlab.methods.elsa).
 
-Fused passes (`fedlab.compiled`, FEDLAB_FUSED_KERNELS): from D = `FUSED_MIN_DIM` on (BERT-base's
-768; not tiny-bert's 128 nor MiniLM's 384, whose recorded runs keep the products above), outside autograd, for
-Y ∈ {1, 3}, in float32 or float64 on the CPU, both run as torch.compile'd gathers on the transposed
-activations ([D, N]: a whole row of the batch per index, so the generated loops are vectorised). Compress sums
-the signed entries of each bucket (Sᵀ[y, z] = Σ_l sgn[y, z, l] · xᵀ[idx[y, z, l]] over the bucket's padded
-index list, no D × Y·Z product): equal to the product within float32 rounding of the bucket's sum (the same
-terms, which each adds in its own order). Decompress reads s_y(i)·Sᵀ[y, h_y(i)] directly and takes the
-median: bit for bit the product's (each of its outputs has one non-zero term). Both return contiguous
-[..., Y, Z] / [..., D] tensors, as the products do; the two transposes are most of the cost left
-(benchmarks/README.md)."""
+Native passes (`fedlab.comm.native`, `count_sketch.c`; FEDLAB_FUSED_KERNELS): from D = `NATIVE_MIN_DIM` on
+(BERT-base's 768; not tiny-bert's 128 nor MiniLM's 384, whose recorded runs keep the products above), outside
+autograd, for Y ∈ {1, 3}, in float32 on a CPU with AVX2, each direction is one pass of hand-written vector code
+over the activations in their own [N, D] layout (tiles of 8 rows transposed in registers). Compress adds each
+bucket's signed entries in index order: equal to the product within float32 rounding of the bucket's sum (the
+same terms, which each adds in its own order). Decompress reads s_y(i)·S[y, h_y(i)] directly and takes the
+median: bit for bit the product's on finite values (each of its outputs has one non-zero term). Elsewhere, and
+where the library cannot be built, the products run."""
 from __future__ import annotations
 
 import torch
 from torch import Tensor
 
 from fedlab import compiled
+from fedlab.comm import native
 
-FUSED_MIN_DIM = 512
-_FNS: dict = {}
-
-
-def _compress_body(xt: Tensor, idx: Tensor, sgn: Tensor, width: int) -> Tensor:
-    """xᵀ [D, N] → Sᵀ [Y, Z, N]: Sᵀ[y, z] = Σ_{l < width} sgn[y, z, l] · xᵀ[idx[y, z, l]], added in l's order
-    over each bucket's padded index list (padding: sgn 0). Written out term by term: the generated loop then
-    runs along N, contiguous and vectorised (as one `.sum` over l it was 3× slower than the products)."""
-    acc = sgn[:, :, 0, None] * xt[idx[:, :, 0]]
-    for j in range(1, width):
-        acc = acc + sgn[:, :, j, None] * xt[idx[:, :, j]]
-    return acc
-
-
-def _decompress_body(st: Tensor, buckets: Tensor, signs: Tensor, rows: int) -> Tensor:
-    """Sᵀ [Y, Z, N] → x̂ᵀ [D, N]: median over y of s_y(i)·Sᵀ[y, h_y(i)] (Y = 1: the one estimate; Y = 3:
-    max(min(a, b), min(max(a, b), c)))."""
-    a = signs[0][:, None] * st[0][buckets[0]]
-    if rows == 1:
-        return a
-    b, c = signs[1][:, None] * st[1][buckets[1]], signs[2][:, None] * st[2][buckets[2]]
-    return torch.maximum(torch.minimum(a, b), torch.minimum(torch.maximum(a, b), c))
-
-
-def _compiled(name: str):
-    if name not in _FNS:
-        _FNS[name] = torch.compile(_compress_body if name == "compress" else _decompress_body)
-    return _FNS[name]
+NATIVE_MIN_DIM = 512
 
 
 class CountSketch:
@@ -82,7 +54,7 @@ class CountSketch:
             proj[torch.arange(self.dim), flat[y]] = self.signs[y].float()
         self._proj = proj
         self._on: dict[tuple[torch.device, torch.dtype], tuple[Tensor, Tensor]] = {}
-        self._gather: dict[torch.dtype, tuple[Tensor, ...]] = {}     # the fused passes' tables (CPU only)
+        self._native: tuple[Tensor, ...] | None = None            # the native passes' tables (fedlab.comm.native)
 
     @property
     def ratio(self) -> float:
@@ -97,57 +69,38 @@ class CountSketch:
             self._on[key] = (p, p.T.reshape(self.rows, self.cols, self.dim).contiguous())
         return self._on[key]
 
-    def _gather_tables(self, like: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """For the fused passes, on `like`'s dtype: each bucket's entries as a padded index list idx [Y, Z, L]
-        (index order within a bucket) with their signs sgn [Y, Z, L] (0 in the padding), and h [Y, D], s [Y, D]."""
-        if like.dtype not in self._gather:
-            order = torch.argsort(self.buckets, dim=1, stable=True)                     # [Y, D] by bucket, then index
-            sorted_buckets = torch.gather(self.buckets, 1, order)
-            counts = torch.stack([torch.bincount(self.buckets[y], minlength=self.cols) for y in range(self.rows)])
-            starts = torch.cumsum(counts, dim=1) - counts                                 # [Y, Z]
-            slot = torch.arange(self.dim)[None, :] - torch.gather(starts, 1, sorted_buckets)   # place within the bucket
-            # the longest bucket, rounded up to a multiple of 8: the compiled loop is written out to this width,
-            # so sketches of other seeds (each ELSA link has its own) mostly share one compiled graph
-            width = -(-max(1, int(counts.max())) // 8) * 8
-            idx = torch.zeros(self.rows, self.cols, width, dtype=torch.long)
-            sgn = torch.zeros(self.rows, self.cols, width, dtype=like.dtype)
-            rows = torch.arange(self.rows)[:, None].expand_as(order)
-            idx[rows, sorted_buckets, slot] = order
-            sgn[rows, sorted_buckets, slot] = torch.gather(self.signs, 1, order).to(like.dtype)
-            self._gather[like.dtype] = (idx, sgn, self.buckets, self.signs.to(like.dtype))
-        return self._gather[like.dtype]
-
-    def _fused(self, t: Tensor) -> bool:
-        """Whether this call takes the fused pass (module docstring)."""
-        return (self.rows in (1, 3) and not (torch.is_grad_enabled() and t.requires_grad)
-                and compiled.wanted(t, self.dim, FUSED_MIN_DIM))
+    def _native_library(self, t: Tensor):
+        """The native passes' library where this call takes them (module docstring), else None."""
+        if (self.rows not in (1, 3) or t.dtype != torch.float32 or t.device.type != "cpu"
+                or (torch.is_grad_enabled() and t.requires_grad)):
+            return None
+        mode = compiled.mode()
+        if mode == "off" or (mode == "auto" and self.dim < NATIVE_MIN_DIM):
+            return None
+        return native.library()
 
     def compress(self, x: Tensor) -> Tensor:
         """x[..., D] → S[..., Y, Z] (Eq. 12)."""
         if x.shape[-1] != self.dim:
             raise ValueError(f"CountSketch.compress: last dimension {x.shape[-1]} != dim {self.dim}")
-        lead = x.shape[:-1]
-        eager = lambda: (x.reshape(-1, self.dim) @ self._tables(x)[0]).reshape(*lead, self.rows, self.cols)
-        if self._fused(x):
-            idx, sgn, _, _ = self._gather_tables(x)
-            fused = lambda: (_compiled("compress")(x.reshape(-1, self.dim).t().contiguous(), idx, sgn, idx.shape[-1])
-                             .permute(2, 0, 1).contiguous().reshape(*lead, self.rows, self.cols))
-            return compiled.run_or_fall_back("count sketch compress", fused, eager)
-        return eager()
+        lib = self._native_library(x)
+        return native.compress(self, x, lib) if lib is not None else self.compress_products(x)
+
+    def compress_products(self, x: Tensor) -> Tensor:
+        """Eq. 12 as one matrix product, S = x·P."""
+        return (x.reshape(-1, self.dim) @ self._tables(x)[0]).reshape(*x.shape[:-1], self.rows, self.cols)
 
     def decompress(self, s: Tensor) -> Tensor:
         """S[..., Y, Z] → x̂[..., D] (Eq. 13: the median over rows of the signed bucket values)."""
         if tuple(s.shape[-2:]) != (self.rows, self.cols):
             raise ValueError(f"CountSketch.decompress: trailing shape {tuple(s.shape[-2:])} != "
                              f"(rows, cols) = ({self.rows}, {self.cols})")
-        lead = s.shape[:-2]
-        flat = s.reshape(-1, self.rows, self.cols)
-        if self._fused(s):
-            _, _, h, sg = self._gather_tables(s)
-            fused = lambda: (_compiled("decompress")(flat.permute(1, 2, 0).contiguous(), h, sg, self.rows)
-                             .t().contiguous().reshape(*lead, self.dim))
-            return compiled.run_or_fall_back("count sketch decompress", fused, lambda: self._decompress_products(flat, lead))
-        return self._decompress_products(flat, lead)
+        lib = self._native_library(s)
+        return native.decompress(self, s, lib) if lib is not None else self.decompress_products(s)
+
+    def decompress_products(self, s: Tensor) -> Tensor:
+        """Eq. 13 with the transposed row blocks (one batched product) and the median over rows."""
+        return self._decompress_products(s.reshape(-1, self.rows, self.cols), s.shape[:-2])
 
     def _decompress_products(self, flat: Tensor, lead) -> Tensor:
         """Eq. 13 with the transposed row blocks (one batched product) and the median over rows."""
