@@ -51,8 +51,8 @@ def bench_sketch(dim: int, rows: int, ratio: float, repeat: int) -> list[list]:
                     t0 = time.perf_counter()
                     f()
                     best[f] = min(best[f], time.perf_counter() - t0)
-            default = (name == "native") == (dim >= NATIVE_MIN_DIM)
             alone = "alone" in name
+            default = not alone and (name == "native") == (dim >= NATIVE_MIN_DIM)
             out.append([f"sketch ρ={sk.ratio:.2f} [{rows}, {dim}] {'' if alone else 'compress+decompress, '}{name}"
                         + (" (default)" if default else ""), best[fn] * 1e3, best[copy] * 1e3,
                         best[fn] / best[copy], "—" if alone else "≤ 5×"])
