@@ -12,6 +12,9 @@ failure, and the table script exits 1 after rendering. Final metrics only one of
 too when both records come from one commit; from two commits they are what the later code logs besides, not
 numbers the two disagree on: where the incoming record holds every metric of this file's with the same values
 and more besides, it takes the place of this file's (`extended`, its patch copied as an added record's is).
+A row whose records here were made at several commits takes the incoming ones with the same numbers when that
+leaves the row at one commit (`unified`): every record of the row here is then replaced by, or already made at
+the commit of, the incoming one.
 """
 from __future__ import annotations
 
@@ -41,6 +44,7 @@ class MergeReport:
     same: list[str] = field(default_factory=list)          # the same run (run id) is already here
     agree: list[str] = field(default_factory=list)         # both current, two runs, the same numbers
     extended: list[str] = field(default_factory=list)      # the same numbers, the incoming one logs more: it is kept
+    unified: list[str] = field(default_factory=list)       # the same numbers, taken so that the row is at one commit
     differ: dict[str, list[str]] = field(default_factory=dict)   # both current: what differs between them
     skipped: dict[str, list[str]] = field(default_factory=dict)  # reason → keys
 
@@ -52,6 +56,7 @@ class MergeReport:
         out = [f"[fedlab] merge from {self.source}: {len(self.added)} added, {len(self.replaced)} replaced a stale "
                f"record, {len(self.same)} already here, {len(self.agree)} held here too with the same numbers, "
                f"{len(self.extended)} replaced by a record with the same numbers and more metrics, "
+               f"{len(self.unified)} replaced by one with the same numbers so that its row is at one commit, "
                f"{len(self.differ)} held here with OTHER numbers, {sum(map(len, self.skipped.values()))} skipped"]
         for key, what in self.differ.items():
             out.append(f"[fedlab]   REPRODUCIBILITY FAILURE {key}: the same config and numerics gave other numbers "
@@ -59,7 +64,7 @@ class MergeReport:
         for reason, keys in self.skipped.items():
             shown = ", ".join(keys[:3]) + (f", … ({len(keys)} in all)" if len(keys) > 3 else "")
             out.append(f"[fedlab]   skipped, {reason}: {shown}")
-        if self.added or self.replaced or self.extended:
+        if self.added or self.replaced or self.extended or self.unified:
             out.append("[fedlab]   the merged records name their MLflow runs in the other machine's store (`run_id`)")
         return out
 
@@ -168,6 +173,7 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
     incoming = _read(path)
     rows = {p.key: p for p in plan}
     report, known = MergeReport(path), {}
+    agreeing: dict[str, dict] = {}      # row → its incoming records with the same numbers as the ones here
     for k, rec in incoming.records.items():
         if not isinstance(rec, dict) or not isinstance(rec.get("key"), str) or not isinstance(rec.get("seed"), int):
             report.skip("not a table record (no key and seed)", k)
@@ -197,8 +203,8 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
             if what:
                 report.differ[k] = what
                 continue
-            if not (only_theirs and not only_mine):     # nothing to gain from the incoming one
-                report.agree.append(k)
+            if not (only_theirs and not only_mine):     # the same numbers: taken below only to unify its row
+                agreeing.setdefault(rec["key"], {})[k] = rec
                 continue
         if rec.get("diff"):            # a dirty tree's patch, kept beside the records it made
             dst = results.path.parent / rec["diff"]
@@ -212,9 +218,24 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
         else:
             report.replaced.append(k)
         results.records[k] = rec
-    if report.added or report.replaced or report.extended:
+    for row, recs in agreeing.items():
+        if _unifies(results, row, recs):
+            report.unified.extend(recs)
+            results.records.update(recs)
+        else:
+            report.agree.extend(recs)
+    if report.added or report.replaced or report.extended or report.unified:
         results.save()
     return report
+
+
+def _unifies(results: Results, row: str, agreeing: dict) -> bool:
+    """Whether taking `agreeing` (incoming records of `row`, one commit, each with the same numbers as the one
+    here) leaves a row here that mixed commits at one commit."""
+    commits = {r.get("git") for r in agreeing.values()}
+    here = {k: r.get("git") for k, r in results.records.items() if r.get("key") == row}
+    after = {agreeing[k].get("git") if k in agreeing else g for k, g in here.items()}
+    return len(commits) == 1 and len(set(here.values())) > 1 and len(after) == 1
 
 
 def merge_all(results: Results, sources: list[str], plan: list[Planned], extra: tuple[str, ...] = (),

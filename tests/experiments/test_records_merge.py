@@ -99,7 +99,8 @@ def test_merge_takes_what_this_table_would_accept_and_compares_what_both_hold(tm
     assert "t/median@seed1" not in saved and "t/gone@seed0" not in saved
     text = "\n".join(report.lines())
     assert "1 added, 1 replaced a stale record, 1 already here, 1 held here too with the same numbers, " \
-           "0 replaced by a record with the same numbers and more metrics, 1 held here with OTHER numbers, " \
+           "0 replaced by a record with the same numbers and more metrics, 0 replaced by one with the same numbers " \
+           "so that its row is at one commit, 1 held here with OTHER numbers, " \
            "11 skipped" in text
     assert "REPRODUCIBILITY FAILURE t/fedavg@seed2: the same config and numerics gave other numbers " \
            "(final acc/mean, round 0 acc/mean); this file's record is kept" in text
@@ -222,3 +223,41 @@ def test_two_records_differ_by_the_numbers_both_hold_and_one_sided_metrics_are_t
     assert differing(a, fuller) == [] and one_sided(a, fuller) == ([], ["zero/top/task_t"])
     timed = {**a, "final": {**a["final"], "server/time_server": 1.5}}     # a wall-clock metric: not the model's
     assert differing(timed, {**timed, "final": {**timed["final"], "server/time_server": 2.5}}) == []
+
+
+def test_a_row_made_at_several_commits_takes_a_re_made_row_with_the_same_numbers_at_one_commit(tmp_path):
+    """A row whose seeds here come from two commits, re-made elsewhere at one commit with the same numbers, is
+    replaced whole; where the incoming records would leave it mixed (a seed missing, or two commits among
+    them), or the row here is at one commit already, this file's stay."""
+    import subprocess
+
+    from fedlab.evidence.merge import merge_records
+
+    fa, fm = ROWS
+    head = _head()
+    parent = subprocess.run(["git", "rev-parse", f"{head}~1"], capture_output=True, text=True)
+    if parent.returncode:
+        pytest.skip("the checkout holds one commit: records of two commits cannot be made")
+    at = lambda rec, commit: {**rec, "git": commit}
+    old = parent.stdout.strip()
+    here, there = tmp_path / "here" / "results.json", tmp_path / "there" / "results.json"
+    _write(here, {"t/fedavg@seed0": at(_record(fa, 0, 0.5, "m0"), old), "t/fedavg@seed1": _record(fa, 1, 0.6, "m1"),
+                  "t/median@seed0": at(_record(fm, 0, 0.4, "n0"), old), "t/median@seed1": _record(fm, 1, 0.3, "n1"),
+                  "t/median@seed2": at(_record(fm, 2, 0.2, "n2"), old)})
+    _write(there, {"t/fedavg@seed0": _record(fa, 0, 0.5, "t0"), "t/fedavg@seed1": _record(fa, 1, 0.6, "t1"),
+                   "t/median@seed0": _record(fm, 0, 0.4, "u0")})               # median's seed 2 not re-made
+    report = merge_records(Results(here), there, ROWS)
+    assert sorted(report.unified) == ["t/fedavg@seed0", "t/fedavg@seed1"] and report.agree == ["t/median@seed0"]
+    saved = json.loads(here.read_text())
+    assert [saved[f"t/fedavg@seed{i}"]["run_id"] for i in (0, 1)] == ["t0", "t1"]
+    assert saved["t/median@seed0"]["run_id"] == "n0"
+    assert "2 replaced by one with the same numbers so that its row is at one commit" in "\n".join(report.lines())
+    # at one commit here already: nothing to unify
+    _write(there, {"t/fedavg@seed0": at(_record(fa, 0, 0.5, "v0"), old), "t/fedavg@seed1": at(_record(fa, 1, 0.6, "v1"), old)})
+    report = merge_records(Results(here), there, ROWS)
+    assert report.unified == [] and sorted(report.agree) == ["t/fedavg@seed0", "t/fedavg@seed1"]
+    # incoming records of two commits do not unify a row
+    _write(here, {"t/fedavg@seed0": at(_record(fa, 0, 0.5, "m0"), old), "t/fedavg@seed1": _record(fa, 1, 0.6, "m1")})
+    _write(there, {"t/fedavg@seed0": _record(fa, 0, 0.5, "w0"), "t/fedavg@seed1": at(_record(fa, 1, 0.6, "w1"), old)})
+    report = merge_records(Results(here), there, ROWS)
+    assert report.unified == [] and json.loads(here.read_text())["t/fedavg@seed0"]["run_id"] == "m0"
