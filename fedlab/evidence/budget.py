@@ -2,7 +2,9 @@
 learning rate, local steps), each scored on rows held out of the training data (`data.evaluate_on=validation`,
 so the test sets are never read), and the setting chosen is the one under which the references learn the most
 (row, task, seed) cells by the table's own control rule — the rule its claims rest on. Ties go to the setting
-listed first. A table script (`experiments/<system>/budget.py`) declares its `Grid` and runs it with
+listed first. The values are compared on the seeds every row holds at every value, so that seeds added at one
+value (to confirm the choice there) do not weigh for it; what the claims read at the chosen value (`learnt`,
+`unlearnt`) rests on every seed held there. A table script (`experiments/<system>/budget.py`) declares its `Grid` and runs it with
 `runner.run_table(plan=…, render=…)`; its table then runs every row at `chosen(…)`. Records another config made
 than a grid row resolves to now (older YAML or code, `outdated`) are set aside: no choice rests on them, and the
 page names them until the grid is run again.
@@ -46,13 +48,30 @@ def outdated(results, grid: Grid) -> set[str]:
     return cache[stamp]
 
 
+def compared_seeds(results, grid: Grid) -> list[int]:
+    """The seeds every row holds at every value: the values are compared on these alone."""
+    held = [{r.get("seed") for r in results.runs(grid.prefix(v) + p.key)} for v in grid.values for p in grid.rows]
+    return sorted(set.intersection(*held)) if held else []
+
+
+def _on_seeds(results, seeds):
+    """`results` with the records of `seeds` only (a view for counting; never saved)."""
+    import copy
+
+    view = copy.copy(results)
+    view.records = {k: r for k, r in results.records.items() if r.get("seed") in set(seeds)}
+    return view
+
+
 def cells(results, grid: Grid) -> dict[str, tuple[int, int, int]]:
-    """{value: (cells that clear the bar, cells scored, fewest seeds of a row)} over the value's controls."""
+    """{value: (cells that clear the bar, cells scored — both on `compared_seeds` —, fewest seeds of a row)} over
+    the value's controls."""
     out = {}
+    compared = _on_seeds(results, compared_seeds(results, grid))
     for v in grid.values:
         ok = total = 0
         for c in grid.controls(grid.prefix(v)):
-            st = check(results, c)
+            st = check(compared, c)
             ok += sum(len(s) for s in st.passed.values())
             total += sum(len(s) for s in st.passed.values()) + sum(len(s) for s in st.failed.values())
         seeds = min((len(results.runs(grid.prefix(v) + p.key)) for p in grid.rows), default=0)
@@ -61,10 +80,11 @@ def cells(results, grid: Grid) -> dict[str, tuple[int, int, int]]:
 
 
 def chosen(results, grid: Grid) -> str | None:
-    """The value whose references learn the most cells (the first listed on a tie), once every row has
-    `grid.seeds` seeds at every value and none holds a record another config made (`outdated`); None before."""
+    """The value whose references learn the most cells on `compared_seeds` (the first listed on a tie), once every
+    row holds `grid.seeds` seeds at every value and none holds a record another config made (`outdated`); None
+    before."""
     got = cells(results, grid)
-    if any(seeds < grid.seeds for *_, seeds in got.values()) or outdated(results, grid):
+    if len(compared_seeds(results, grid)) < grid.seeds or outdated(results, grid):
         return None
     return max(grid.values, key=lambda v: (got[v][0], -grid.values.index(v)))
 
@@ -164,6 +184,9 @@ def section(results, grid: Grid, what: str, choose: bool = True, every_seed: boo
     got = cells(results, grid)
     choice = chosen(results, grid)
     old = sorted(outdated(results, grid))
+    compared = compared_seeds(results, grid)
+    seed_list = ", ".join(map(str, compared)) or "none yet"
+    more = max((seeds for *_, seeds in got.values()), default=0) > len(compared)
     verdict = ("" if not choose else f"**Chosen: `{grid.key}={choice}`**." if choice else
                f"No choice: {len(old)} row{'s' if len(old) != 1 else ''} (marked †) hold records another config "
                "made than the row runs now; they are run again before a choice rests on them." if old else
@@ -171,8 +194,11 @@ def section(results, grid: Grid, what: str, choose: bool = True, every_seed: boo
     lines = [f"## {what}: `{grid.key}` {'chosen ' if choose else ''}on validation", "",
              "Each reference row of the table at each value, scored on rows held out of the training data (the test "
              "sets are not read). A cell is a (row, task, seed); it clears the bar of the table's control."
+             + (" The values are compared on the seeds every row holds at every value; the seeds a value holds "
+                "beyond them are shown in its table below, and what the claims read rests on all of them."
+                if more else "")
              + (f" {verdict}" if verdict else ""), "",
-             f"| `{grid.key}` | cells that clear the bar | seeds (fewest of a row) |", "|---|---|---|"]
+             f"| `{grid.key}` | cells that clear the bar (seeds {seed_list}) | seeds (fewest of a row) |", "|---|---|---|"]
     mark = lambda v: " †" if any(k.startswith(grid.prefix(v)) for k in old) else ""
     lines += [f"| {v}{mark(v)} | {ok} of {total} | {seeds} |" for v, (ok, total, seeds) in got.items()]
     if old:

@@ -326,3 +326,32 @@ def test_fedmkt_claims_read_the_tasks_their_own_reference_learns_in_every_valida
         assert c.fn(run(kind)) == 1.0 and (c.fn_b or c.fn)(run(kind)) == 1.0, c.claim
     mixed = run("slm")["summary"]["final"]["client_0"]
     assert mod.scored_mean(mixed) == len(mod.claim_tasks("slm")) / len(mod.scored())    # the tables' mean
+
+
+def test_seeds_added_at_one_budget_value_do_not_weigh_for_it_but_the_claims_read_them(tmp_path):
+    """The values are compared on the seeds every value holds; seeds added at the chosen value to confirm it
+    count toward what its claims read (a task a new seed fails leaves them), not toward the choice."""
+    from fedlab.evidence import budget
+    from fedlab.evidence.controls import above_chance
+
+    row = Planned("ref", None, ("federation.rounds=1",), "reference")
+    learns = lambda prefix: [above_chance("ref", [f"{prefix}ref"], ["a", "b"],
+                                          lambda rec, t: rec["final"][f"acc/task_{t}"], lambda t: 0.5, 10)]
+    grid = budget.Grid("federation.lr", ("0.005", "0.002"), (row,), learns)
+    r = Results(tmp_path / "results.json")
+
+    def put(key, seed, a, b):
+        r.records[f"{key}@seed{seed}"] = {"key": key, "seed": seed, "final": {"acc/task_a": a, "acc/task_b": b}}
+    for s in range(3):
+        put("lr0.005/ref", s, 0.9, 0.9 if s else 0.5)    # 5 of 6
+        put("lr0.002/ref", s, 0.9, 0.5)                  # 3 of 6
+    for s in (4, 5, 6):
+        put("lr0.002/ref", s, 0.9, 0.9)                  # three more seeds, all learnt: 9 of 12 on every seed
+    put("lr0.005/ref", 3, 0.9, 0.5)                      # one more seed at the chosen value, b not learnt
+    _as_run(r, grid)
+    assert budget.compared_seeds(r, grid) == [0, 1, 2]
+    assert budget.cells(r, grid) == {"0.005": (5, 6, 4), "0.002": (3, 6, 6)}
+    assert budget.chosen(r, grid) == "0.005"
+    assert budget.learnt(r, grid) == {"ref": ("a",)}     # seed 3 fails b: the claims leave it
+    text = "\n".join(budget.section(r, grid, "Toy"))
+    assert "cells that clear the bar (seeds 0, 1, 2)" in text and "compared on the seeds every row holds" in text
