@@ -197,8 +197,11 @@ def cmd_doctor(args) -> int:
     """This machine's numerics against the reference digest (fedlab/numerics.py)."""
     from fedlab import numerics
 
+    from fedlab.comm import native
+
     lines, same = numerics.report()
     print("\n".join(lines))
+    print(f"count sketch native passes (ELSA from D = 512 on, fedlab/comm/count_sketch.c): {native.status()}")
     return 0 if same else 1
 
 

@@ -89,9 +89,15 @@ def library() -> ctypes.CDLL | None:
                 lib, why = None, ": a check on a small sketch gave other numbers than the products"
         except Exception as e:  # no compiler, a failed build, another platform: the products run instead
             lib, why = None, f": {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-        _STATE["lib"] = lib
-        print(f"[fedlab] count sketch native passes: {'on' if lib else 'off, the products run' + why}", file=sys.stderr)
+        _STATE["lib"], _STATE["said"] = lib, f"{'on' if lib else 'off, the products run' + why}"
+        print(f"[fedlab] count sketch native passes: {_STATE['said']}", file=sys.stderr)
     return _STATE["lib"]
+
+
+def status() -> str:
+    """'on', or 'off, the products run: <why>' (`fedlab doctor`; loads the library first)."""
+    library()
+    return _STATE["said"]
 
 
 def forget() -> None:

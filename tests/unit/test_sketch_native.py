@@ -95,6 +95,7 @@ def test_a_library_that_cannot_be_built_leaves_the_products_and_says_why(monkeyp
     try:
         assert native.library() is None
         assert "count sketch native passes: off, the products run: RuntimeError: false failed" in capsys.readouterr().err
+        assert native.status().startswith("off, the products run: RuntimeError: false failed")    # fedlab doctor
         compiled.set_mode("on")
         sk = CountSketch(600, 3, 48, seed=3)
         x = torch.randn(5, 600)
