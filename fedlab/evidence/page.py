@@ -95,7 +95,8 @@ def page(results, system: System, intro: str, body: list[str], outdated: set[str
     """The whole RESULTS.md of `system` from `results`; draws the forest plot beside `results.path`."""
     from fedlab.evidence.forest import forest_plot
 
-    outdated = results.outdated(system.plan()) if outdated is None else outdated
+    plan = system.plan()
+    outdated = results.outdated(plan) if outdated is None else outdated
     claims = system.claims(results)
     assessed = [assess(results, c, outdated) for c in claims]
     controls = all_controls(results, system, claims)
@@ -108,7 +109,7 @@ def page(results, system: System, intro: str, body: list[str], outdated: set[str
              f"seeds {', '.join(map(str, seeds)) or 'none yet'}); {system.paper}. Each cell: the mean over seeds ± the "
              "half-width of its 95 % t-interval. " + spot_check_line(results), "", intro, "",
              f"**Claims**: {verdict_counts(assessed)}. **Controls**: {holding} of {len(controls)} hold. "
-             + commits_line(results, {p.key for p in system.plan()}), "",
+             + commits_line(results, {p.key for p in plan}), "",
              "## Controls", "",
              "A claim is judged only where the reference it rests on learns every task the claim reads, in every "
              "seed; otherwise its verdict is *no control*. A claim whose score averages several tasks is judged on those "
