@@ -67,21 +67,20 @@ def device_score(families=None, tasks=None):
     if tasks is None and len(cells) == len(families) * len(CONTROL_TASKS):
         return DEVICE
 
+    return _mean_of([f"rougeL_client_{i}/{t}" for i, t in cells])
+
+
+def _mean_of(metrics: list[str]):
+    """record → the mean of its final `metrics`; None when it lacks any (or there are none)."""
     def score(rec):
-        vals = [rec["final"].get(f"rougeL_client_{i}/{t}") for i, t in cells]
+        vals = [rec["final"].get(m) for m in metrics]
         return None if not vals or any(v is None for v in vals) else sum(vals) / len(vals)
     return score
 
 
 def server_score(tasks=None):
     """record → the server LLM's Rouge-L: its mean over tasks (`llm/rougeL/mean`), or over `tasks` only."""
-    if tasks is None:
-        return SERVER
-
-    def score(rec):
-        vals = [rec["final"].get(f"llm/rougeL/task_{t}") for t in tasks]
-        return None if not vals or any(v is None for v in vals) else sum(vals) / len(vals)
-    return score
+    return SERVER if tasks is None else _mean_of([f"llm/rougeL/task_{t}" for t in tasks])
 
 
 def device_claim(text, source, paper, a, b, families=None):
