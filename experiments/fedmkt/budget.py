@@ -4,6 +4,7 @@ grid, scored on 32 rows per task held out of the training data; the rate under w
 (row, task, seed) cells by FedMKT's control rule (zero-shot + 2 points, `make_tables.learns`) is chosen.
 
     python experiments/fedmkt/budget.py                # the grid, seeds 0,1,2 (resumable)
+    python experiments/fedmkt/budget.py --only lr0.002/ --seeds 3,4   # two more seeds at the chosen rate
     python experiments/fedmkt/budget.py --render-only  # budget/RESULTS.md from budget/results.json
 """
 from __future__ import annotations
