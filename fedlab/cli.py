@@ -196,7 +196,6 @@ def _zoo_verify(names: list[str]) -> int:
 def cmd_doctor(args) -> int:
     """This machine's numerics against the reference digest (fedlab/numerics.py)."""
     from fedlab import numerics
-
     from fedlab.comm import native
 
     lines, same = numerics.report()

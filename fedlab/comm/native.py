@@ -5,13 +5,16 @@ The library is built into $FEDLAB_HOME/native/, named by a hash of its source, i
 architecture, so a changed source builds anew and processes share one build (written to a temporary name and
 renamed into place). It is used only where it builds, the CPU has AVX2 and a check on a small sketch gives the
 products' numbers; otherwise `library()` is None and the count sketch keeps its products, the reason said once
-on stderr. `$CC` names the compiler (default `cc`)."""
+on stderr. `$CC` names the compiler (default `cc`; a command with arguments, such as `ccache gcc`, is split as
+a shell would)."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -22,11 +25,22 @@ FLAGS = ("-O3", "-mavx2", "-ffp-contract=off", "-shared", "-fPIC")
 _STATE: dict = {}
 
 
+@functools.cache
+def _version(compiler: str) -> str:
+    """The first line of `compiler --version` ('' when it does not answer)."""
+    try:
+        done = subprocess.run([*shlex.split(compiler), "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return (done.stdout.strip().splitlines() or [""])[0]
+
+
 def target(compiler: str) -> Path:
-    """Where the library for this source, compiler, flags and architecture lives: $FEDLAB_HOME/native/."""
+    """Where the library for this source, compiler (and its version), flags and architecture lives:
+    $FEDLAB_HOME/native/."""
     from fedlab.home import fedlab_home
 
-    named = " ".join((compiler,) + FLAGS + (platform.machine(),)).encode()
+    named = " ".join((compiler, _version(compiler)) + FLAGS + (platform.machine(),)).encode()
     return fedlab_home() / "native" / f"count_sketch-{hashlib.sha256(SOURCE.read_bytes() + named).hexdigest()[:16]}.so"
 
 
@@ -40,9 +54,11 @@ def _built(compiler: str) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=target_.stem + ".", suffix=".so.tmp", dir=folder)
     os.close(fd)
     try:
-        done = subprocess.run([compiler, *FLAGS, "-o", tmp, str(SOURCE)], capture_output=True, text=True, timeout=120)
+        done = subprocess.run([*shlex.split(compiler), *FLAGS, "-o", tmp, str(SOURCE)], capture_output=True, text=True,
+                              timeout=120)
         if done.returncode != 0:
             raise RuntimeError(f"{compiler} failed: {(done.stderr.strip().splitlines() or ['no message'])[0]}")
+        os.chmod(tmp, 0o755)          # readable by whoever shares this FEDLAB_HOME, as the compiler's own output is
         os.replace(tmp, target_)
     finally:
         if os.path.exists(tmp):

@@ -20,8 +20,10 @@ autograd, for Y ∈ {1, 3}, in float32 on a CPU with AVX2, each direction is one
 over the activations in their own [N, D] layout (tiles of 8 rows transposed in registers). Compress adds each
 bucket's signed entries in index order: equal to the product within float32 rounding of the bucket's sum (the
 same terms, which each adds in its own order). Decompress reads s_y(i)·S[y, h_y(i)] directly and takes the
-median: bit for bit the product's on finite values (each of its outputs has one non-zero term). Elsewhere, and
-where the library cannot be built, the products run."""
+median: the product's values on finite input (each of its outputs has one non-zero term; a zero's sign may
+differ). Non-finite input differs in reach: the products multiply every entry by the zeros of P, so one NaN or
+infinite entry makes its whole row NaN, while the native passes give NaN only in the buckets and estimates that
+read it. Elsewhere, and where the library cannot be built, the products run."""
 from __future__ import annotations
 
 import torch

@@ -59,7 +59,8 @@ def _on_seeds(results, seeds):
     import copy
 
     view = copy.copy(results)
-    view.records = {k: r for k, r in results.records.items() if r.get("seed") in set(seeds)}
+    keep = set(seeds)
+    view.records = {k: r for k, r in results.records.items() if r.get("seed") in keep}
     return view
 
 
@@ -80,9 +81,9 @@ def cells(results, grid: Grid) -> dict[str, tuple[int, int, int]]:
 
 
 def chosen(results, grid: Grid) -> str | None:
-    """The value whose references learn the most cells on `compared_seeds` (the first listed on a tie), once every
-    row holds `grid.seeds` seeds at every value and none holds a record another config made (`outdated`); None
-    before."""
+    """The value whose references learn the most cells on `compared_seeds` (the first listed on a tie), once those
+    are `grid.seeds` or more (seeds every row holds at every value) and no row holds a record another config made
+    (`outdated`); None before."""
     got = cells(results, grid)
     if len(compared_seeds(results, grid)) < grid.seeds or outdated(results, grid):
         return None
@@ -186,11 +187,11 @@ def section(results, grid: Grid, what: str, choose: bool = True, every_seed: boo
     old = sorted(outdated(results, grid))
     compared = compared_seeds(results, grid)
     seed_list = ", ".join(map(str, compared)) or "none yet"
-    more = max((seeds for *_, seeds in got.values()), default=0) > len(compared)
+    more = any(len(results.runs(grid.prefix(v) + p.key)) > len(compared) for v in grid.values for p in grid.rows)
     verdict = ("" if not choose else f"**Chosen: `{grid.key}={choice}`**." if choice else
                f"No choice: {len(old)} row{'s' if len(old) != 1 else ''} (marked †) hold records another config "
                "made than the row runs now; they are run again before a choice rests on them." if old else
-               f"No choice yet: every row needs {grid.seeds} seeds at every value.")
+               f"No choice yet: every row needs the same {grid.seeds} seeds at every value.")
     lines = [f"## {what}: `{grid.key}` {'chosen ' if choose else ''}on validation", "",
              "Each reference row of the table at each value, scored on rows held out of the training data (the test "
              "sets are not read). A cell is a (row, task, seed); it clears the bar of the table's control."

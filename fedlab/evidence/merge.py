@@ -203,14 +203,13 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
             if what:
                 report.differ[k] = what
                 continue
-            if not (only_theirs and not only_mine):     # the same numbers: taken below only to unify its row
+            if only_mine:                   # this file's holds metrics the incoming one lacks: it stays
+                report.agree.append(k)
+                continue
+            if not only_theirs:             # the same numbers and metrics: taken below only to unify its row
                 agreeing.setdefault(rec["key"], {})[k] = rec
                 continue
-        if rec.get("diff"):            # a dirty tree's patch, kept beside the records it made
-            dst = results.path.parent / rec["diff"]
-            if not dst.exists():
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(path.parent / rec["diff"], dst)
+        _bring_patch(rec, path.parent, results)
         if mine is None:
             report.added.append(k)
         elif mine_current:      # the same numbers and more metrics (newer code): the fuller one
@@ -220,6 +219,8 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
         results.records[k] = rec
     for row, recs in agreeing.items():
         if _unifies(results, row, recs):
+            for rec in recs.values():
+                _bring_patch(rec, path.parent, results)
             report.unified.extend(recs)
             results.records.update(recs)
         else:
@@ -227,6 +228,15 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
     if report.added or report.replaced or report.extended or report.unified:
         results.save()
     return report
+
+
+def _bring_patch(rec: dict, source: Path, results: Results) -> None:
+    """A dirty tree's record keeps its patch beside it: copy the patch from `source` when it is not here yet."""
+    if rec.get("diff"):
+        dst = results.path.parent / rec["diff"]
+        if not dst.exists():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source / rec["diff"], dst)
 
 
 def _unifies(results: Results, row: str, agreeing: dict) -> bool:

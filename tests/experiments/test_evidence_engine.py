@@ -343,14 +343,14 @@ def test_seeds_added_at_one_budget_value_do_not_weigh_for_it_but_the_claims_read
     def put(key, seed, a, b):
         r.records[f"{key}@seed{seed}"] = {"key": key, "seed": seed, "final": {"acc/task_a": a, "acc/task_b": b}}
     for s in range(3):
-        put("lr0.005/ref", s, 0.9, 0.9 if s else 0.5)    # 5 of 6
+        put("lr0.005/ref", s, 0.9, 0.9)                  # 6 of 6
         put("lr0.002/ref", s, 0.9, 0.5)                  # 3 of 6
-    for s in (4, 5, 6):
-        put("lr0.002/ref", s, 0.9, 0.9)                  # three more seeds, all learnt: 9 of 12 on every seed
+    for s in (4, 5, 6, 7, 8):
+        put("lr0.002/ref", s, 0.9, 0.9)                  # five more seeds, all learnt: 13 of 16 over every seed
     put("lr0.005/ref", 3, 0.9, 0.5)                      # one more seed at the chosen value, b not learnt
     _as_run(r, grid)
     assert budget.compared_seeds(r, grid) == [0, 1, 2]
-    assert budget.cells(r, grid) == {"0.005": (5, 6, 4), "0.002": (3, 6, 6)}
+    assert budget.cells(r, grid) == {"0.005": (6, 6, 4), "0.002": (3, 6, 8)}
     assert budget.chosen(r, grid) == "0.005"
     assert budget.learnt(r, grid) == {"ref": ("a",)}     # seed 3 fails b: the claims leave it
     text = "\n".join(budget.section(r, grid, "Toy"))

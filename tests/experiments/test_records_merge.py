@@ -261,3 +261,11 @@ def test_a_row_made_at_several_commits_takes_a_re_made_row_with_the_same_numbers
     _write(there, {"t/fedavg@seed0": _record(fa, 0, 0.5, "w0"), "t/fedavg@seed1": at(_record(fa, 1, 0.6, "w1"), old)})
     report = merge_records(Results(here), there, ROWS)
     assert report.unified == [] and json.loads(here.read_text())["t/fedavg@seed0"]["run_id"] == "m0"
+    # a record here that holds a metric the incoming one lacks is not given up to unify its row
+    richer = _record(fa, 1, 0.6, "m1")
+    richer["final"]["new/metric"] = 1.0
+    _write(here, {"t/fedavg@seed0": at(_record(fa, 0, 0.5, "m0"), old), "t/fedavg@seed1": richer})
+    _write(there, {"t/fedavg@seed0": at(_record(fa, 0, 0.5, "x0"), old), "t/fedavg@seed1": at(_record(fa, 1, 0.6, "x1"), old)})
+    report = merge_records(Results(here), there, ROWS)
+    assert report.unified == [] and sorted(report.agree) == ["t/fedavg@seed0", "t/fedavg@seed1"]
+    assert json.loads(here.read_text())["t/fedavg@seed1"]["final"]["new/metric"] == 1.0

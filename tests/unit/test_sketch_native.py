@@ -111,6 +111,6 @@ def test_the_library_is_built_once_per_source_and_reused(monkeypatch, tmp_path):
     monkeypatch.setenv("FEDLAB_HOME", str(tmp_path))
     first = native._built("cc")
     assert first.parent == tmp_path / "native" and first.exists()
+    assert native.target("gcc") != first       # another compiler, another build
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("built again"))
     assert native._built("cc") == first
-    assert native.target("gcc") != first       # another compiler, another build
