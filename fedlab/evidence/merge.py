@@ -18,7 +18,6 @@ the commit of, the incoming one.
 """
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -107,12 +106,12 @@ def _commit_known(commit: str, cache: dict[str, bool]) -> bool:
 
 
 def _common(a: dict, b: dict, where: str) -> list[str]:
-    """"<where> <metric>" for each metric both dicts hold with other values (as written to JSON: NaN equals NaN),
-    leaving out those that measure the machine's clock (`spotcheck.measured`)."""
-    from fedlab.evidence.spotcheck import measured
+    """"<where> <metric>" for each metric both dicts hold with other values (`spotcheck.agree`: as written to
+    JSON, or within rounding for a metric computed outside the pin), leaving out those that measure the machine's
+    clock (`spotcheck.measured`)."""
+    from fedlab.evidence.spotcheck import agree, measured
 
-    dump = lambda x: json.dumps(x, sort_keys=True)
-    return [f"{where} {k}" for k in sorted(a.keys() & b.keys()) if not measured(k) and dump(a[k]) != dump(b[k])]
+    return [f"{where} {k}" for k in sorted(a.keys() & b.keys()) if not measured(k) and not agree(k, a[k], b[k])]
 
 
 def differing(a: dict, b: dict) -> list[str]:

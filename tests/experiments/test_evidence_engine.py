@@ -355,3 +355,22 @@ def test_seeds_added_at_one_budget_value_do_not_weigh_for_it_but_the_claims_read
     assert budget.learnt(r, grid) == {"ref": ("a",)}     # seed 3 fails b: the claims leave it
     text = "\n".join(budget.section(r, grid, "Toy"))
     assert "cells that clear the bar (seeds 0, 1, 2)" in text and "compared on the seeds every row holds" in text
+
+
+def test_a_metric_computed_outside_the_pin_agrees_within_rounding_and_every_other_bit_for_bit():
+    """Floe's cluster silhouette (scikit-learn on numpy's BLAS, which follows the CPU) differs in its last digits
+    between machine kinds: a spot-check and a merge take it as the same number within 1e-9, relative; a metric
+    torch computes under the pin must still be equal to the bit."""
+    from fedlab.evidence.merge import differing
+    from fedlab.evidence.spotcheck import agree, compare
+
+    s, s_other_kind = 0.23638520980230493, 0.23638520980230485
+    assert agree("server/clusters/silhouette", s, s_other_kind)
+    assert not agree("server/clusters/silhouette", s, s + 1e-6)
+    assert not agree("acc/mean", 0.6133333333333334, 0.6133333333333335)
+    assert not agree("server/clusters/silhouette", None, 0.0) and agree("server/clusters/silhouette", None, None)
+    rec = {"final": {"server/clusters/silhouette": s, "acc/mean": 0.5}}
+    assert compare(rec, {"server/clusters/silhouette": s_other_kind, "acc/mean": 0.5}) == []
+    assert differing(rec, {"final": {"server/clusters/silhouette": s_other_kind, "acc/mean": 0.5}}) == []
+    assert differing(rec, {"final": {"server/clusters/silhouette": 0.3, "acc/mean": 0.5}}) == [
+        "final server/clusters/silhouette"]
