@@ -30,7 +30,7 @@ def bench_sketch(dim: int, rows: int, ratio: float, repeat: int) -> list[list]:
 
     from fedlab import compiled
     from fedlab.comm import native
-    from fedlab.comm.sketch import NATIVE_MIN_DIM, sketch_for_ratio
+    from fedlab.comm.sketch import NATIVE_MIN_DIM, native_agrees, sketch_for_ratio
 
     sk = sketch_for_ratio(dim, ratio, seed=0)
     x = torch.randn(rows, dim)
@@ -39,7 +39,7 @@ def bench_sketch(dim: int, rows: int, ratio: float, repeat: int) -> list[list]:
     out = []
     try:
         compiled.set_mode("on")
-        if native.library() is not None:
+        if native.library(native_agrees) is not None:
             sketched = sk.compress(x)
             paths["native"] = lambda: sk.decompress(sk.compress(x))
             paths["native, compress alone"] = lambda: sk.compress(x)

@@ -76,22 +76,10 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     return lib
 
 
-def _agrees(lib: ctypes.CDLL) -> bool:
-    """A 13 × 21 input (a partial tile and a partial column block) through both passes against the products:
-    decompress bit for bit, compress within float32 rounding."""
-    import torch
-
-    from fedlab.comm.sketch import CountSketch
-
-    sk = CountSketch(21, 3, 5, seed=1)
-    x = torch.randn(13, 21, generator=torch.Generator().manual_seed(0))
-    s = sk.compress_products(x)
-    got = compress(sk, x, lib)
-    return bool(torch.allclose(got, s, atol=1e-5, rtol=0) and torch.equal(decompress(sk, s, lib), sk.decompress_products(s)))
-
-
-def library() -> ctypes.CDLL | None:
-    """The loaded library, or None where it cannot be built or used here (said once per process on stderr)."""
+def library(agrees=None) -> ctypes.CDLL | None:
+    """The loaded library, or None where it cannot be built or used here (said once per process on stderr).
+    `agrees(lib)`, checked once when given (`fedlab.comm.sketch` passes its check against the products), must
+    hold for the library to be used."""
     if "lib" not in _STATE:
         compiler = os.environ.get("CC") or "cc"
         lib, why = None, ""
@@ -101,7 +89,7 @@ def library() -> ctypes.CDLL | None:
             lib = _bind(ctypes.CDLL(str(_built(compiler))))
             if not lib.cs_has_avx2():
                 lib, why = None, ": this CPU has no AVX2"
-            elif not _agrees(lib):
+            elif agrees is not None and not agrees(lib):
                 lib, why = None, ": a check on a small sketch gave other numbers than the products"
         except Exception as e:  # no compiler, a failed build, another platform: the products run instead
             lib, why = None, f": {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
@@ -110,9 +98,9 @@ def library() -> ctypes.CDLL | None:
     return _STATE["lib"]
 
 
-def status() -> str:
-    """'on', or 'off, the products run: <why>' (`fedlab doctor`; loads the library first)."""
-    library()
+def status(agrees=None) -> str:
+    """'on', or 'off, the products run: <why>' (`fedlab doctor`; loads the library first, as `library`)."""
+    library(agrees)
     return _STATE["said"]
 
 

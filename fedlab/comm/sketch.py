@@ -79,7 +79,7 @@ class CountSketch:
         mode = compiled.mode()
         if mode == "off" or (mode == "auto" and self.dim < NATIVE_MIN_DIM):
             return None
-        return native.library()
+        return native.library(native_agrees)
 
     def compress(self, x: Tensor) -> Tensor:
         """x[..., D] → S[..., Y, Z] (Eq. 12)."""
@@ -122,6 +122,21 @@ class CountSketch:
 
     def __repr__(self) -> str:
         return f"CountSketch(dim={self.dim}, rows={self.rows}, cols={self.cols}, seed={self.seed}, ρ={self.ratio:.2f})"
+
+
+def native_agrees(lib) -> bool:
+    """The native passes' check before their first use: a 13 × 21 input (a partial tile and a partial column
+    block) through both against the products, decompress equal and compress within float32 rounding."""
+    sk = CountSketch(21, 3, 5, seed=1)
+    x = torch.randn(13, 21, generator=torch.Generator().manual_seed(0))
+    s = sk.compress_products(x)
+    return bool(torch.allclose(native.compress(sk, x, lib), s, atol=1e-5, rtol=0)
+                and torch.equal(native.decompress(sk, s, lib), sk.decompress_products(s)))
+
+
+def native_status() -> str:
+    """Whether the native passes are on here, or why not (`fedlab doctor`)."""
+    return native.status(native_agrees)
 
 
 def sketch_for_ratio(dim: int, ratio: float, seed: int, rows: int = 3) -> CountSketch:

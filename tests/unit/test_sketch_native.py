@@ -12,14 +12,14 @@ import torch
 
 from fedlab import compiled
 from fedlab.comm import native
-from fedlab.comm.sketch import NATIVE_MIN_DIM, CountSketch
+from fedlab.comm.sketch import NATIVE_MIN_DIM, CountSketch, native_agrees
 
 
 @pytest.fixture
 def on():
     """Native passes at every size for one test; the library is skipped where this machine cannot build it."""
     compiled.set_mode("on")
-    if native.library() is None:
+    if native.library(native_agrees) is None:
         compiled.set_mode(None)
         pytest.skip("the native count sketch cannot be built on this machine (the products run instead)")
     yield
@@ -64,7 +64,7 @@ def test_a_nan_bucket_gives_nan_exactly_where_the_median_reads_it(on):
 def test_the_native_passes_run_from_their_dimension_on_in_auto_and_never_when_off(monkeypatch):
     ran = []
     monkeypatch.setattr(native, "compress", lambda sk, x, lib: ran.append(sk.dim) or sk.compress_products(x))
-    monkeypatch.setattr(native, "library", lambda: object())
+    monkeypatch.setattr(native, "library", lambda *a: object())
     try:
         compiled.set_mode("auto")
         CountSketch(NATIVE_MIN_DIM - 1, 3, 8, seed=0).compress(torch.zeros(2, NATIVE_MIN_DIM - 1))
@@ -101,6 +101,11 @@ def test_a_library_that_cannot_be_built_leaves_the_products_and_says_why(monkeyp
         x = torch.randn(5, 600)
         assert torch.equal(sk.compress(x), sk.compress_products(x))
         assert list((tmp_path / "native").iterdir()) == []       # no half-written library left behind
+        monkeypatch.delenv("CC")
+        native.forget()
+        if shutil.which("cc") is not None:       # built, but a check that fails keeps the products
+            assert native.library(lambda lib: False) is None
+            assert "a check on a small sketch gave other numbers" in native.status()
     finally:
         compiled.set_mode(None)
         native.forget()
