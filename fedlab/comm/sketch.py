@@ -102,10 +102,7 @@ class CountSketch:
 
     def decompress_products(self, s: Tensor) -> Tensor:
         """Eq. 13 with the transposed row blocks (one batched product) and the median over rows."""
-        return self._decompress_products(s.reshape(-1, self.rows, self.cols), s.shape[:-2])
-
-    def _decompress_products(self, flat: Tensor, lead) -> Tensor:
-        """Eq. 13 with the transposed row blocks (one batched product) and the median over rows."""
+        flat = s.reshape(-1, self.rows, self.cols)
         _, blocks = self._tables(flat)
         picked = torch.einsum("nyz,yzd->nyd", flat, blocks)                                  # [N, Y, D]
         if self.rows == 1:
@@ -118,7 +115,7 @@ class CountSketch:
         else:
             ordered = picked.sort(dim=1).values
             est = 0.5 * (ordered[:, self.rows // 2 - 1] + ordered[:, self.rows // 2])
-        return est.reshape(*lead, self.dim)
+        return est.reshape(*s.shape[:-2], self.dim)
 
     def __repr__(self) -> str:
         return f"CountSketch(dim={self.dim}, rows={self.rows}, cols={self.cols}, seed={self.seed}, ρ={self.ratio:.2f})"
