@@ -44,11 +44,12 @@ def intro() -> str:
 
 
 def render(r: Results) -> str:
-    return page(r, SYSTEM, intro(), body(r))
+    stale, outdated = r.stale_and_outdated(plan())   # † on rows another config, other weights or numerics made
+    return page(r, SYSTEM, intro(), body(r, stale), outdated, stale)
 
 
-def body(r: Results) -> list[str]:
-    stale = r.stale(plan())   # † on rows another config, other weights or numerics made
+def body(r: Results, stale: set[str] | None = None) -> list[str]:
+    stale = r.stale(plan()) if stale is None else stale
     lines = [
              "## Table III analogue", "",
              "| method | accuracy (MC) | Rouge-L | routed SLM acc | routed SLM Rouge-L | own expert acc | own expert Rouge-L | wall s |",

@@ -91,12 +91,30 @@ def commits_line(results, keys=None) -> str:
             "seeds made at different commits.")
 
 
-def page(results, system: System, intro: str, body: list[str], outdated: set[str] | None = None) -> str:
-    """The whole RESULTS.md of `system` from `results`; draws the forest plot beside `results.path`."""
+def stale_line(stale: set[str], script: str) -> str:
+    """The header's line naming the rows whose records are not current (`records.stale_reason`: another config,
+    other numerics or other zoo weights made them), so that no page shows such a row's numbers without saying so;
+    empty when every row is current."""
+    if not stale:
+        return ""
+    rows = ", ".join(f"`{k}`" for k in sorted(stale))
+    return (f"**Not current**: {len(stale)} row{'s' if len(stale) != 1 else ''} ({rows}) hold{'s' if len(stale) == 1 else ''} "
+            "records made by another config, other numerics or other zoo weights than the script runs now: their cells "
+            "show those records' numbers, and a claim that reads a row another config made has no verdict (*stale*). "
+            f"`python {script}` re-runs them.")
+
+
+def page(results, system: System, intro: str, body: list[str], outdated: set[str] | None = None,
+         stale: set[str] | None = None) -> str:
+    """The whole RESULTS.md of `system` from `results`; draws the forest plot beside `results.path`. `stale` and
+    `outdated` (`Results.stale_and_outdated` of the plan) are computed when not given."""
     from fedlab.evidence.forest import forest_plot
 
     plan = system.plan()
-    outdated = results.outdated(plan) if outdated is None else outdated
+    if stale is None or outdated is None:
+        stale_now, outdated_now = results.stale_and_outdated(plan)
+        stale = stale_now if stale is None else stale
+        outdated = outdated_now if outdated is None else outdated
     claims = system.claims(results)
     assessed = [assess(results, c, outdated) for c in claims]
     controls = all_controls(results, system, claims)
@@ -110,6 +128,7 @@ def page(results, system: System, intro: str, body: list[str], outdated: set[str
              "half-width of its 95 % t-interval. " + spot_check_line(results), "", intro, "",
              f"**Claims**: {verdict_counts(assessed)}. **Controls**: {holding} of {len(controls)} hold. "
              + commits_line(results, {p.key for p in plan}), "",
+             *([stale_line(stale, system.script), ""] if stale else []),
              "## Controls", "",
              "A claim is judged only where the reference it rests on learns every task the claim reads, in every "
              "seed; otherwise its verdict is *no control*. A claim whose score averages several tasks is judged on those "

@@ -47,6 +47,29 @@ def test_a_page_puts_controls_then_claims_then_tables_then_the_forest_plot(tmp_p
     assert not (tmp_path / "none" / "forest.png").exists()
 
 
+def test_a_page_names_the_rows_whose_records_are_not_current(tmp_path):
+    """A row whose records another config made is named in the page's header, and its claim has no verdict;
+    a page whose rows are all current has no such line."""
+    from fedlab import numerics
+    from fedlab.runtime.federation import run_key
+
+    r = records(tmp_path, {"a": [0.6, 0.62, 0.61], "b": [0.5, 0.53, 0.51], "ref": [0.9, 0.9, 0.9]})
+    plan = [Planned(k, None, (), k) for k in ("a", "b", "ref")]
+    for p in plan:
+        for rec in r.runs(p.key):
+            rec["config_hash"] = run_key(p.resolve(rec["seed"]))
+            rec["environment"] = {"numerics_fingerprint": numerics.current_fingerprint()}
+    c = Claim("a above b", "T1", "61 vs 51 (+10.0)", "a", "b", ACC, control=REF)
+    toy = System("Toy", "a toy system", "experiments/toy/make_tables.py", lambda: plan, lambda _r: [c])
+    text = page(r, toy, "", [])
+    assert "Not current" not in text and "**Claims**: 1 reproduced." in text
+    r.records["b@seed1"]["config_hash"] = "0000000000"                 # made by another config
+    text = page(r, toy, "", [])
+    assert ("**Not current**: 1 row (`b`) holds records made by another config, other numerics or other zoo "
+            "weights than the script runs now" in text and "`python experiments/toy/make_tables.py` re-runs them" in text)
+    assert "**Claims**: 1 stale." in text
+
+
 def test_the_summary_has_one_row_per_system_from_its_records(tmp_path, monkeypatch):
     from fedlab.evidence import summary
 
