@@ -50,7 +50,7 @@ INTRO = ("Accuracies are the split path as deployed (client Part 1 → its link 
 
 def render(r: Results) -> str:
     stale, outdated = r.stale_and_outdated(plan())   # † on the first; no verdict, no Table 2 target from the second
-    return page(r, SYSTEM, INTRO, body(r, stale, outdated), outdated, stale)
+    return page(r, SYSTEM, INTRO, body(r, stale, outdated), outdated=outdated, stale=stale)
 
 
 def body(r: Results, stale: set[str], outdated: set[str]) -> list[str]:

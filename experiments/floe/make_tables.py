@@ -45,7 +45,7 @@ def intro() -> str:
 
 def render(r: Results) -> str:
     stale, outdated = r.stale_and_outdated(plan())   # † on rows another config, other weights or numerics made
-    return page(r, SYSTEM, intro(), body(r, stale), outdated, stale)
+    return page(r, SYSTEM, intro(), body(r, stale), outdated=outdated, stale=stale)
 
 
 def body(r: Results, stale: set[str] | None = None) -> list[str]:

@@ -91,17 +91,33 @@ def commits_line(results, keys=None) -> str:
             "seeds made at different commits.")
 
 
-def stale_line(stale: set[str], script: str) -> str:
-    """The header's line naming the rows whose records are not current (`records.stale_reason`: another config,
-    other numerics or other zoo weights made them), so that no page shows such a row's numbers without saying so;
-    empty when every row is current."""
-    if not stale:
+def stale_seeds(results, plan: list, stale: set[str]) -> dict[str, list[int]]:
+    """Per row of `stale`, the seeds whose records are not current (`records.stale_reason`)."""
+    from fedlab.evidence.records import stale_reason
+
+    return {p.key: sorted(rec["seed"] for rec in results.runs(p.key)
+                          if stale_reason(rec, p.resolve(rec.get("seed", 0))) is not None)
+            for p in plan if p.key in stale}
+
+
+def stale_line(seeds: dict[str, list[int]], script: str) -> str:
+    """The header's line naming the rows whose records are not current (another config, other numerics or other
+    zoo weights made them: `records.stale_reason`), with those records' seeds and the command that re-runs them,
+    so that no page shows such a row's numbers without saying so; empty when every row is current."""
+    if not seeds:
         return ""
-    rows = ", ".join(f"`{k}`" for k in sorted(stale))
-    return (f"**Not current**: {len(stale)} row{'s' if len(stale) != 1 else ''} ({rows}) hold{'s' if len(stale) == 1 else ''} "
-            "records made by another config, other numerics or other zoo weights than the script runs now: their cells "
-            "show those records' numbers, and a claim that reads a row another config made has no verdict (*stale*). "
-            f"`python {script}` re-runs them.")
+    rows = ", ".join(f"`{k}` (seed{'s' if len(v) != 1 else ''} {', '.join(map(str, v))})"
+                     for k, v in sorted(seeds.items()))
+    if len(seeds) == 1:
+        (key, v), = seeds.items()
+        return (f"**Not current**: 1 row holds records made by another config, other numerics or other zoo weights "
+                f"than the script runs now: {rows}. Its cells show those records' numbers, and a claim comparing it "
+                "has no verdict (*stale*) where another config made them. "
+                f"`python {script} --only '{key}$' --seeds {','.join(map(str, v))}` re-runs them.")
+    return (f"**Not current**: {len(seeds)} rows hold records made by another config, other numerics or other zoo "
+            f"weights than the script runs now: {rows}. Their cells show those records' numbers, and a claim comparing "
+            "one of them has no verdict (*stale*) where another config made them. "
+            f"`python {script} --only 'ROW$' --seeds SEEDS` re-runs a row's.")
 
 
 def page(results, system: System, intro: str, body: list[str], outdated: set[str] | None = None,
@@ -128,7 +144,7 @@ def page(results, system: System, intro: str, body: list[str], outdated: set[str
              "half-width of its 95 % t-interval. " + spot_check_line(results), "", intro, "",
              f"**Claims**: {verdict_counts(assessed)}. **Controls**: {holding} of {len(controls)} hold. "
              + commits_line(results, {p.key for p in plan}), "",
-             *([stale_line(stale, system.script), ""] if stale else []),
+             *([stale_line(stale_seeds(results, plan, stale), system.script), ""] if stale else []),
              "## Controls", "",
              "A claim is judged only where the reference it rests on learns every task the claim reads, in every "
              "seed; otherwise its verdict is *no control*. A claim whose score averages several tasks is judged on those "

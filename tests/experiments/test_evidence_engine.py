@@ -65,9 +65,13 @@ def test_a_page_names_the_rows_whose_records_are_not_current(tmp_path):
     assert "Not current" not in text and "**Claims**: 1 reproduced." in text
     r.records["b@seed1"]["config_hash"] = "0000000000"                 # made by another config
     text = page(r, toy, "", [])
-    assert ("**Not current**: 1 row (`b`) holds records made by another config, other numerics or other zoo "
-            "weights than the script runs now" in text and "`python experiments/toy/make_tables.py` re-runs them" in text)
+    assert ("**Not current**: 1 row holds records made by another config, other numerics or other zoo weights than "
+            "the script runs now: `b` (seed 1)." in text
+            and "`python experiments/toy/make_tables.py --only 'b$' --seeds 1` re-runs them." in text)
     assert "**Claims**: 1 stale." in text
+    r.records["a@seed0"]["environment"] = {}                            # other numerics: stale, its verdict kept
+    text = page(r, toy, "", [])
+    assert "**Not current**: 2 rows hold records" in text and "`a` (seed 0), `b` (seed 1)." in text
 
 
 def test_the_summary_has_one_row_per_system_from_its_records(tmp_path, monkeypatch):
