@@ -48,8 +48,7 @@ def render(r: Results) -> str:
     return page(r, SYSTEM, intro(), body(r, stale), outdated=outdated, stale=stale)
 
 
-def body(r: Results, stale: set[str] | None = None) -> list[str]:
-    stale = r.stale(plan()) if stale is None else stale
+def body(r: Results, stale: set[str]) -> list[str]:
     lines = [
              "## Table III analogue", "",
              "| method | accuracy (MC) | Rouge-L | routed SLM acc | routed SLM Rouge-L | own expert acc | own expert Rouge-L | wall s |",

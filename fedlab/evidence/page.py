@@ -106,18 +106,16 @@ def stale_line(seeds: dict[str, list[int]], script: str) -> str:
     so that no page shows such a row's numbers without saying so; empty when every row is current."""
     if not seeds:
         return ""
+    one = len(seeds) == 1
     rows = ", ".join(f"`{k}` (seed{'s' if len(v) != 1 else ''} {', '.join(map(str, v))})"
                      for k, v in sorted(seeds.items()))
-    if len(seeds) == 1:
-        (key, v), = seeds.items()
-        return (f"**Not current**: 1 row holds records made by another config, other numerics or other zoo weights "
-                f"than the script runs now: {rows}. Its cells show those records' numbers, and a claim comparing it "
-                "has no verdict (*stale*) where another config made them. "
-                f"`python {script} --only '{key}$' --seeds {','.join(map(str, v))}` re-runs them.")
-    return (f"**Not current**: {len(seeds)} rows hold records made by another config, other numerics or other zoo "
-            f"weights than the script runs now: {rows}. Their cells show those records' numbers, and a claim comparing "
-            "one of them has no verdict (*stale*) where another config made them. "
-            f"`python {script} --only 'ROW$' --seeds SEEDS` re-runs a row's.")
+    key, v = next(iter(seeds.items()))
+    command = (f"`python {script} --only '{key}$' --seeds {','.join(map(str, v))}` re-runs them" if one else
+               f"`python {script} --only 'ROW$' --seeds SEEDS` re-runs a row's")
+    return (f"**Not current**: {len(seeds)} row{'' if one else 's'} hold{'s' if one else ''} records made by another "
+            f"config, other numerics or other zoo weights than the script runs now: {rows}. "
+            f"{'Its' if one else 'Their'} cells show those records' numbers, and a claim comparing "
+            f"{'it' if one else 'one of them'} has no verdict (*stale*) where another config made them. {command}.")
 
 
 def page(results, system: System, intro: str, body: list[str], outdated: set[str] | None = None,
