@@ -12,7 +12,8 @@ A table script is its plan and its rendering:
 run again), writes each record as soon as its run ends (kill it at any moment; run it again to continue),
 then renders `RESULTS.md`. `--seeds 0,1,2`, `--only PREFIX` (or `KEY$`, one row exactly), `--rerun`,
 `--render-only` and trailing `key=value` overrides for every run; `--merge-from OTHER/results.json` first
-takes the records another clone or machine made of the table (`fedlab.evidence.merge`). Every run is logged to
+takes the records another clone or machine made of the table (`fedlab.evidence.merge`); `--mixed` lists the rows
+whose seeds were made at several commits and how to bring each to one (`fedlab.evidence.unify`). Every run is logged to
 MLflow under one parent run per table. The rows and their records (`Planned`, `Results`, what a record holds and
 when it is stale) are `fedlab.evidence.records`; table scripts take `Planned` and `Results` from here.
 """
@@ -223,7 +224,21 @@ def table_parser(title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2)) ->
                     "printed)")
     ap.add_argument("--spot-max-seconds", type=float, default=None, metavar="S",
                     help="--spot-check draws only among records whose run took at most S seconds")
+    ap.add_argument("--mixed", action="store_true", help="list the rows (of --only) whose seeds were made at several "
+                    "commits, with the commands that re-make the seeds made elsewhere at the commit of the rest and "
+                    "merge them back; run and write nothing")
     return ap
+
+
+def script_name(folder: Path) -> str:
+    """The table script as a researcher types it from the repository root: the running script where it lies
+    inside the checkout, else `<folder>/make_tables.py`."""
+    from fedlab.evidence.records import ROOT
+
+    for path in (Path(sys.argv[0]).resolve(), Path(folder).resolve() / "make_tables.py"):
+        if path.suffix == ".py" and path.is_relative_to(ROOT):
+            return str(path.relative_to(ROOT))
+    return str(Path(folder) / "make_tables.py")
 
 
 def only_prefixes(only: str | None) -> tuple[str, ...]:
@@ -267,6 +282,11 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
     spot = None
     try:
         results = Results(Path(folder) / "results.json")
+        if args.mixed:
+            from fedlab.evidence.unify import report
+
+            print("\n".join(report(results.records, [p.key for p in rows], script_name(folder))))
+            return 0
         reports = merge_all(results, args.merge_from, rows, tuple(args.overrides), args.allow_dirty)
         for line in (line for rep in reports for line in rep.lines()):
             print(line, file=sys.stderr, flush=True)

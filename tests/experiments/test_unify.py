@@ -1,0 +1,88 @@
+"""`make_tables.py --mixed`: the rows whose seeds were made at several commits, where to re-make which seeds,
+and the commands (fedlab.evidence.unify)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fedlab.evidence.runner import Planned, run_table
+from fedlab.evidence.unify import EXACT_ONLY_SINCE, commands, mixed_rows, report, takes_exact_only
+
+A, B, C = "a" * 40, "b" * 40, "c" * 40
+
+
+def _recs(row: str, made: dict[int, tuple[str | None, float]]) -> dict:
+    """Records of `row`: seed → (commit, recorded seconds)."""
+    return {f"{row}@seed{s}": {"key": row, "seed": s, "git": g, "seconds": sec} for s, (g, sec) in made.items()}
+
+
+def test_the_seeds_made_elsewhere_are_re_made_at_the_commit_of_most_seeds():
+    records = {**_recs("t/x", {0: (A, 10), 1: (A, 10), 2: (A, 10), 3: (B, 30), 4: (B, 40)}),
+               **_recs("t/one", {0: (A, 5), 1: (A, 5)})}
+    (m,) = mixed_rows(records, ["t/x", "t/one"])
+    assert (m.row, m.commit, m.seeds, m.seconds) == ("t/x", A, (3, 4), 70)
+    assert m.commits == {A: 3, B: 2}
+    assert mixed_rows(records, ["t/one"]) == []              # only the rows asked for (the plan, --only)
+
+
+def test_a_tie_goes_to_the_commit_whose_missing_seeds_cost_least_and_dirty_commits_are_never_targets():
+    records = {**_recs("t/tie", {0: (A, 100), 1: (A, 100), 2: (B, 10), 3: (B, 10)}),
+               **_recs("t/dirty", {0: (A + "+dirty", 1), 1: (A + "+dirty", 1), 2: (A + "+dirty", 1), 3: (C, 50)}),
+               **_recs("t/none", {0: (None, 1), 1: (A + "+dirty", 1)})}
+    got = {m.row: m for m in mixed_rows(records, ["t/tie", "t/dirty", "t/none"])}
+    assert (got["t/tie"].commit, got["t/tie"].seeds, got["t/tie"].seconds) == (A, (2, 3), 20)
+    assert (got["t/dirty"].commit, got["t/dirty"].seeds) == (C, (0, 1, 2))
+    assert got["t/none"].commit is None and got["t/none"].seeds == (0, 1)
+    order = [m.row for m in mixed_rows(records, ["t/tie", "t/dirty", "t/none"])]
+    assert order == ["t/dirty", "t/tie", "t/none"]           # cheapest first (3 s, 20 s), no clean target last
+
+
+def test_the_commands_name_the_row_exactly_where_that_commits_runner_can():
+    records = _recs("t/fedavg", {0: (A, 1), 1: (A, 1), 2: (B, 1)})
+    (m,) = mixed_rows(records, ["t/fedavg"])
+    keys = ["t/fedavg", "t/fedavg_random", "t/median"]
+    exact = commands(m, "experiments/t/make_tables.py", keys, exact=True)
+    assert exact == [f"git worktree add --detach ../wt-aaaaaaa {A}",
+                     "(cd ../wt-aaaaaaa && PYTHONPATH=$PWD python experiments/t/make_tables.py --only 't/fedavg$' "
+                     "--seeds 2 --rerun)",
+                     "python experiments/t/make_tables.py --merge-from ../wt-aaaaaaa/experiments/t --only 't/fedavg$' "
+                     "--render-only"]
+    prefix = commands(m, "experiments/t/make_tables.py", keys, exact=False)
+    assert "--only 't/fedavg' --seeds 2" in prefix[2]
+    assert prefix[1] == "# aaaaaaa reads --only as a prefix: it also runs t/fedavg_random at seeds 2"
+    assert prefix[3].endswith("--only 't/fedavg$' --render-only")     # the merge runs at HEAD: exact
+
+
+def test_whether_a_commits_runner_takes_exact_rows_is_read_from_git():
+    from fedlab.evidence.provenance import run_git
+    from fedlab.evidence.records import ROOT
+
+    if run_git(ROOT, "cat-file", "-e", f"{EXACT_ONLY_SINCE}^{{commit}}").returncode != 0:
+        pytest.skip("this checkout does not hold the project's history")
+    assert takes_exact_only(EXACT_ONLY_SINCE) and takes_exact_only("HEAD")
+    assert not takes_exact_only(f"{EXACT_ONLY_SINCE}~1")
+    assert not takes_exact_only("0" * 40)                      # a commit git does not know
+
+
+def test_mixed_on_the_command_line_lists_and_writes_nothing(tmp_path, capsys):
+    rows = [Planned("t/x", None, (), "x", "t"), Planned("t/y", None, (), "y", "t")]
+    records = {**_recs("t/x", {0: (A, 60), 1: (A, 60), 2: (B, 120)}), **_recs("t/y", {0: (A, 6)})}
+    (tmp_path / "results.json").write_text(json.dumps(records))
+    before = (tmp_path / "results.json").read_text()
+    assert run_table(tmp_path, lambda: rows, lambda r: "page", ["--mixed"]) == 0
+    out = capsys.readouterr().out
+    assert "t/x: seeds made at aaaaaaa × 2, bbbbbbb × 1; re-make seeds 2 at aaaaaaa (recorded 2.0 min)" in out
+    assert "--only 't/x$' --render-only" in out and "t/y" not in out
+    assert out.rstrip().endswith("1 of 2 rows mix commits; re-making their seeds made elsewhere takes about 0.0 h "
+                                 "of recorded run time")
+    assert not (tmp_path / "RESULTS.md").exists() and (tmp_path / "results.json").read_text() == before
+    assert run_table(tmp_path, lambda: rows, lambda r: "page", ["--mixed", "--only", "t/y"]) == 0
+    assert capsys.readouterr().out.strip() == "every row was made at one commit"
+
+
+def test_a_row_with_no_clean_commit_is_told_to_re_run_at_head():
+    records = _recs("t/z", {0: (None, 1), 1: (A + "+dirty", 1)})
+    lines = report(records, ["t/z"], "experiments/t/make_tables.py")
+    assert lines[0] == ("t/z: seeds made at outside git × 1, aaaaaaa+dirty × 1; no clean commit made any of them: re-run the "
+                        "row at HEAD (python experiments/t/make_tables.py --only 't/z$' --seeds 0,1 --rerun)")
