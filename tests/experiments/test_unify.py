@@ -3,18 +3,21 @@ and the commands (fedlab.evidence.unify)."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
-from fedlab.evidence.runner import Planned, run_table
+from fedlab.evidence.records import ROOT
+from fedlab.evidence.runner import Planned, run_table, script_name
 from fedlab.evidence.unify import EXACT_ONLY_SINCE, commands, mixed_rows, report, takes_exact_only
 
 A, B, C = "a" * 40, "b" * 40, "c" * 40
 
 
-def _recs(row: str, made: dict[int, tuple[str | None, float]]) -> dict:
-    """Records of `row`: seed → (commit, recorded seconds)."""
-    return {f"{row}@seed{s}": {"key": row, "seed": s, "git": g, "seconds": sec} for s, (g, sec) in made.items()}
+def _recs(row: str, made: dict[int, tuple[str | None, float]], **metrics) -> dict:
+    """Records of `row`: seed → (commit, recorded seconds); `metrics` become every record's final metrics."""
+    return {f"{row}@seed{s}": {"key": row, "seed": s, "git": g, "seconds": sec, "final": dict(metrics)}
+            for s, (g, sec) in made.items()}
 
 
 def test_the_seeds_made_elsewhere_are_re_made_at_the_commit_of_most_seeds():
@@ -27,28 +30,47 @@ def test_the_seeds_made_elsewhere_are_re_made_at_the_commit_of_most_seeds():
 
 
 def test_a_tie_goes_to_the_commit_whose_missing_seeds_cost_least_and_dirty_commits_are_never_targets():
-    records = {**_recs("t/tie", {0: (A, 100), 1: (A, 100), 2: (B, 10), 3: (B, 10)}),
+    records = {**_recs("t/tie", {0: (A, 10), 1: (A, 10), 2: (B, 100), 3: (B, 100)}),
                **_recs("t/dirty", {0: (A + "+dirty", 1), 1: (A + "+dirty", 1), 2: (A + "+dirty", 1), 3: (C, 50)}),
                **_recs("t/none", {0: (None, 1), 1: (A + "+dirty", 1)})}
     got = {m.row: m for m in mixed_rows(records, ["t/tie", "t/dirty", "t/none"])}
-    assert (got["t/tie"].commit, got["t/tie"].seeds, got["t/tie"].seconds) == (A, (2, 3), 20)
+    # B's seeds took 200 s, A's 20 s: re-making A's at B is the cheaper (B also sorts after A)
+    assert (got["t/tie"].commit, got["t/tie"].seeds, got["t/tie"].seconds) == (B, (0, 1), 20)
     assert (got["t/dirty"].commit, got["t/dirty"].seeds) == (C, (0, 1, 2))
     assert got["t/none"].commit is None and got["t/none"].seeds == (0, 1)
     order = [m.row for m in mixed_rows(records, ["t/tie", "t/dirty", "t/none"])]
-    assert order == ["t/dirty", "t/tie", "t/none"]           # cheapest first (3 s, 20 s), no clean target last
+    assert order == ["t/dirty", "t/tie", "t/none"]           # cheapest first (3 s, 20 s), no target last
+
+
+def test_a_target_holds_only_current_records_that_log_every_kind_of_metric_the_others_log():
+    records = {**_recs("t/old", {0: (A, 1), 1: (A, 1), 2: (B, 1)}),
+               **_recs("t/less", {0: (A, 1), 1: (A, 1), 2: (B, 1)})}
+    for s in (0, 1):                       # A's records of t/less log no answer share; B's does
+        records[f"t/less@seed{s}"]["final"] = {"acc/client_3": 0.5}
+    records["t/less@seed2"]["final"] = {"acc/client_7": 0.5, "share/top": 0.9}
+    stale_at_a = lambda rec: not (rec["key"] == "t/old" and rec["git"] == A)
+    got = {m.row: m for m in mixed_rows(records, ["t/old", "t/less"], current=stale_at_a)}
+    assert (got["t/old"].commit, got["t/old"].seeds) == (B, (0, 1))      # A's records are not current here
+    assert (got["t/less"].commit, got["t/less"].seeds) == (B, (0, 1))    # A does not log share/top
+    # another client's index is the seed's draw, not another kind of metric
+    records["t/less@seed2"]["final"] = {"acc/client_7": 0.5}
+    assert {m.row: m.commit for m in mixed_rows(records, ["t/less"])} == {"t/less": A}
+    # no commit qualifies: the whole row is re-run at HEAD
+    (m,) = mixed_rows(records, ["t/old"], current=lambda rec: False)
+    assert m.commit is None and m.seeds == (0, 1, 2)
 
 
 def test_the_commands_name_the_row_exactly_where_that_commits_runner_can():
     records = _recs("t/fedavg", {0: (A, 1), 1: (A, 1), 2: (B, 1)})
     (m,) = mixed_rows(records, ["t/fedavg"])
     keys = ["t/fedavg", "t/fedavg_random", "t/median"]
-    exact = commands(m, "experiments/t/make_tables.py", keys, exact=True)
-    assert exact == [f"git worktree add --detach ../wt-aaaaaaa {A}",
-                     "(cd ../wt-aaaaaaa && PYTHONPATH=$PWD python experiments/t/make_tables.py --only 't/fedavg$' "
+    exact = commands(m, "experiments/t/budget.py", "experiments/t/budget", keys, exact=True)
+    assert exact == [f"[ -d ../wt-aaaaaaa ] || git worktree add --detach ../wt-aaaaaaa {A}",
+                     "(cd ../wt-aaaaaaa && PYTHONPATH=$PWD python experiments/t/budget.py --only 't/fedavg$' "
                      "--seeds 2 --rerun)",
-                     "python experiments/t/make_tables.py --merge-from ../wt-aaaaaaa/experiments/t --only 't/fedavg$' "
-                     "--render-only"]
-    prefix = commands(m, "experiments/t/make_tables.py", keys, exact=False)
+                     "python experiments/t/budget.py --merge-from ../wt-aaaaaaa/experiments/t/budget "
+                     "--only 't/fedavg$' --render-only"]
+    prefix = commands(m, "experiments/t/budget.py", "experiments/t/budget", keys, exact=False)
     assert "--only 't/fedavg' --seeds 2" in prefix[2]
     assert prefix[1] == "# aaaaaaa reads --only as a prefix: it also runs t/fedavg_random at seeds 2"
     assert prefix[3].endswith("--only 't/fedavg$' --render-only")     # the merge runs at HEAD: exact
@@ -56,10 +78,13 @@ def test_the_commands_name_the_row_exactly_where_that_commits_runner_can():
 
 def test_whether_a_commits_runner_takes_exact_rows_is_read_from_git():
     from fedlab.evidence.provenance import run_git
-    from fedlab.evidence.records import ROOT
 
     if run_git(ROOT, "cat-file", "-e", f"{EXACT_ONLY_SINCE}^{{commit}}").returncode != 0:
         pytest.skip("this checkout does not hold the project's history")
+    # the constant names the commit whose runner began to read a trailing $ as one whole key
+    exact = 'key == pattern[:-1] if pattern.endswith("$")'
+    assert exact in run_git(ROOT, "show", f"{EXACT_ONLY_SINCE}:fedlab/runner.py").stdout
+    assert exact not in run_git(ROOT, "show", f"{EXACT_ONLY_SINCE}~1:fedlab/runner.py").stdout
     assert takes_exact_only(EXACT_ONLY_SINCE) and takes_exact_only("HEAD")
     assert not takes_exact_only(f"{EXACT_ONLY_SINCE}~1")
     assert not takes_exact_only("0" * 40)                      # a commit git does not know
@@ -67,22 +92,43 @@ def test_whether_a_commits_runner_takes_exact_rows_is_read_from_git():
 
 def test_mixed_on_the_command_line_lists_and_writes_nothing(tmp_path, capsys):
     rows = [Planned("t/x", None, (), "x", "t"), Planned("t/y", None, (), "y", "t")]
-    records = {**_recs("t/x", {0: (A, 60), 1: (A, 60), 2: (B, 120)}), **_recs("t/y", {0: (A, 6)})}
+    records = {**_recs("t/x", {0: (A, 600), 1: (A, 600), 2: (B, 1200)}), **_recs("t/y", {0: (A, 6)})}
     (tmp_path / "results.json").write_text(json.dumps(records))
     before = (tmp_path / "results.json").read_text()
+    # records another config made: the runner's currency check sees them as such and no commit qualifies
     assert run_table(tmp_path, lambda: rows, lambda r: "page", ["--mixed"]) == 0
     out = capsys.readouterr().out
-    assert "t/x: seeds made at aaaaaaa × 2, bbbbbbb × 1; re-make seeds 2 at aaaaaaa (recorded 2.0 min)" in out
-    assert "--only 't/x$' --render-only" in out and "t/y" not in out
-    assert out.rstrip().endswith("1 of 2 rows mix commits; re-making their seeds made elsewhere takes about 0.0 h "
-                                 "of recorded run time")
+    assert "t/x: seeds made at aaaaaaa × 2, bbbbbbb × 1; no commit made them cleanly" in out
+    assert f"python {script_name(tmp_path)} --only 't/x$' --seeds 0,1,2 --rerun" in out and "t/y" not in out
+    assert out.rstrip().endswith("1 of 2 rows mix commits; re-making the seeds listed at their commits takes "
+                                 "about 0.0 h of recorded run time")
     assert not (tmp_path / "RESULTS.md").exists() and (tmp_path / "results.json").read_text() == before
     assert run_table(tmp_path, lambda: rows, lambda r: "page", ["--mixed", "--only", "t/y"]) == 0
     assert capsys.readouterr().out.strip() == "every row was made at one commit"
 
 
+def test_the_listing_totals_the_time_and_says_when_a_commit_is_missing_here():
+    records = {**_recs("t/x", {0: (A, 3600), 1: (A, 3600), 2: (B, 5400)})}
+    lines = report(records, ["t/x"], "experiments/t/make_tables.py", "experiments/t")
+    assert lines[0] == "t/x: seeds made at aaaaaaa × 2, bbbbbbb × 1; re-make seeds 2 at aaaaaaa (recorded 90.0 min)"
+    assert lines[1] == "  aaaaaaa is not in this checkout: git fetch it first"
+    assert lines[-1] == ("1 of 1 rows mix commits; re-making the seeds listed at their commits takes about 1.5 h "
+                         "of recorded run time")
+
+
+def test_the_script_named_is_the_running_one_beside_its_table_folder(monkeypatch):
+    budget = ROOT / "experiments" / "fedmkt" / "budget.py"
+    monkeypatch.setattr(sys, "argv", [str(budget)])
+    assert script_name(budget.parent / "budget") == "experiments/fedmkt/budget.py"
+    assert script_name(budget.parent) == "experiments/fedmkt/budget.py"
+    # a runner elsewhere (pytest, a wrapper) does not name itself: the table's own script is named
+    monkeypatch.setattr(sys, "argv", [str(ROOT / ".venv" / "lib" / "pytest" / "__main__.py")])
+    assert script_name(ROOT / "experiments" / "elsa") == "experiments/elsa/make_tables.py"
+
+
 def test_a_row_with_no_clean_commit_is_told_to_re_run_at_head():
     records = _recs("t/z", {0: (None, 1), 1: (A + "+dirty", 1)})
-    lines = report(records, ["t/z"], "experiments/t/make_tables.py")
-    assert lines[0] == ("t/z: seeds made at outside git × 1, aaaaaaa+dirty × 1; no clean commit made any of them: re-run the "
-                        "row at HEAD (python experiments/t/make_tables.py --only 't/z$' --seeds 0,1 --rerun)")
+    lines = report(records, ["t/z"], "experiments/t/make_tables.py", "experiments/t")
+    assert lines[0] == ("t/z: seeds made at outside git × 1, aaaaaaa+dirty × 1; no commit made them cleanly, current "
+                        "here and logging what the others log: re-run the row at HEAD (python "
+                        "experiments/t/make_tables.py --only 't/z$' --seeds 0,1 --rerun)")
