@@ -91,7 +91,7 @@ def _read(path: Path) -> Results:
                          "copy it again from the machine that made it") from None
 
 
-def _commit_known(commit: str, cache: dict[str, bool]) -> bool:
+def commit_known(commit: str, cache: dict[str, bool]) -> bool:
     """Whether this checkout's git holds `commit` (a hex object name: a record from a commit it lacks cannot be
     traced here)."""
     if not re.fullmatch(r"[0-9a-f]{7,40}", commit):
@@ -159,7 +159,7 @@ def _untraceable(rec: dict, allow_dirty: bool, known: dict[str, bool]) -> str | 
         return None if allow_dirty else "made outside a git checkout (--allow-dirty takes it)"
     if str(git).endswith("+dirty") and not allow_dirty:
         return "made from uncommitted changes (--allow-dirty takes it, with its patch)"
-    if not _commit_known(str(git).removesuffix("+dirty"), known):
+    if not commit_known(str(git).removesuffix("+dirty"), known):
         return "made at a commit this checkout does not hold (git fetch it first)"
     return None
 

@@ -234,20 +234,12 @@ def script_name(folder: Path) -> str:
     """The table script as a researcher types it from the repository root: the running script where it stands
     in the table's folder or the one above it (experiments/fedmkt/budget.py writes experiments/fedmkt/budget/),
     else `<folder>/make_tables.py`."""
-    from fedlab.evidence.records import ROOT
+    from fedlab.files import canonical
 
     folder = Path(folder).resolve()
     running = Path(sys.argv[0]).resolve()
-    path = running if running.suffix == ".py" and running.parent in (folder, folder.parent) else folder / "make_tables.py"
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
-
-
-def _relative(folder: Path) -> str:
-    """The table's folder relative to the repository root (as given where it lies outside)."""
-    from fedlab.evidence.records import ROOT
-
-    folder = Path(folder).resolve()
-    return str(folder.relative_to(ROOT)) if folder.is_relative_to(ROOT) else str(folder)
+    return canonical(running if running.suffix == ".py" and running.parent in (folder, folder.parent)
+                     else folder / "make_tables.py")
 
 
 def only_prefixes(only: str | None) -> tuple[str, ...]:
@@ -293,10 +285,11 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
         results = Results(Path(folder) / "results.json")
         if args.mixed:
             from fedlab.evidence.unify import report
+            from fedlab.files import canonical
 
             by_key = {p.key: p for p in rows}
             current = lambda rec: stale_reason(rec, by_key[rec["key"]].resolve(rec["seed"], tuple(args.overrides))) is None
-            print("\n".join(report(results.records, list(by_key), script_name(folder), _relative(folder),
+            print("\n".join(report(results.records, list(by_key), script_name(folder), canonical(Path(folder)),
                                     [p.key for p in plan()], current)))
             return 0
         reports = merge_all(results, args.merge_from, rows, tuple(args.overrides), args.allow_dirty)

@@ -15,14 +15,15 @@ whose missing seeds took the least recorded run time. A row with no such commit 
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 import subprocess
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
+from fedlab.evidence.merge import commit_known
 from fedlab.evidence.provenance import run_git
 from fedlab.evidence.records import ROOT
 
@@ -107,23 +108,14 @@ def mixed_rows(records: dict, keys, current: Callable[[dict], bool] = lambda rec
     return sorted(out, key=lambda m: (m.commit is None, m.seconds, m.row))
 
 
-def _git_ok(root: Path, *args: str) -> bool:
-    """Whether `git args…` succeeds in `root` (False where git cannot answer)."""
+@functools.cache
+def takes_exact_only(commit: str) -> bool:
+    """Whether the runner at `commit` reads `--only KEY$` as exactly that row (`EXACT_ONLY_SINCE` is an ancestor
+    of it, or the commit itself); False where git cannot tell. Asked of git once per commit."""
     try:
-        return run_git(root, *args).returncode == 0
+        return run_git(ROOT, "merge-base", "--is-ancestor", EXACT_ONLY_SINCE, commit).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
-
-
-def held(commit: str, root: Path = ROOT) -> bool:
-    """Whether this checkout's git holds `commit`."""
-    return _git_ok(root, "cat-file", "-e", f"{commit}^{{commit}}")
-
-
-def takes_exact_only(commit: str, root: Path = ROOT) -> bool:
-    """Whether the runner at `commit` reads `--only KEY$` as exactly that row (`EXACT_ONLY_SINCE` is an ancestor
-    of it, or the commit itself); False where git cannot tell."""
-    return _git_ok(root, "merge-base", "--is-ancestor", EXACT_ONLY_SINCE, commit)
 
 
 def worktree(commit: str) -> str:
@@ -149,12 +141,13 @@ def commands(m: Mixed, script: str, folder: str, plan_keys, exact: bool) -> list
 
 
 def report(records: dict, keys, script: str, folder: str, plan_keys=None,
-           current: Callable[[dict], bool] = lambda rec: True, root: Path = ROOT) -> list[str]:
+           current: Callable[[dict], bool] = lambda rec: True) -> list[str]:
     """What `--mixed` prints: one block per mixed row of `keys` (its commits, the seeds to re-make and where,
     the commands), cheapest first, then a total; one line when every row is at one commit. `plan_keys`: every
     row of the table's plan (default `keys`), for the rows a prefix also runs."""
     plan_keys = list(keys if plan_keys is None else plan_keys)
     mixed = mixed_rows(records, keys, current)
+    known: dict[str, bool] = {}                 # commit → held here, asked of git once per commit
     if not mixed:
         return ["every row was made at one commit"]
     out = []
@@ -168,10 +161,10 @@ def report(records: dict, keys, script: str, folder: str, plan_keys=None,
             continue
         out.append(f"{m.row}: seeds made at {made}; re-make seeds {seeds} at {m.commit[:7]} (recorded "
                    f"{m.seconds / 60:.1f} min)")
-        if not held(m.commit, root):
+        if not commit_known(m.commit, known):
             out += [f"  {m.commit[:7]} is not in this checkout: git fetch it first", ""]
             continue
-        out += ["  " + line for line in commands(m, script, folder, plan_keys, takes_exact_only(m.commit, root))]
+        out += ["  " + line for line in commands(m, script, folder, plan_keys, takes_exact_only(m.commit))]
         out.append("")
     total = sum(m.seconds for m in mixed if m.commit)
     rows = {r.get("key") for r in records.values() if isinstance(r, dict)} & set(keys)
