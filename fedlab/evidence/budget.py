@@ -26,14 +26,21 @@ class Grid:
     controls: Callable[[str], list[Control]]    # a grid key prefix ("lr0.002/") → the controls on those rows
     validation: tuple[str, ...] = ("data.evaluate_on=validation",)
     seeds: int = 3                              # the seeds every cell needs before a choice is made
+    # (row, value) → the overrides that set the value on that row, where one `key=value` does not (a model
+    # family that fills a list of clients as long as the row's); None: `key=value` on every row
+    setting: Callable[[Planned, str], tuple[str, ...]] | None = None
 
     def prefix(self, value: str) -> str:
         return f"{self.key.rsplit('.', 1)[-1]}{value}/"
 
+    def overrides(self, row: Planned, value: str) -> tuple[str, ...]:
+        """The overrides that run `row` at `value`."""
+        return self.setting(row, value) if self.setting else (f"{self.key}={value}",)
+
 
 def plan(grid: Grid) -> list[Planned]:
     """Every reference row at every value, scored on validation."""
-    return [Planned(grid.prefix(v) + p.key, p.config, (*p.overrides, *grid.validation, f"{grid.key}={v}"),
+    return [Planned(grid.prefix(v) + p.key, p.config, (*p.overrides, *grid.validation, *grid.overrides(p, v)),
                     f"{p.label} ({grid.key} = {v})", "validation") for v in grid.values for p in grid.rows]
 
 

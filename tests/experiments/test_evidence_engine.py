@@ -252,6 +252,20 @@ def test_a_budget_is_the_grid_value_whose_references_learn_the_most_cells(tmp_pa
     assert "No choice yet" in "\n".join(budget.section(r, grid, "Toy"))
 
 
+def test_a_grid_whose_value_one_override_cannot_set_gives_each_row_its_own_overrides():
+    """A model family over rows of 4 and 1 clients: the grid's `setting` writes each row's list of clients."""
+    from fedlab.evidence import budget
+
+    rows = (Planned("homo", None, ("a=1",), "H"), Planned("o2o", None, (), "O"))
+    n = {"homo": 4, "o2o": 1}
+    grid = budget.Grid("model.clients", ("x", "y"), rows, lambda prefix: [],
+                       setting=lambda row, v: (f"model.clients=[{','.join([v] * n[row.key])}]",))
+    got = {p.key: p.overrides for p in budget.plan(grid)}
+    assert got["clientsy/homo"] == ("a=1", "data.evaluate_on=validation", "model.clients=[y,y,y,y]")
+    assert got["clientsx/o2o"] == ("data.evaluate_on=validation", "model.clients=[x]")
+    assert budget.Grid("federation.lr", ("0.1",), rows, lambda p: []).overrides(rows[1], "0.1") == ("federation.lr=0.1",)
+
+
 def test_a_task_no_reference_learns_in_any_seed_at_the_chosen_budget_leaves_the_claims(tmp_path):
     from fedlab.evidence import budget
     from fedlab.evidence.controls import above_chance

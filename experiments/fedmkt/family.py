@@ -1,0 +1,64 @@
+"""FedMKT's S2 SLM family chosen on validation data: the SLM references of Tables 3 and 4's S2 settings — the
+Standalone SLMs of the homogeneous setting (four copies of one family) and of the one-to-one setting (one) — for
+each candidate family, scored on rows held out of the training data; the family under which they learn the most
+(row, task, seed) cells by FedMKT's control rule (zero-shot + 2 points, `make_tables.learns`) is chosen, the
+paper's OPT on a tie. S2 is the setting whose SLMs tokenize unlike the LLM, so every candidate has a vocabulary
+of its own (tiny-llama-s, which shares the LLM's tokenizer, is S1). Each row draws as many more training rows a
+task as it holds out, so it trains on as many as the table's row does.
+
+    python experiments/fedmkt/family.py                # every candidate, seeds 0,1,2 (resumable)
+    python experiments/fedmkt/family.py --render-only  # family/RESULTS.md from family/results.json
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from fedlab.evidence import budget
+from fedlab.evidence.runner import Planned, Results, run_table
+from fedlab.evidence.summary import load_table
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "family"
+TABLES = load_table("fedmkt")
+CANDIDATES = ("tiny-opt", "tiny-bloom", "tiny-gpt2", "tiny-qwen2")     # the paper's first: a tie keeps it
+HELD_OUT = 32
+# each row's clients (a copy of the family each) and its training rows a task in the table
+ROWS = {"homo/standalone": ("homo_standalone.yaml", 4, 160), "o2o/standalone": ("one_to_one_standalone.yaml", 1, 64)}
+
+
+def _row(key: str) -> Planned:
+    yaml, _, train = ROWS[key]
+    return Planned(key, HERE / yaml, (f"data.train_per_task={train + HELD_OUT}",), f"Standalone SLMs ({key.split('/')[0]})")
+
+
+def _family(row: Planned, family: str) -> tuple[str, ...]:
+    """Every client of `row` a copy of `family`."""
+    return (f"model.clients=[{','.join([family] * ROWS[row.key][1])}]",)
+
+
+GRID = budget.Grid(
+    "model.clients", CANDIDATES, tuple(_row(k) for k in ROWS),
+    lambda prefix: [TABLES.learns(f"Standalone SLMs ({k.split('/')[0]}, {prefix.removeprefix('clients').rstrip('/')})",
+                                  [f"{prefix}{k}"]) for k in ROWS],
+    validation=("data.evaluate_on=validation", f"data.validation_per_task={HELD_OUT}"), setting=_family)
+
+
+def plan() -> list[Planned]:
+    return budget.plan(GRID)
+
+
+def chosen(r: Results | None = None) -> str | None:
+    path = OUT / "results.json"
+    if r is None and not path.is_file():
+        return None
+    return budget.chosen(r or Results(path), GRID)
+
+
+def render(r: Results) -> str:
+    return budget.page(r, GRID, "FedMKT: the S2 SLM family chosen on validation data", "experiments/fedmkt/family.py",
+                       __doc__, "The S2 SLM references", records="family/results.json", every_seed=True)
+
+
+if __name__ == "__main__":
+    sys.exit(run_table(OUT, plan, render, title="fedmkt family", summarize=TABLES.summarize))
