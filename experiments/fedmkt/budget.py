@@ -1,9 +1,15 @@
 """FedMKT's learning rate chosen on validation data, for every row of its tables alike: the references of the
 multi-task tables — the centralized LLM (LoRA on the pooled data) and the Standalone SLMs — at each rate of the
 grid, scored on 32 rows per task held out of the training data; the rate under which they learn the most
-(row, task, seed) cells by FedMKT's control rule (zero-shot + 2 points, `make_tables.learns`) is chosen.
+(row, task, seed) cells by FedMKT's control rule (zero-shot + 2 points, `make_tables.learns`) is chosen. At that
+rate, the batch size (the paper's is 4, Appendix D.1; a smaller batch takes more steps an epoch, while the paper
+fixes the epochs, R = E = 1, and keeps within 10 rounds): for the multi-task tables (2 and 3) on the same
+references, and for the one-to-one table (4) on its own — the centralized LLM on the one client's and the public
+data, and the Standalone SLM of S2 (the family `family.py` chose) and of S1 — whose single client holds a fifth
+of the data, so fewer steps an epoch. The one-to-one rows draw as many more training rows a task as they hold
+out, so they train on as many as the table's rows do.
 
-    python experiments/fedmkt/budget.py                # the grid, seeds 0,1,2 (resumable)
+    python experiments/fedmkt/budget.py                # the grids, seeds 0,1,2 (resumable)
     python experiments/fedmkt/budget.py --only lr0.002/ --seeds 3,4   # two more seeds at the chosen rate
     python experiments/fedmkt/budget.py --render-only  # budget/RESULTS.md from budget/results.json
 """
@@ -19,6 +25,7 @@ from fedlab.evidence.summary import load_table
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "budget"
 TABLES = load_table("fedmkt")
+S1 = TABLES.S1
 VALIDATION = ("data.evaluate_on=validation", "data.validation_per_task=32")
 GRID = budget.Grid(
     "federation.lr", ("0.005", "0.002", "0.001"),       # the tables' rate first: a tie keeps it
@@ -29,8 +36,47 @@ GRID = budget.Grid(
     validation=VALIDATION)
 
 
+BATCHES = ("16", "8", "4")          # the tables' batch size first: a tie keeps it
+O2O_TRAIN = 64 + 32                 # the one-to-one table's rows a task, and as many as validation holds out
+
+
+def _records(r: Results | None) -> Results | None:
+    path = OUT / "results.json"
+    return r if r is not None else Results(path) if path.is_file() else None
+
+
+def batch_grids(r: Results | None = None) -> list[budget.Grid]:
+    """The batch size at the rate GRID chose: the multi-task references' grid, and the one-to-one references' once
+    `family.py` has chosen the S2 family. [] before GRID has chosen."""
+    r = _records(r)
+    lr = budget.chosen(r, GRID) if r is not None else None
+    if lr is None:
+        return []
+    at = f"federation.lr={lr}"
+    multi = budget.Grid("federation.batch_size", BATCHES,
+                        tuple(Planned(p.key, p.config, (*p.overrides, at), p.label) for p in GRID.rows),
+                        GRID.controls, validation=VALIDATION)
+    from family import chosen as family_chosen
+
+    family = family_chosen()
+    if family is None:
+        return [multi]
+    train = f"data.train_per_task={O2O_TRAIN}"
+    rows = (Planned("o2o/centralized", HERE / "one_to_one_centralized.yaml", (train, at), "Centralized LLM (one-to-one)"),
+            Planned("o2o/standalone", HERE / "one_to_one_standalone.yaml", (train, at, f"model.clients=[{family}]"),
+                    f"Standalone SLM (one-to-one, S2: {family})"),
+            Planned("o2o_s1/standalone", HERE / "one_to_one_standalone.yaml", (train, at, f"model.clients=[{S1}]"),
+                    f"Standalone SLM (one-to-one, S1: {S1})"))
+    o2o = budget.Grid("federation.batch_size", BATCHES, rows,
+                      lambda prefix: [TABLES.learns("centralized LLM (one-to-one)", [f"{prefix}o2o/centralized"]),
+                                      TABLES.learns(f"Standalone SLM (one-to-one, S2: {family})", [f"{prefix}o2o/standalone"]),
+                                      TABLES.learns("Standalone SLM (one-to-one, S1)", [f"{prefix}o2o_s1/standalone"])],
+                      validation=VALIDATION)
+    return [multi, o2o]
+
+
 def plan() -> list[Planned]:
-    return budget.plan(GRID)
+    return budget.plan(GRID) + [p for g in batch_grids() for p in budget.plan(g)]
 
 
 def chosen(r: Results | None = None) -> str | None:
@@ -41,8 +87,12 @@ def chosen(r: Results | None = None) -> str | None:
 
 
 def render(r: Results) -> str:
-    return budget.page(r, GRID, "FedMKT: the learning rate chosen on validation data",
+    text = budget.page(r, GRID, "FedMKT: the learning rate and batch size chosen on validation data",
                        "experiments/fedmkt/budget.py", __doc__, "The multi-task references")
+    titles = ("At the chosen rate, the multi-task references", "At the chosen rate, the one-to-one references")
+    extra = [line for g, what in zip(batch_grids(r), titles) if any(r.runs(p.key) for p in budget.plan(g))
+             for line in ("", *budget.section(r, g, what))]
+    return text + "\n".join(extra) + ("\n" if extra else "")
 
 
 if __name__ == "__main__":
