@@ -45,38 +45,47 @@ def _records(r: Results | None) -> Results | None:
     return r if r is not None else Results(path) if path.is_file() else None
 
 
-def batch_grids(r: Results | None = None) -> list[budget.Grid]:
-    """The batch size at the rate GRID chose: the multi-task references' grid, and the one-to-one references' once
-    `family.py` has chosen the S2 family. [] before GRID has chosen."""
+def _at_rate(r: Results | None) -> str | None:
+    """`federation.lr=<the rate GRID chose>`; None before it has chosen."""
     r = _records(r)
     lr = budget.chosen(r, GRID) if r is not None else None
-    if lr is None:
+    return None if lr is None else f"federation.lr={lr}"
+
+
+def refined(r: Results | None = None) -> list[budget.Grid]:
+    """The batch size of the multi-task tables (2 and 3) at the rate GRID chose, on GRID's references; [] before
+    GRID has chosen."""
+    at = _at_rate(r)
+    if at is None:
         return []
-    at = f"federation.lr={lr}"
-    multi = budget.Grid("federation.batch_size", BATCHES,
+    return [budget.Grid("federation.batch_size", BATCHES,
                         tuple(Planned(p.key, p.config, (*p.overrides, at), p.label) for p in GRID.rows),
-                        GRID.controls, validation=VALIDATION)
+                        GRID.controls, validation=VALIDATION)]
+
+
+def one_to_one(r: Results | None = None) -> list[budget.Grid]:
+    """The batch size of the one-to-one table (4) at the rate GRID chose, on its own references: the centralized
+    LLM, and the Standalone SLM of S2 (the family `family.py` chose) and of S1. [] before both have chosen."""
     from family import chosen as family_chosen
 
-    family = family_chosen()
-    if family is None:
-        return [multi]
+    at, family = _at_rate(r), family_chosen()
+    if at is None or family is None:
+        return []
     train = f"data.train_per_task={O2O_TRAIN}"
     rows = (Planned("o2o/centralized", HERE / "one_to_one_centralized.yaml", (train, at), "Centralized LLM (one-to-one)"),
             Planned("o2o/standalone", HERE / "one_to_one_standalone.yaml", (train, at, f"model.clients=[{family}]"),
                     f"Standalone SLM (one-to-one, S2: {family})"),
             Planned("o2o_s1/standalone", HERE / "one_to_one_standalone.yaml", (train, at, f"model.clients=[{S1}]"),
                     f"Standalone SLM (one-to-one, S1: {S1})"))
-    o2o = budget.Grid("federation.batch_size", BATCHES, rows,
-                      lambda prefix: [TABLES.learns("centralized LLM (one-to-one)", [f"{prefix}o2o/centralized"]),
-                                      TABLES.learns(f"Standalone SLM (one-to-one, S2: {family})", [f"{prefix}o2o/standalone"]),
-                                      TABLES.learns("Standalone SLM (one-to-one, S1)", [f"{prefix}o2o_s1/standalone"])],
-                      validation=VALIDATION)
-    return [multi, o2o]
+    return [budget.Grid("federation.batch_size", BATCHES, rows,
+                        lambda prefix: [TABLES.learns("centralized LLM (one-to-one)", [f"{prefix}o2o/centralized"]),
+                                        TABLES.learns("Standalone SLMs (o2o, S2)", [f"{prefix}o2o/standalone"]),
+                                        TABLES.learns("Standalone SLMs (o2o, S1)", [f"{prefix}o2o_s1/standalone"])],
+                        validation=VALIDATION)]
 
 
 def plan() -> list[Planned]:
-    return budget.plan(GRID) + [p for g in batch_grids() for p in budget.plan(g)]
+    return budget.plan(GRID) + [p for g in (*refined(), *one_to_one()) for p in budget.plan(g)]
 
 
 def chosen(r: Results | None = None) -> str | None:
@@ -90,7 +99,7 @@ def render(r: Results) -> str:
     text = budget.page(r, GRID, "FedMKT: the learning rate and batch size chosen on validation data",
                        "experiments/fedmkt/budget.py", __doc__, "The multi-task references")
     titles = ("At the chosen rate, the multi-task references", "At the chosen rate, the one-to-one references")
-    extra = [line for g, what in zip(batch_grids(r), titles) if any(r.runs(p.key) for p in budget.plan(g))
+    extra = [line for g, what in zip((*refined(r), *one_to_one(r)), titles) if any(r.runs(p.key) for p in budget.plan(g))
              for line in ("", *budget.section(r, g, what))]
     return text + "\n".join(extra) + ("\n" if extra else "")
 

@@ -4,7 +4,9 @@ each candidate family, scored on rows held out of the training data; the family 
 (row, task, seed) cells by FedMKT's control rule (zero-shot + 2 points, `make_tables.learns`) is chosen, the
 paper's OPT on a tie. S2 is the setting whose SLMs tokenize unlike the LLM, so every candidate has a vocabulary
 of its own (tiny-llama-s, which shares the LLM's tokenizer, is S1). Each row draws as many more training rows a
-task as it holds out, so it trains on as many as the table's row does.
+task as it holds out, so it trains on as many as the table's row does, and runs at the batch size `budget.py`
+chose for the multi-task tables, once it has. The tasks each S2 claim reads — those its reference learns in every
+seed at the budget chosen for it — are named on the results page (`fedmkt_rows.claim_tasks`).
 
     python experiments/fedmkt/family.py                # every candidate, seeds 0,1,2 (resumable)
     python experiments/fedmkt/family.py --render-only  # family/RESULTS.md from family/results.json
@@ -27,9 +29,17 @@ HELD_OUT = 32
 ROWS = {"homo/standalone": ("homo_standalone.yaml", 4, 160), "o2o/standalone": ("one_to_one_standalone.yaml", 1, 64)}
 
 
+def _batch() -> tuple[str, ...]:
+    """The batch size `budget.py` chose for the multi-task tables, as an override; () before it has."""
+    got = budget.chain_of(HERE)
+    grid = budget.final(*got) if got else None
+    return (f"{grid.key}={budget.chosen(got[0], grid)}",) if grid and grid.key == "federation.batch_size" else ()
+
+
 def _row(key: str) -> Planned:
     yaml, _, train = ROWS[key]
-    return Planned(key, HERE / yaml, (f"data.train_per_task={train + HELD_OUT}",), f"Standalone SLMs ({key.split('/')[0]})")
+    return Planned(key, HERE / yaml, (f"data.train_per_task={train + HELD_OUT}", *_batch()),
+                   f"Standalone SLMs ({key.split('/')[0]})")
 
 
 def _family(row: Planned, family: str) -> tuple[str, ...]:
@@ -39,8 +49,7 @@ def _family(row: Planned, family: str) -> tuple[str, ...]:
 
 GRID = budget.Grid(
     "model.clients", CANDIDATES, tuple(_row(k) for k in ROWS),
-    lambda prefix: [TABLES.learns(f"Standalone SLMs ({k.split('/')[0]}, {prefix.removeprefix('clients').rstrip('/')})",
-                                  [f"{prefix}{k}"]) for k in ROWS],
+    lambda prefix: [TABLES.learns(f"Standalone SLMs ({k.split('/')[0]}, S2)", [f"{prefix}{k}"]) for k in ROWS],
     validation=("data.evaluate_on=validation", f"data.validation_per_task={HELD_OUT}"), setting=_family)
 
 
@@ -57,7 +66,7 @@ def chosen(r: Results | None = None) -> str | None:
 
 def render(r: Results) -> str:
     return budget.page(r, GRID, "FedMKT: the S2 SLM family chosen on validation data", "experiments/fedmkt/family.py",
-                       __doc__, "The S2 SLM references", records="family/results.json", every_seed=True)
+                       __doc__, "The S2 SLM references", records="family/results.json", claims=None)
 
 
 if __name__ == "__main__":

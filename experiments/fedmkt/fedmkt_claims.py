@@ -20,8 +20,9 @@ def slm_task(which: str, kind: str | None = None):
 
 
 def tasks_of(kind: str | tuple[str, ...] | None) -> list[str]:
-    """The tasks a mean reads: the tables' (`scored`, kind None), those a claim on the LLM ("llm") or on the
-    SLMs ("slm") reads (`claim_tasks`), or the tasks given (a claim judged on fewer, `Claim.over`)."""
+    """The tasks a mean reads: the tables' (`scored`, kind None), those a claim of `kind` reads (`claim_tasks`:
+    "llm", "slm", or a setting's own, `fedmkt_rows.REFERENCES`), or the tasks given (a claim judged on fewer,
+    `Claim.over`)."""
     if isinstance(kind, tuple):
         return list(kind)
     return scored() if kind is None else claim_tasks(kind)
@@ -64,7 +65,8 @@ def learns(name: str, rows, tasks=TASKS):
 
 def scored_shares(metric: str, kind: str, which: str = "final"):
     """A record → the answer shares of `metric`'s model on the tasks a `kind` claim reads only (the collapse
-    check reads the tasks a claim's mean reads); None where the record holds none."""
+    check reads the tasks a claim's mean reads; a centralized run's clients are the LLM); None where the record
+    holds none."""
     shares = metric_shares(metric, which)
 
     def fn(rec):
@@ -73,10 +75,7 @@ def scored_shares(metric: str, kind: str, which: str = "final"):
     return fn
 
 
-SLM_SHARES, SLM_ZERO = scored_shares("acc/mean", "slm"), scored_shares("acc/mean", "slm", "zero")
 LLM_SHARES, LLM_ZERO = scored_shares("llm/acc/mean", "llm"), scored_shares("llm/acc/mean", "llm", "zero")
-# a centralized run's clients are the LLM: its shares are read on the LLM claims' tasks
-CENTRAL_SHARES = scored_shares("acc/mean", "llm")
 
 
 def _over(kind: str, a, b, zero: bool, fn_a, fn_b):
@@ -89,23 +88,34 @@ def _over(kind: str, a, b, zero: bool, fn_a, fn_b):
     return {"tasks": tuple(claim_tasks(kind)), "over": lambda ts: (fn_a(ts), fn_b(ts))}
 
 
-def _slm_claim(claim, source, paper, a, b, control, zero=False):
-    """SLMs (the mean over the clients) of row a against row b's, or against their own zero-shot."""
-    return Claim(claim, source, paper, a, b, slm("final", "slm"), fn_b=slm("zero", "slm") if zero else None, control=control,
-                 shares=SLM_SHARES, shares_b=SLM_ZERO if zero else SLM_SHARES,
-                 **_over("slm", a, b, zero, lambda ts: slm("final", ts), lambda ts: None))
+# {claim: the kind of claim it is (`fedmkt_rows.REFERENCES`)}: which tasks it reads
+KINDS: dict[str, str] = {}
+
+
+def _slm_claim(claim, source, paper, a, b, control, zero=False, kind="slm"):
+    """SLMs (the mean over the clients) of row a against row b's, or against their own zero-shot, on the tasks a
+    `kind` claim reads."""
+    KINDS[claim] = kind
+    shares, zero_shares = scored_shares("acc/mean", kind), scored_shares("acc/mean", kind, "zero")
+    return Claim(claim, source, paper, a, b, slm("final", kind), fn_b=slm("zero", kind) if zero else None, control=control,
+                 shares=shares, shares_b=zero_shares if zero else shares,
+                 **_over(kind, a, b, zero, lambda ts: slm("final", ts), lambda ts: None))
 
 
 def _llm_zero(claim, source, paper, a, control):
+    KINDS[claim] = "llm"
     return Claim(claim, source, paper, a, a, llm("final", "llm"), fn_b=llm("zero", "llm"), control=control, shares=LLM_SHARES,
                  shares_b=LLM_ZERO)
 
 
-def _llm_central(claim, source, paper, a, b, control, tolerance=2.0):
-    """The LLM of row a comparable to the centralized LLM of row b, within `tolerance` points."""
-    return Claim(claim, source, paper, a, b, llm("final", "llm"), fn_b=slm("final", "llm"), at_least=True,
-                 tolerance=tolerance, control=control, shares=LLM_SHARES, shares_b=CENTRAL_SHARES,
-                 **_over("llm", a, b, False, lambda ts: llm("final", ts), lambda ts: slm("final", ts)))
+def _llm_central(claim, source, paper, a, b, control, tolerance=2.0, kind="llm"):
+    """The LLM of row a comparable to the centralized LLM of row b, within `tolerance` points, on the tasks a
+    `kind` claim reads."""
+    KINDS[claim] = kind
+    return Claim(claim, source, paper, a, b, llm("final", kind), fn_b=slm("final", kind), at_least=True,
+                 tolerance=tolerance, control=control, shares=scored_shares("llm/acc/mean", kind),
+                 shares_b=scored_shares("acc/mean", kind),
+                 **_over(kind, a, b, False, lambda ts: llm("final", ts), lambda ts: slm("final", ts)))
 
 
 @functools.cache
@@ -113,8 +123,10 @@ def claims() -> list[Claim]:
     """The claims of Tables 2–4, each on the tasks its kind reads (`claim_tasks`), with the controls they rest on."""
     llm_t, slm_t = claim_tasks("llm"), claim_tasks("slm")
     C_CENTRAL = learns("centralized LLM", ["centralized"], llm_t)
-    C_SLMS = {s: learns(f"Standalone SLMs ({s})", [f"{s}/standalone"], slm_t) for s in ("hetero", "homo", "o2o", "homo_s1", "o2o_s1")}
-    C_O2O_LLM = learns("centralized LLM (one-to-one)", ["o2o/centralized"], llm_t)
+    C_SLMS = {s: learns(f"Standalone SLMs ({s})", [f"{s}/standalone"], claim_tasks(kind))
+              for s, kind in (("hetero", "slm"), ("homo", "homo_s2"), ("o2o", "o2o_s2"), ("homo_s1", "slm"),
+                              ("o2o_s1", "o2o_s1"))}
+    C_O2O_LLM = learns("centralized LLM (one-to-one)", ["o2o/centralized"], claim_tasks("o2o_llm"))
     C_TASK_LLM = {t: learns(f"centralized LLM, {t} alone", [f"task/{t}/centralized"], [t]) for t in llm_t}
     C_TASK_SLM = {t: learns(f"Standalone SLMs, {t} alone", [f"task/{t}/standalone"], [t]) for t in slm_t}
     C_REAL_LLM = learns("centralized SmolLM2", ["real/centralized"], llm_t)
@@ -149,17 +161,17 @@ def claims() -> list[Claim]:
                      "82.3 vs 85.9 (−3.6)", "task/entailment/fedmkt", "task/entailment/centralized",
                      C_TASK_LLM["entailment"], tolerance=4.0),
         _slm_claim("SLMs: FedMKT above Standalone (homogeneous, S2)", "Table 3", "50.5 vs 48.2 (+2.3)",
-                   "homo/fedmkt", "homo/standalone", C_SLMS["homo"]),
+                   "homo/fedmkt", "homo/standalone", C_SLMS["homo"], kind="homo_s2"),
         _slm_claim("SLMs: FedMKT above FedAvg (homogeneous, S2)", "Table 3", "50.5 vs 48.7 (+1.8)",
-                   "homo/fedmkt", "homo/fedavg", C_SLMS["homo"]),
+                   "homo/fedmkt", "homo/fedavg", C_SLMS["homo"], kind="homo_s2"),
         _llm_central("LLM: FedMKT comparable to Centralized, within 2 points (homogeneous, S2)", "Table 3",
                      "64.1 vs 64.8 (−0.7)", "homo/fedmkt", "centralized", C_CENTRAL),
         _slm_claim("SLM: FedMKT above Standalone (one-to-one, S2)", "Table 4", "49.9 vs 48.4 (+1.4)",
-                   "o2o/fedmkt", "o2o/standalone", C_SLMS["o2o"]),
+                   "o2o/fedmkt", "o2o/standalone", C_SLMS["o2o"], kind="o2o_s2"),
         _slm_claim("SLM: FedMKT above LLM2SLM (one-to-one, S2)", "Table 4", "49.9 vs 49.0 (+0.8)",
-                   "o2o/fedmkt", "o2o/llm2slm", C_SLMS["o2o"]),
+                   "o2o/fedmkt", "o2o/llm2slm", C_SLMS["o2o"], kind="o2o_s2"),
         _llm_central("LLM: FedMKT comparable to Centralized, within 2 points (one-to-one, S2)", "Table 4",
-                     "63.9 vs 63.5 (+0.4)", "o2o/fedmkt", "o2o/centralized", C_O2O_LLM),
+                     "63.9 vs 63.5 (+0.4)", "o2o/fedmkt", "o2o/centralized", C_O2O_LLM, kind="o2o_llm"),
         # S1: the SLMs share the LLM's tokenizer (LLaMA2-1.3B clients in the paper, tiny-llama-s here)
         _slm_claim("SLMs: FedMKT above Standalone (homogeneous, S1)", "Table 3", "50.7 vs 49.0 (+1.6)",
                    "homo_s1/fedmkt", "homo_s1/standalone", C_SLMS["homo_s1"]),
@@ -168,9 +180,9 @@ def claims() -> list[Claim]:
         _llm_central("LLM: FedMKT comparable to Centralized, within 2 points (homogeneous, S1)", "Table 3",
                      "63.3 vs 64.8 (−1.5)", "homo_s1/fedmkt", "centralized", C_CENTRAL),
         _slm_claim("SLM: FedMKT above Standalone (one-to-one, S1)", "Table 4", "49.5 vs 48.0 (+1.5)",
-                   "o2o_s1/fedmkt", "o2o_s1/standalone", C_SLMS["o2o_s1"]),
+                   "o2o_s1/fedmkt", "o2o_s1/standalone", C_SLMS["o2o_s1"], kind="o2o_s1"),
         _slm_claim("SLM: FedMKT above LLM2SLM (one-to-one, S1)", "Table 4", "49.5 vs 49.2 (+0.3)",
-                   "o2o_s1/fedmkt", "o2o_s1/llm2slm", C_SLMS["o2o_s1"]),
+                   "o2o_s1/fedmkt", "o2o_s1/llm2slm", C_SLMS["o2o_s1"], kind="o2o_s1"),
         _llm_central("LLM: FedMKT comparable to Centralized, within 2 points (one-to-one, S1)", "Table 4",
-                     "63.2 vs 63.1 (+0.1)", "o2o_s1/fedmkt", "o2o/centralized", C_O2O_LLM),
+                     "63.2 vs 63.1 (+0.1)", "o2o_s1/fedmkt", "o2o/centralized", C_O2O_LLM, kind="o2o_llm"),
     ]

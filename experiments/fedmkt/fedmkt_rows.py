@@ -11,8 +11,9 @@ TASKS = ["recall", "two_hop", "arithmetic", "category", "sentiment", "paraphrase
 
 @functools.cache
 def left_out() -> dict[str, str]:
-    """{task: why}: the tasks a reference of the tables learns in no seed on validation data at the rate chosen
-    there (`python experiments/fedmkt/budget.py`, `fedlab.evidence.budget.unlearnt`). They stay in the training
+    """{task: why}: the tasks a reference of the multi-task tables learns in no seed on validation data at the
+    budget chosen there (the rate, then the batch size: `python experiments/fedmkt/budget.py`,
+    `fedlab.evidence.budget.left_out`). They stay in the training
     data and in the tables, and leave every claim: its means and its controls read the other tasks."""
     from fedlab.evidence.budget import left_out as of_table
 
@@ -24,19 +25,38 @@ def scored() -> list[str]:
     return [t for t in TASKS if t not in left_out()]
 
 
-# the budget's controls whose tasks each kind of claim reads (budget.py's GRID)
-REFERENCES = {"llm": "centralized LLM", "slm": "Standalone SLMs (hetero)"}
+# the budget's controls whose tasks each kind of claim reads, and where they were chosen: the multi-task tables'
+# references (budget.py: the rate, then the batch size), the S2 SLMs of the homogeneous setting (family.py) and
+# the one-to-one table's own references (budget.py's `one_to_one`)
+REFERENCES = {"llm": "centralized LLM", "slm": "Standalone SLMs (hetero)", "homo_s2": "Standalone SLMs (homo, S2)",
+              "o2o_llm": "centralized LLM (one-to-one)", "o2o_s2": "Standalone SLMs (o2o, S2)",
+              "o2o_s1": "Standalone SLMs (o2o, S1)"}
+# before its own page has chosen, a kind reads what the multi-task reference of its model learns
+FALLBACK = {"homo_s2": "slm", "o2o_llm": "llm", "o2o_s2": "slm", "o2o_s1": "slm"}
+
+
+@functools.cache
+def _learnt() -> dict[str, tuple[str, ...]]:
+    from fedlab.evidence.budget import learnt_in
+
+    return {**learnt_in(HERE), **learnt_in(HERE, "family"), **learnt_in(HERE, chain="one_to_one")}
+
+
+def chosen_for(kind: str) -> bool:
+    """Whether the reference of `kind` has a budget chosen for it (else its claims read `FALLBACK`'s tasks)."""
+    return REFERENCES[kind] in _learnt()
 
 
 @functools.cache
 def claim_tasks(kind: str) -> list[str]:
-    """The `scored` tasks a claim on the LLM ("llm") or on the SLMs ("slm") reads: those its reference (the
-    centralized LLM; the heterogeneous Standalone SLMs) learns in every seed on validation data at the rate chosen
-    there (`fedlab.evidence.budget.learnt`). A task a reference learns in some seeds only stays in the tables and
-    their means, and leaves that kind of claim. Every scored task before the budget has chosen."""
-    from fedlab.evidence.budget import learnt_in
-
-    got = learnt_in(HERE).get(REFERENCES[kind])
+    """The `scored` tasks a claim of `kind` reads: those its reference (`REFERENCES`: the centralized LLM or the
+    Standalone SLMs of the claim's setting) learns in every seed on validation data at the budget chosen there
+    (`fedlab.evidence.budget.learnt_in`). A task a reference learns in some seeds only stays in the tables and
+    their means, and leaves that kind of claim. A kind whose page has not chosen reads its `FALLBACK`'s tasks;
+    every scored task before the budget has chosen."""
+    got = _learnt().get(REFERENCES[kind])
+    if got is None and kind in FALLBACK:
+        return claim_tasks(FALLBACK[kind])
     return [t for t in scored() if got is None or t in got]
 
 

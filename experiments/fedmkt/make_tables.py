@@ -83,12 +83,19 @@ def intro() -> str:
                    "(`budget/RESULTS.md`)." for t, why in left_out().items())
     names = lambda ts: ", ".join(f"**{t}**" for t in ts) or "no task"
     reads = "".join(
-        f" Claims on the {who} read {names(claim_tasks(kind))}: the tasks their reference, the {REFERENCES[kind]}, "
-        f"learns in every seed on validation data at the chosen rate"
+        f" Claims on {who} read {names(claim_tasks(kind))}: the tasks their reference, the {REFERENCES[kind]}, "
+        f"learns in every seed on validation data at the budget chosen for it"
         + (f" (it learns {names(t for t in scored() if t not in claim_tasks(kind))} in some seeds only; the tables' "
            "means still read them)" if len(claim_tasks(kind)) < len(scored()) else "") + "."
-        for kind, who in (("llm", "LLM"), ("slm", "SLMs")))
+        for kind, who in WHO.items() if kind in ("llm", "slm") or chosen_for(kind))
     return INTRO + gone + reads
+
+
+# who each kind of claim is about (`fedmkt_rows.REFERENCES`); a kind without a budget of its own reads the tasks
+# of its `FALLBACK`, and the page names it with that one
+WHO = {"llm": "the LLM", "slm": "the SLMs", "homo_s2": "the SLMs of the homogeneous S2 setting",
+       "o2o_llm": "the LLM of the one-to-one table", "o2o_s2": "the SLM of the one-to-one S2 setting",
+       "o2o_s1": "the SLM of the one-to-one S1 setting"}
 
 
 INTRO = ("Server LLM: tiny-llama (LLaMA, SentencePiece-style tokenizer); SLMs: tiny-gpt2, tiny-opt, tiny-bloom "

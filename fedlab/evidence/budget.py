@@ -153,40 +153,66 @@ def learnt(results, grid: Grid) -> dict[str, tuple[str, ...]]:
             for c, st in checked}
 
 
-def _grid_of(folder):
-    """(records, grid) of the table in `folder` (experiments/<system>), from its `budget.py` (which declares
-    `GRID` and `OUT`) and `OUT/results.json`; None when the table has no budget or no records yet."""
+def _script(folder, script: str = "budget"):
+    """`experiments/<system>/<script>.py` as a module (it declares `GRID` and `OUT`); None when there is none."""
     import importlib.util
     from pathlib import Path
 
-    from fedlab.evidence.records import Results
-
-    script = Path(folder) / "budget.py"
-    if not script.is_file():
+    path = Path(folder) / f"{script}.py"
+    if not path.is_file():
         return None
-    spec = importlib.util.spec_from_file_location(f"fedlab_budget_{Path(folder).name}", script)
+    spec = importlib.util.spec_from_file_location(f"fedlab_{script}_{Path(folder).name}", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    path = mod.OUT / "results.json"
-    return (Results(path), mod.GRID) if path.is_file() else None
+    return mod
+
+
+def chain_of(folder, script: str = "budget", chain: str | None = None):
+    """(records, [Grid, …]) of the table in `folder`: its script's `GRID` followed by the grids its `refined(records)`
+    declares — each a further setting chosen at the values chosen before it — or, with `chain`, the grids the
+    script's function of that name gives (a table of the system with references of its own, chosen at GRID's
+    value). None when the table has no such script or no records yet."""
+    from fedlab.evidence.records import Results
+
+    mod = _script(folder, script)
+    if mod is None or not (mod.OUT / "results.json").is_file():
+        return None
+    r = Results(mod.OUT / "results.json")
+    if chain:
+        return r, list(getattr(mod, chain)(r))
+    return r, [mod.GRID, *(mod.refined(r) if hasattr(mod, "refined") else ())]
+
+
+def final(results, grids) -> Grid | None:
+    """The last grid of a chain that has made its choice: the setting every other value of the chain rests on."""
+    done = [g for g in grids if chosen(results, g) is not None]
+    return done[-1] if done else None
 
 
 def left_out(folder, every_seed: bool = False) -> dict[str, str]:
-    """`unlearnt` of the table in `folder` (`unreliable` with `every_seed`: a task must be learnt in every seed to
-    stay in the claims); {} when the table has no budget or no records yet."""
-    got = _grid_of(folder)
-    return (unreliable if every_seed else unlearnt)(*got) if got else {}
+    """`unlearnt` of the table in `folder` at its chain's `final` choice (`unreliable` with `every_seed`: a task
+    must be learnt in every seed to stay in the claims); {} when the table has no budget or no choice yet."""
+    got = chain_of(folder)
+    grid = final(*got) if got else None
+    return (unreliable if every_seed else unlearnt)(got[0], grid) if grid else {}
 
 
-def learnt_in(folder) -> dict[str, tuple[str, ...]]:
-    """`learnt` of the table in `folder`; {} when the table has no budget or no records yet."""
-    got = _grid_of(folder)
-    return learnt(*got) if got else {}
+def learnt_in(folder, script: str = "budget", chain: str | None = None) -> dict[str, tuple[str, ...]]:
+    """`learnt` over the chain of `chain_of` (a later choice's controls replace an earlier one's of the same
+    name); {} when the table has no budget or no records yet."""
+    got = chain_of(folder, script, chain)
+    out: dict[str, tuple[str, ...]] = {}
+    for grid in got[1] if got else ():
+        out.update(learnt(got[0], grid))
+    return out
 
 
-def section(results, grid: Grid, what: str, choose: bool = True, every_seed: bool = False) -> list[str]:
+def section(results, grid: Grid, what: str, choose: bool = True, every_seed: bool = False,
+            claims: str | None = "the table's claims") -> list[str]:
     """Markdown: per value, the cells its references learn, each control's status, and the choice (with
-    `choose=False`, each value's controls side by side and no choice: candidates compared, not a budget)."""
+    `choose=False`, each value's controls side by side and no choice: candidates compared, not a budget); the
+    tasks the choice leaves out of `claims` (None: not listed here, where another page says what each claim
+    reads)."""
     from fedlab.evidence.controls import controls_table
 
     got = cells(results, grid)
@@ -216,21 +242,21 @@ def section(results, grid: Grid, what: str, choose: bool = True, every_seed: boo
         table = controls_table(results, grid.controls(grid.prefix(v)))
         if table:
             lines += ["", f"At `{grid.key}={v}`:", "", *table]
-    left_out = (unreliable if every_seed else unlearnt)(results, grid) if choose else {}
+    left_out = (unreliable if every_seed else unlearnt)(results, grid) if choose and claims else {}
     if left_out:
         why = "some reference does not learn them in every seed" if every_seed else "no reference learns them"
-        lines += ["", f"Left out of the table's claims ({why} at the chosen value):", "",
+        lines += ["", f"Left out of {claims} ({why} at the chosen value):", "",
                   *(f"- **{t}**: {why}." for t, why in left_out.items())]
     return lines
 
 
 def page(results, grid: Grid, title: str, script: str, doc: str | None, what: str, choose: bool = True,
-         records: str = "budget/results.json", every_seed: bool = False) -> str:
+         records: str = "budget/results.json", every_seed: bool = False, claims: str | None = "the table's claims") -> str:
     """A budget script's RESULTS.md: its title, where it comes from (`script`, e.g. experiments/floe/budget.py,
     and its `records`), the first paragraph of its docstring `doc`, and `section`."""
     from fedlab.evidence.page import GENERATED
 
     lines = [GENERATED, f"# {title}", "",
              f"Written by `python {script}` from `{records}`. " + (doc or "").split("\n\n")[0].replace("\n", " "),
-             "", *section(results, grid, what, choose, every_seed)]
+             "", *section(results, grid, what, choose, every_seed, claims)]
     return "\n".join(lines) + "\n"

@@ -285,6 +285,8 @@ def test_a_task_no_reference_learns_in_any_seed_at_the_chosen_budget_leaves_the_
     assert out["b"].startswith("the llm (chance + 10 points) clears the bar in no seed")
     assert out["c"].startswith("the llm (chance + 10 points) and the slm (chance + 10 points) clear the bar")
     assert "- **c**:" in "\n".join(budget.section(r, grid, "Toy"))
+    assert "Left out of the toy's claims" in "\n".join(budget.section(r, grid, "Toy", claims="the toy's claims"))
+    assert "- **c**:" not in "\n".join(budget.section(r, grid, "Toy", claims=None))   # another page says
     compared = "\n".join(budget.section(r, grid, "Toy", choose=False))     # candidates side by side, no choice
     assert "Chosen" not in compared and "- **c**:" not in compared and "chance + 10 points" in compared
     del r.records["lr0.002/slm@seed2"]       # before a choice nothing is left out
@@ -345,6 +347,44 @@ def test_the_cells_a_claim_may_read_are_the_tasks_learnt_in_every_seed_at_the_ch
     assert budget.learnt(r, grid) == {}                     # no choice before every row has its seeds
 
 
+def test_a_refined_budget_decides_what_the_claims_read_once_it_has_chosen(tmp_path):
+    """A budget script's `refined` grids choose a further setting at GRID's value: once one has chosen, the tasks
+    left out and the tasks a control learns are read at its choice, not GRID's."""
+    from fedlab.evidence import budget
+
+    (tmp_path / "budget.py").write_text(
+        "from pathlib import Path\n"
+        "from fedlab.evidence import budget\n"
+        "from fedlab.evidence.controls import above_chance\n"
+        "from fedlab.evidence.records import Planned\n"
+        "OUT = Path(__file__).parent / 'budget'\n"
+        "score = lambda rec, t: rec['final'][f'acc/task_{t}']\n"
+        "learns = lambda prefix: [above_chance('ref', [f'{prefix}ref'], ['a', 'b'], score, lambda t: 0.5, 10)]\n"
+        "GRID = budget.Grid('federation.lr', ('0.002',), (Planned('ref', None, (), 'R'),), learns)\n"
+        "def refined(r):\n"
+        "    return [budget.Grid('federation.batch_size', ('16', '4'), GRID.rows, learns)]\n")
+    r = Results(tmp_path / "budget" / "results.json")
+
+    def put(key, a, b):
+        for s in range(3):
+            r.records[f"{key}@seed{s}"] = {"key": key, "seed": s, "final": {"acc/task_a": a, "acc/task_b": b}}
+    script = budget._script(tmp_path)
+
+    def save():
+        for grid in (script.GRID, *script.refined(r)):
+            _as_run(r, grid)
+        r.save()
+    put("lr0.002/ref", 0.9, 0.5)                     # at the rate alone: a learnt, b in no seed
+    save()
+    assert list(budget.left_out(tmp_path)) == ["b"] and budget.learnt_in(tmp_path) == {"ref": ("a",)}
+    put("batch_size16/ref", 0.5, 0.5)
+    put("batch_size4/ref", 0.9, 0.9)                 # the smaller batch learns both: chosen
+    save()
+    got = budget.chain_of(tmp_path)
+    assert budget.final(*got).key == "federation.batch_size" and budget.chosen(got[0], budget.final(*got)) == "4"
+    assert budget.left_out(tmp_path) == {} and budget.learnt_in(tmp_path) == {"ref": ("a", "b")}
+
+
 def test_fedmkt_claims_read_the_tasks_their_own_reference_learns_in_every_validation_seed():
     """A claim on the SLMs reads (means, controls) the tasks the heterogeneous Standalone SLMs learn in every
     validation seed at the chosen rate, a claim on the LLM those of the centralized LLM; the tables' means read
@@ -353,15 +393,22 @@ def test_fedmkt_claims_read_the_tasks_their_own_reference_learns_in_every_valida
     from fedlab.evidence.summary import load_table
 
     mod = load_table("fedmkt")
-    learnt = budget.learnt_in(mod.SYSTEM.folder)
+    folder = mod.SYSTEM.folder
+    learnt = {**budget.learnt_in(folder), **budget.learnt_in(folder, "family"),
+              **budget.learnt_in(folder, chain="one_to_one")}
     for kind, reference in mod.REFERENCES.items():
-        assert mod.claim_tasks(kind) == [t for t in mod.scored() if t in learnt[reference]], kind
+        source = reference if reference in learnt else mod.REFERENCES[mod.FALLBACK[kind]]
+        assert mod.claim_tasks(kind) == [t for t in mod.scored() if t in learnt[source]], kind
     assert mod.claim_tasks("slm") != mod.scored()           # the records leave some tasks to the LLM's claims only
     # a run whose models score 1 on the tasks a kind of claim reads and 0 elsewhere: that claim's mean is 1
     run = lambda kind: {"summary": {which: {m: {"tasks": {t: float(t in mod.claim_tasks(kind)) for t in mod.TASKS}}
                                             for m in ("client_0", "client_1", "llm")} for which in ("zero", "final")}}
-    for c in mod.claims():
-        kind = "slm" if "SLM" in c.claim.split(":")[0] or c.claim.startswith("SmolLM2-135M: SLMs") else "llm"
+    claims = mod.claims()
+    assert set(mod.KINDS) == {c.claim for c in claims}
+    assert mod.KINDS["SLMs: FedMKT above Standalone (homogeneous, S2)"] == "homo_s2"
+    assert mod.KINDS["LLM: FedMKT comparable to Centralized, within 2 points (one-to-one, S1)"] == "o2o_llm"
+    for c in claims:
+        kind = mod.KINDS[c.claim]
         read = {t for ctl in c.controls() for t in ctl.tasks}
         assert read <= set(mod.claim_tasks(kind)), (c.claim, read)
         assert c.fn(run(kind)) == 1.0 and (c.fn_b or c.fn)(run(kind)) == 1.0, c.claim
