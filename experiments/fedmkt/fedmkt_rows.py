@@ -42,6 +42,22 @@ def _learnt() -> dict[str, tuple[str, ...]]:
     return {**learnt_in(HERE), **learnt_in(HERE, "family"), **learnt_in(HERE, chain="one_to_one")}
 
 
+@functools.cache
+def chosen_budget(script: str = "budget", chain: str | None = None) -> dict[str, str]:
+    """{config key: the value chosen} along one chain of validation pages (`fedlab.evidence.budget.chain_of`):
+    the multi-task tables' rate and batch size, `chain="one_to_one"` the one-to-one table's batch size,
+    `script="family"` the S2 SLM family. {} before a page has records."""
+    from fedlab.evidence import budget
+
+    got = budget.chain_of(HERE, script, chain)
+    out = {}
+    for grid in got[1] if got else ():
+        value = budget.chosen(got[0], grid)
+        if value is not None:
+            out[grid.key] = value
+    return out
+
+
 def chosen_for(kind: str) -> bool:
     """Whether the reference of `kind` has a budget chosen for it (else its claims read `FALLBACK`'s tasks)."""
     return REFERENCES[kind] in _learnt()

@@ -88,7 +88,24 @@ def intro() -> str:
         + (f" (it learns {names(t for t in scored() if t not in claim_tasks(kind))} in some seeds only; the tables' "
            "means still read them)" if len(claim_tasks(kind)) < len(scored()) else "") + "."
         for kind, who in WHO.items() if kind in ("llm", "slm") or chosen_for(kind))
-    return INTRO + gone + reads
+    return INTRO + chosen_text() + gone + reads
+
+
+def chosen_text() -> str:
+    """What the validation pages chose, as they chose it: the rate and batch sizes, and the S2 family."""
+    multi, o2o = chosen_budget(), chosen_budget(chain="one_to_one")
+    family = chosen_budget("family").get("model.clients")
+    if "federation.lr" not in multi:
+        return ""
+    batch = multi.get("federation.batch_size")
+    text = (f" Every row trains at lr {multi['federation.lr']}"
+            + (f" and batch size {batch}" if batch else "")
+            + (f" (the one-to-one table at batch size {o2o['federation.batch_size']})" if o2o else "")
+            + ", chosen on validation data for every row of a table alike (`budget/RESULTS.md`).")
+    if family:
+        text += (f" The S2 settings' SLMs are {family}, the family whose Standalone references learn the most "
+                 "cells on validation data (`family/RESULTS.md`; the paper's S2 is OPT).")
+    return text
 
 
 # who each kind of claim is about (`fedmkt_rows.REFERENCES`); a kind without a budget of its own reads the tasks
@@ -99,8 +116,7 @@ WHO = {"llm": "the LLM", "slm": "the SLMs", "homo_s2": "the SLMs of the homogene
 
 
 INTRO = ("Server LLM: tiny-llama (LLaMA, SentencePiece-style tokenizer); SLMs: tiny-gpt2, tiny-opt, tiny-bloom "
-         "(byte-level BPE, each with its own vocabulary) and tiny-qwen2 (byte-level BPE with single digits). Every "
-         "row trains at lr 2e-3, chosen on validation data for every row alike (`budget/RESULTS.md`). Accuracy "
+         "(byte-level BPE, each with its own vocabulary) and tiny-qwen2 (byte-level BPE with single digits). Accuracy "
          "per task on 300 test questions per task; every client holds every task (i.i.d. split of the private four "
          "fifths). Zero-shot rows are round 0 of the FedMKT run of the same setting. The paper's numbers are means "
          "over its data sets (computed from its tables); ours are means over the embedded tasks the claims score. The paper "
@@ -138,9 +154,11 @@ def body(r: Results) -> list[str]:
             L.extend(f"| {t} | " + " | ".join(fmt(fn(t)) for _, fn in cols) + " |" for t in tasks)
             L.append("")
 
-    for tag, slm_name in (("", "tiny-opt"), ("_s1", S1)):
+    for tag in ("", "_s1"):
         setting = "S1" if tag else "S2"
         homo, o2o = f"homo{tag}", f"o2o{tag}"
+        first = _first(r, f"{homo}/fedmkt") or _first(r, f"{o2o}/fedmkt")
+        slm_name = first["summary"]["final"]["client_0"]["model"] if first else S1 if tag else "?"
         if r.runs(f"{homo}/fedmkt"):
             two_tables(f"## Table 3 — homogeneous setting ({setting}: four {slm_name} SLMs)",
                        "Top: the server's LLM. Bottom: the SLMs, averaged over the four clients."

@@ -1,0 +1,38 @@
+"""FedMKT's tables run at the budget their validation pages chose: the rate and batch size of the multi-task
+tables (`budget.py`), the one-to-one table's batch size (its own grid there) and the S2 SLM family (`family.py`).
+A YAML edited by hand away from a page's choice, or a choice that changed while the YAMLs stayed, fails here."""
+from __future__ import annotations
+
+from fedlab.evidence import budget
+from fedlab.evidence.summary import load_table
+
+MOD = load_table("fedmkt")
+FOLDER = MOD.SYSTEM.folder
+
+
+def _chosen(chain: str | None = None, script: str = "budget") -> dict[str, str]:
+    """{config key: the value chosen} along one chain of pages."""
+    results, grids = budget.chain_of(FOLDER, script, chain)
+    return {g.key: budget.chosen(results, g) for g in grids if budget.chosen(results, g) is not None}
+
+
+def _value(cfg, key: str):
+    section, name = key.split(".")
+    return getattr(getattr(cfg, section), name)
+
+
+def test_every_row_of_the_tables_runs_at_the_values_its_pages_chose():
+    multi, o2o = _chosen(), _chosen("one_to_one")
+    family = _chosen(script="family")["model.clients"]
+    assert {"federation.lr", "federation.batch_size"} <= set(multi) and set(o2o) == {"federation.batch_size"}
+    rows = [p for p in MOD.plan() if not p.key.startswith("real/")]   # SmolLM2 runs at its own budget
+    assert len(rows) > 30
+    for p in rows:
+        cfg = p.resolve(0)
+        one_to_one = p.key.startswith(("o2o/", "o2o_s1/"))
+        assert str(_value(cfg, "federation.lr")) == multi["federation.lr"], p.key
+        want = o2o if one_to_one else multi
+        assert str(_value(cfg, "federation.batch_size")) == want["federation.batch_size"], p.key
+        if p.key.startswith(("homo/", "o2o/")) and cfg.method.name != "centralized":   # the S2 settings' SLMs
+            models = {cfg.model.client_model(c) for c in range(cfg.data.num_clients)}
+            assert models == {family}, (p.key, models)
