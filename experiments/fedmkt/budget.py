@@ -96,11 +96,16 @@ def chosen(r: Results | None = None) -> str | None:
 
 
 def render(r: Results) -> str:
+    refined_chose = any(budget.chosen(r, g) for g in refined(r))     # then it, not the rate, says what is left out
     text = budget.page(r, GRID, "FedMKT: the learning rate and batch size chosen on validation data",
-                       "experiments/fedmkt/budget.py", __doc__, "The multi-task references")
-    titles = ("At the chosen rate, the multi-task references", "At the chosen rate, the one-to-one references")
-    extra = [line for g, what in zip((*refined(r), *one_to_one(r)), titles) if any(r.runs(p.key) for p in budget.plan(g))
-             for line in ("", *budget.section(r, g, what))]
+                       "experiments/fedmkt/budget.py", __doc__, "The multi-task references",
+                       claims=None if refined_chose else "the table's claims")
+    # the multi-task refinement's choice decides what those tables leave out; each one-to-one claim reads the tasks
+    # its own reference learns, named on the results page
+    parts = [(g, "At the chosen rate, the multi-task references", "the table's claims") for g in refined(r)]
+    parts += [(g, "At the chosen rate, the one-to-one references", None) for g in one_to_one(r)]
+    extra = [line for g, what, claims in parts if any(r.runs(p.key) for p in budget.plan(g))
+             for line in ("", *budget.section(r, g, what, claims=claims))]
     return text + "\n".join(extra) + ("\n" if extra else "")
 
 
