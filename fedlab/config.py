@@ -97,6 +97,14 @@ class DataConfig:
                 "which are not read at all: choose hyperparameters with it, report the chosen ones on the test sets")
     validation_per_task: int = doc(100, "with evaluate_on \"validation\": rows of each task's training data held "
                                         "out as its validation set")
+    validation_from: Literal["train", "held"] = doc(
+        "train", "with evaluate_on \"validation\": where each task's validation_per_task rows come from — \"train\": "
+                 "held out of its training rows (the training data shrinks by as many); \"held\" (embedded tasks): "
+                 "fresh rows about the population its test set asks about (the held-out people, or number pairs), "
+                 "drawn apart from the test set and never asking what a test item asks, so a task whose test "
+                 "asks about people the training rows never name is validated on such people too, and the "
+                 "training data stays whole; a task whose test set asks about nearly all of its population (too "
+                 "few other prompts) falls back to \"train\" (`fedlab.data.federated.validation_sources` names them)")
     world_seed: int = doc(0, "seed of the synthetic world (the embedded benchmark's facts and items); separate from "
                              "the run seed")
     test_draw: Literal["fixed", "per_seed"] = doc(
@@ -165,6 +173,9 @@ class DataConfig:
         check(self.public_path is None or self.public_source == "instructions", f"{p}.public_path", self.public_path,
               "null with data.public_source=holdout (the public set is then held out of the task data)")
         check(self.validation_per_task >= 1, f"{p}.validation_per_task", self.validation_per_task, "an integer >= 1")
+        check(self.validation_from == "train" or self.source == "embedded", f"{p}.validation_from",
+              self.validation_from, "\"train\" with data.source other than embedded (only the embedded tasks have a "
+              "held-out population to draw from)")
         check(self.evaluate_on == "test" or self.validation_per_task < self.train_per_task,
               f"{p}.validation_per_task", self.validation_per_task,
               f"fewer than data.train_per_task ({self.train_per_task}) rows, so that some are left to train on")

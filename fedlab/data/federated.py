@@ -63,16 +63,19 @@ def _hold_out(pooled: list[Example], fraction: float, seed: int) -> tuple[list[E
     return private, tuple(public)
 
 
-def _validation(pooled: list[Example], n: int, seed: int) -> tuple[list[Example], dict]:
-    """Per task, n of its distinct training prompts drawn at random (seeded) become that task's evaluation set
-    (one row each) in place of its test set; every training row with a held-out prompt leaves the pool (the
-    embedded tasks repeat some questions), the rest stays, in order. Returns (training pool, {task: rows})."""
+def _validation(pooled: list[Example], n: int, seed: int, tasks=None) -> tuple[list[Example], dict]:
+    """Per task (of `tasks`; None: every task of the pool), n of its distinct training prompts drawn at random
+    (seeded) become that task's evaluation set (one row each) in place of its test set; every training row with
+    a held-out prompt leaves the pool (the embedded tasks repeat some questions), the rest stays, in order.
+    Returns (training pool, {task: rows})."""
     import random
 
     rng = random.Random(seed)
     held: set[tuple[str, str]] = set()
     sets = {}
     for task in dict.fromkeys(e.task for e in pooled):
+        if tasks is not None and task not in tasks:
+            continue
         first = {}
         for e in pooled:
             if e.task == task:
@@ -82,6 +85,37 @@ def _validation(pooled: list[Example], n: int, seed: int) -> tuple[list[Example]
         held.update((task, p) for p in chosen)
         sets[task] = tuple(first[p] for p in chosen)
     return [e for e in pooled if (e.task, e.prompt) not in held], sets
+
+
+def _held_validation(c: dict, seed: int) -> dict:
+    """{task: n rows} for each embedded task whose held-out population (the people, or number pairs, its test
+    items ask about) holds n distinct prompts that no test item of this run asks: fresh rows drawn from that
+    population with a draw of their own (seeded), in the order drawn, one per prompt. A task with fewer such
+    prompts is absent (its test set asks about nearly all of its population)."""
+    n, draw = c["validation_per_task"], derive_seed(seed, "validation-held")
+    test_draw = seed if c.get("test_draw", "fixed") == "per_seed" else None
+    out = {}
+    for t in c["tasks"]:
+        asked = {e.prompt for e in task_examples(t, "test", c["test_per_task"], c["world_seed"], test_draw)}
+        rows: dict[str, Example] = {}
+        for e in task_examples(t, "test", 20 * n, c["world_seed"], draw):
+            if e.prompt not in asked:
+                rows.setdefault(e.prompt, e)
+            if len(rows) == n:
+                out[t] = tuple(rows.values())
+                break
+    return out
+
+
+def validation_sources(data_cfg, seed: int = 0) -> dict[str, str]:
+    """{task: where its validation rows come from}: "held" (fresh rows about the population its test set asks
+    about, `data.validation_from: held`, where that population has room) or "train" (held out of its training
+    rows); {} when the config is scored on its test sets."""
+    c = dataclasses.asdict(data_cfg)
+    if c.get("evaluate_on", "test") != "validation":
+        return {}
+    held = _held_validation(c, seed) if c.get("validation_from", "train") == "held" else {}
+    return {t: "held" if t in held else "train" for t in c["tasks"]}
 
 
 def build_federated_data(data_cfg, seed: int) -> FederatedData:
@@ -106,7 +140,11 @@ def _build(cfg_json: str, seed: int) -> FederatedData:
                 if c.get("evaluate_on", "test") == "test"}
         chance = {n: HF_TASKS[n].chance for n in names}
     if c.get("evaluate_on", "test") == "validation":
-        pooled, test = _validation(pooled, c["validation_per_task"], derive_seed(seed, "validation"))
+        order = list(dict.fromkeys(e.task for e in pooled))
+        held = _held_validation(c, seed) if c.get("validation_from", "train") == "held" else {}
+        pooled, carved = _validation(pooled, c["validation_per_task"], derive_seed(seed, "validation"),
+                                     [t for t in order if t not in held])
+        test = {t: held[t] if t in held else carved[t] for t in order}
     if c.get("choices_as_text"):      # trained as generated answers (test and validation sets keep their choices)
         pooled = [dataclasses.replace(e, choices=None, label=0) if e.is_choice else e for e in pooled]
     if c.get("public_source", "instructions") == "holdout":

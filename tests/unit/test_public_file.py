@@ -94,3 +94,35 @@ def test_evaluate_on_validation_holds_training_rows_out_and_never_reads_the_test
     assert not held & {e.prompt for v in test_run.test.values() for e in v}
     with pytest.raises(ConfigError, match="data.validation_per_task"):
         _cfg(*base, "data.evaluate_on=validation", "data.validation_per_task=8")
+
+
+def test_validation_from_held_draws_each_task_from_its_test_population_apart_from_the_test_items():
+    """data.validation_from=held: a task whose held-out population has room (two_hop, topic) is validated on
+    fresh rows about that population — none asks what a test item asks, none is a training prompt — and keeps
+    its training rows whole; a task whose test set asks about nearly all of its people (recall) falls back to
+    rows held out of its training data."""
+    from fedlab.data.federated import validation_sources
+
+    base = ["data.partition=iid", "data.tasks=[recall,two_hop,topic]", "data.train_per_task=40",
+            "data.test_per_task=300", "data.evaluate_on=validation", "data.validation_per_task=20"]
+    test_run = build_federated_data(_cfg(*base[:-2]).data, 0)
+    held_cfg = _cfg(*base, "data.validation_from=held").data
+    held_run, train_run = build_federated_data(held_cfg, 0), build_federated_data(_cfg(*base).data, 0)
+    assert validation_sources(held_cfg) == {"recall": "train", "two_hop": "held", "topic": "held"}
+    assert {t: len(v) for t, v in held_run.test.items()} == {"recall": 20, "two_hop": 20, "topic": 20}
+    asked = {e.prompt for v in test_run.test.values() for e in v}
+    trained = {e.prompt for e in test_run.pooled_train()}
+    for t in ("two_hop", "topic"):
+        prompts = [e.prompt for e in held_run.test[t]]
+        assert len(set(prompts)) == 20 and not set(prompts) & (asked | trained), t
+        rows = lambda run: sorted(e.prompt for e in run.pooled_train() if e.task == t)     # the partition may differ
+        assert rows(held_run) == rows(test_run), t
+    assert held_run.test["recall"] == train_run.test["recall"]          # the fallback is the "train" split's
+    assert len([e for e in held_run.pooled_train() if e.task == "recall"]) < 40
+    assert build_federated_data(held_cfg, 1).test["two_hop"] != held_run.test["two_hop"]   # a draw per seed
+    assert validation_sources(_cfg(*base[:-2]).data) == {}
+
+
+def test_validation_from_held_is_refused_where_there_is_no_held_out_population():
+    with pytest.raises(ConfigError, match="data.validation_from"):
+        _cfg("data.source=hf:rte", "data.evaluate_on=validation", "data.validation_from=held")
