@@ -207,6 +207,19 @@ def learnt_in(folder, script: str = "budget", chain: str | None = None) -> dict[
     return out
 
 
+def _scored_on(grid: Grid) -> str:
+    """Where the grid's validation rows come from, in words (`data.validation_from`)."""
+    if "data.validation_from=held" not in grid.validation:
+        return "scored on rows held out of the training data"
+    from fedlab.data.federated import validation_sources
+
+    rows = plan(grid)
+    train = [t for t, w in (validation_sources(rows[0].resolve(0).data) if rows else {}).items() if w == "train"]
+    return ("scored on fresh rows about the people (or number pairs) each task's test set asks about, none asking "
+            "what a test item asks" + (f"; on rows held out of the training data for {' and '.join(train)}, whose test "
+                                       "sets ask about nearly all of those people" if train else ""))
+
+
 def section(results, grid: Grid, what: str, choose: bool = True, every_seed: bool = False,
             claims: str | None = "the table's claims") -> list[str]:
     """Markdown: per value, the cells its references learn, each control's status, and the choice (with
@@ -226,8 +239,8 @@ def section(results, grid: Grid, what: str, choose: bool = True, every_seed: boo
                "made than the row runs now; they are run again before a choice rests on them." if old else
                f"No choice yet: every row needs the same {grid.seeds} seeds at every value.")
     lines = [f"## {what}: `{grid.key}` {'chosen ' if choose else ''}on validation", "",
-             "Each reference row of the table at each value, scored on rows held out of the training data (the test "
-             "sets are not read). A cell is a (row, task, seed); it clears the bar of the table's control."
+             f"Each reference row of the table at each value, {_scored_on(grid)} (the test sets are not read). A "
+             "cell is a (row, task, seed); it clears the bar of the table's control."
              + (" The values are compared on the seeds every row holds at every value; the seeds a value holds "
                 "beyond them are shown in its table below, and what the claims read rests on all of them."
                 if more else "")

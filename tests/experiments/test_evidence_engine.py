@@ -193,6 +193,32 @@ def test_every_system_page_is_the_engines_output():
     assert json.loads((ROOT / "experiments/fedmkt/results.json").read_text())["_meta"]
 
 
+VALIDATION_PAGES = ["coplms/budget", "coplms/family", "coplms/tune", "fedmkt/budget", "fedmkt/family",
+                    "fedproxy/budget", "fedproxy/server_step", "floe/budget"]
+
+
+def test_every_validation_page_script_is_checked():
+    """Every table script that writes a page of its own (it declares OUT) is in VALIDATION_PAGES."""
+    found = sorted(f"{p.parent.name}/{p.stem}" for p in (ROOT / "experiments").glob("*/*.py")
+                   if "\nOUT = " in p.read_text())
+    assert found == sorted(VALIDATION_PAGES)
+
+
+@pytest.mark.slow   # the configs of each page's rows resolved to tell outdated records
+@pytest.mark.parametrize("name", VALIDATION_PAGES)
+def test_each_validation_page_re_renders_byte_for_byte(name, tmp_path):
+    """A budget, family or tuning page (`experiments/<system>/<script>/RESULTS.md`) is exactly what its records
+    give now: a page left as its records were before a config changed under them would hide the change."""
+    import shutil
+
+    from fedlab.evidence.summary import load_table
+
+    system, script = name.split("/")
+    mod = load_table(system, script=script)
+    shutil.copy(mod.OUT / "results.json", tmp_path / "results.json")
+    assert mod.render(Results(tmp_path / "results.json")) == (mod.OUT / "RESULTS.md").read_text()
+
+
 @pytest.mark.slow   # about 100 s: each system's configs resolved once per record to tell stale rows
 @pytest.mark.parametrize("name", ["coplms", "elsa", "fedmkt", "fedproxy", "floe"])
 def test_each_results_page_re_renders_byte_for_byte(name, tmp_path):

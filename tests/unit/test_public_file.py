@@ -115,8 +115,8 @@ def test_validation_from_held_draws_each_task_from_its_test_population_apart_fro
     for t in ("two_hop", "topic"):
         prompts = [e.prompt for e in held_run.test[t]]
         assert len(set(prompts)) == 20 and not set(prompts) & (asked | trained), t
-        rows = lambda run: sorted(e.prompt for e in run.pooled_train() if e.task == t)     # the partition may differ
-        assert rows(held_run) == rows(test_run), t
+        rows = [sorted(e.prompt for e in run.pooled_train() if e.task == t) for run in (held_run, test_run)]
+        assert rows[0] == rows[1], t                                    # the same rows (the partition may differ)
     assert held_run.test["recall"] == train_run.test["recall"]          # the fallback is the "train" split's
     assert len([e for e in held_run.pooled_train() if e.task == "recall"]) < 40
     assert build_federated_data(held_cfg, 1).test["two_hop"] != held_run.test["two_hop"]   # a draw per seed
