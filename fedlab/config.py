@@ -105,6 +105,10 @@ class DataConfig:
                  "asks about people the training rows never name is validated on such people too, and the "
                  "training data stays whole; a task whose test set asks about nearly all of its population (too "
                  "few other prompts) falls back to \"train\" (`fedlab.data.federated.validation_sources` names them)")
+    validation_holdout_per_task: Optional[int] = doc(
+        None, "with validation_from \"held\": the rows held out of the training data as the validation set of a "
+              "task that falls back to \"train\", so that the held tasks can be validated on as many rows as a test "
+              "set while the fallback takes few training rows; null: validation_per_task")
     world_seed: int = doc(0, "seed of the synthetic world (the embedded benchmark's facts and items); separate from "
                              "the run seed")
     test_draw: Literal["fixed", "per_seed"] = doc(
@@ -138,6 +142,14 @@ class DataConfig:
     min_client_samples: int = doc(
         1, "every client holds at least this many training samples (topped up from the largest clients after the "
            "partition; ELSA: two batches, so no client solves its local problem with one or two examples)")
+
+    @property
+    def holdout_per_task(self) -> int:
+        """The rows a task validated on its training data holds out of them (`validation_from` \"train\", or a
+        \"held\" task's fallback)."""
+        if self.validation_from == "held" and self.validation_holdout_per_task is not None:
+            return self.validation_holdout_per_task
+        return self.validation_per_task
 
     def public_count(self) -> int:
         """Size of the public (server) set: public_size instruction pairs, or with `holdout` the share of each
@@ -176,9 +188,15 @@ class DataConfig:
         check(self.validation_from == "train" or self.source == "embedded", f"{p}.validation_from",
               self.validation_from, "\"train\" with data.source other than embedded (only the embedded tasks have a "
               "held-out population to draw from)")
-        check(self.evaluate_on == "test" or self.validation_per_task < self.train_per_task,
-              f"{p}.validation_per_task", self.validation_per_task,
-              f"fewer than data.train_per_task ({self.train_per_task}) rows, so that some are left to train on")
+        own = self.validation_from == "held" and self.validation_holdout_per_task is not None
+        key = "validation_holdout_per_task" if own else "validation_per_task"
+        check(self.evaluate_on == "test" or self.holdout_per_task < self.train_per_task, f"{p}.{key}",
+              self.holdout_per_task,
+              f"fewer than data.train_per_task ({self.train_per_task}) rows, so that some are left to train on"
+              + ("" if own or self.validation_from == "train" else
+                 " (with validation_from \"held\", data.validation_holdout_per_task sets the hold-out apart)"))
+        check(self.validation_holdout_per_task is None or self.validation_holdout_per_task >= 1,
+              f"{p}.validation_holdout_per_task", self.validation_holdout_per_task, "null or an integer >= 1")
         check(self.client_test_per_task >= 0, f"{p}.client_test_per_task", self.client_test_per_task, "an integer >= 0")
         check(not (self.client_test_per_task and self.client_test_fraction), f"{p}.client_test_per_task",
               self.client_test_per_task, "0 when data.client_test_fraction is set (one kind of per-client test set)")

@@ -142,7 +142,9 @@ def _build(cfg_json: str, seed: int) -> FederatedData:
     if c.get("evaluate_on", "test") == "validation":
         order = list(dict.fromkeys(e.task for e in pooled))
         held = _held_validation(c, seed) if c.get("validation_from", "train") == "held" else {}
-        pooled, carved = _validation(pooled, c["validation_per_task"], derive_seed(seed, "validation"),
+        holdout = c["validation_per_task"] if c.get("validation_from", "train") == "train" else \
+            c.get("validation_holdout_per_task") or c["validation_per_task"]
+        pooled, carved = _validation(pooled, holdout, derive_seed(seed, "validation"),
                                      [t for t in order if t not in held])
         test = {t: held[t] if t in held else carved[t] for t in order}
     if c.get("choices_as_text"):      # trained as generated answers (test and validation sets keep their choices)

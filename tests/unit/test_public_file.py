@@ -126,3 +126,16 @@ def test_validation_from_held_draws_each_task_from_its_test_population_apart_fro
 def test_validation_from_held_is_refused_where_there_is_no_held_out_population():
     with pytest.raises(ConfigError, match="data.validation_from"):
         _cfg("data.source=hf:rte", "data.evaluate_on=validation", "data.validation_from=held")
+
+
+def test_held_tasks_validate_on_as_many_rows_as_asked_while_the_fallback_holds_out_its_own_few():
+    """validation_holdout_per_task sets the training hold-out of the fallback tasks apart from the held tasks'
+    size: topic is validated on 120 fresh rows, recall on 5 of its 40 training rows; without it, 120 would have to
+    come out of recall's 40 and the config says so, naming the key that sets it apart."""
+    base = ["data.partition=iid", "data.tasks=[recall,topic]", "data.train_per_task=40", "data.test_per_task=300",
+            "data.evaluate_on=validation", "data.validation_per_task=120", "data.validation_from=held"]
+    run = build_federated_data(_cfg(*base, "data.validation_holdout_per_task=5").data, 0)
+    assert {t: len(v) for t, v in run.test.items()} == {"recall": 5, "topic": 120}
+    assert len([e for e in run.pooled_train() if e.task == "topic"]) == 40
+    with pytest.raises(ConfigError, match="validation_holdout_per_task sets the hold-out apart"):
+        _cfg(*base)
