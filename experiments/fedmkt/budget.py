@@ -63,12 +63,16 @@ def refined(r: Results | None = None) -> list[budget.Grid]:
                         GRID.controls, validation=VALIDATION)]
 
 
+def _family() -> str | None:
+    """The S2 family `family.py` chose (loaded by its path: another system has a family.py too); None before."""
+    got = budget.chain_of(HERE, "family")
+    return budget.chosen(got[0], got[1][0]) if got else None
+
+
 def one_to_one(r: Results | None = None) -> list[budget.Grid]:
     """The batch size of the one-to-one table (4) at the rate GRID chose, on its own references: the centralized
     LLM, and the Standalone SLM of S2 (the family `family.py` chose) and of S1. [] before both have chosen."""
-    from family import chosen as family_chosen
-
-    at, family = _at_rate(r), family_chosen()
+    at, family = _at_rate(r), _family()
     if at is None or family is None:
         return []
     train = f"data.train_per_task={O2O_TRAIN}"
