@@ -47,8 +47,7 @@ def _records(r: Results | None) -> Results | None:
 
 def _at_rate(r: Results | None) -> str | None:
     """`federation.lr=<the rate GRID chose>`; None before it has chosen."""
-    r = _records(r)
-    lr = budget.chosen(r, GRID) if r is not None else None
+    lr = chosen(r)
     return None if lr is None else f"federation.lr={lr}"
 
 
@@ -63,16 +62,10 @@ def refined(r: Results | None = None) -> list[budget.Grid]:
                         GRID.controls, validation=VALIDATION)]
 
 
-def _family() -> str | None:
-    """The S2 family `family.py` chose (loaded by its path: another system has a family.py too); None before."""
-    got = budget.chain_of(HERE, "family")
-    return budget.chosen(got[0], got[1][0]) if got else None
-
-
 def one_to_one(r: Results | None = None) -> list[budget.Grid]:
     """The batch size of the one-to-one table (4) at the rate GRID chose, on its own references: the centralized
     LLM, and the Standalone SLM of S2 (the family `family.py` chose) and of S1. [] before both have chosen."""
-    at, family = _at_rate(r), _family()
+    at, family = _at_rate(r), TABLES.chosen_budget("family").get("model.clients")
     if at is None or family is None:
         return []
     train = f"data.train_per_task={O2O_TRAIN}"
@@ -93,10 +86,9 @@ def plan() -> list[Planned]:
 
 
 def chosen(r: Results | None = None) -> str | None:
-    path = OUT / "results.json"
-    if r is None and not path.is_file():
-        return None
-    return budget.chosen(r or Results(path), GRID)
+    """The rate GRID chose; None before it has (or before there are records)."""
+    r = _records(r)
+    return None if r is None else budget.chosen(r, GRID)
 
 
 def render(r: Results) -> str:

@@ -31,9 +31,8 @@ ROWS = {"homo/standalone": ("homo_standalone.yaml", 4, 160), "o2o/standalone": (
 
 def _batch() -> tuple[str, ...]:
     """The batch size `budget.py` chose for the multi-task tables, as an override; () before it has."""
-    got = budget.chain_of(HERE)
-    grid = budget.final(*got) if got else None
-    return (f"{grid.key}={budget.chosen(got[0], grid)}",) if grid and grid.key == "federation.batch_size" else ()
+    batch = TABLES.chosen_budget().get("federation.batch_size")
+    return () if batch is None else (f"federation.batch_size={batch}",)
 
 
 def _row(key: str) -> Planned:
@@ -55,13 +54,6 @@ GRID = budget.Grid(
 
 def plan() -> list[Planned]:
     return budget.plan(GRID)
-
-
-def chosen(r: Results | None = None) -> str | None:
-    path = OUT / "results.json"
-    if r is None and not path.is_file():
-        return None
-    return budget.chosen(r or Results(path), GRID)
 
 
 def render(r: Results) -> str:

@@ -3,17 +3,9 @@ tables (`budget.py`), the one-to-one table's batch size (its own grid there) and
 A YAML edited by hand away from a page's choice, or a choice that changed while the YAMLs stayed, fails here."""
 from __future__ import annotations
 
-from fedlab.evidence import budget
 from fedlab.evidence.summary import load_table
 
 MOD = load_table("fedmkt")
-FOLDER = MOD.SYSTEM.folder
-
-
-def _chosen(chain: str | None = None, script: str = "budget") -> dict[str, str]:
-    """{config key: the value chosen} along one chain of pages."""
-    results, grids = budget.chain_of(FOLDER, script, chain)
-    return {g.key: budget.chosen(results, g) for g in grids if budget.chosen(results, g) is not None}
 
 
 def _value(cfg, key: str):
@@ -22,8 +14,8 @@ def _value(cfg, key: str):
 
 
 def test_every_row_of_the_tables_runs_at_the_values_its_pages_chose():
-    multi, o2o = _chosen(), _chosen("one_to_one")
-    family = _chosen(script="family")["model.clients"]
+    multi, o2o = MOD.chosen_budget(), MOD.chosen_budget(chain="one_to_one")
+    family = MOD.chosen_budget("family")["model.clients"]
     assert {"federation.lr", "federation.batch_size"} <= set(multi) and set(o2o) == {"federation.batch_size"}
     rows = [p for p in MOD.plan() if not p.key.startswith("real/")]   # SmolLM2 runs at its own budget
     assert len(rows) > 30
