@@ -109,6 +109,12 @@ class DataConfig:
         None, "with validation_from \"held\": the rows held out of the training data as the validation set of a "
               "task that falls back to \"train\", so that the held tasks can be validated on as many rows as a test "
               "set while the fallback takes few training rows; null: validation_per_task")
+    validation_refills_train: bool = doc(
+        False, "with evaluate_on \"validation\" (embedded tasks): each task whose validation rows are held out of "
+               "its training rows trains on as many rows as a test-scored run does — the rows that asked a held-out "
+               "prompt are replaced by further rows of the same training population (never one that asks a held-out "
+               "prompt) — so a budget chosen on validation is chosen at the table's training size; false: the "
+               "training data shrinks by the rows held out")
     world_seed: int = doc(0, "seed of the synthetic world (the embedded benchmark's facts and items); separate from "
                              "the run seed")
     test_draw: Literal["fixed", "per_seed"] = doc(
@@ -195,6 +201,9 @@ class DataConfig:
               f"fewer than data.train_per_task ({self.train_per_task}) rows, so that some are left to train on"
               + ("" if own or self.validation_from == "train" else
                  " (with validation_from \"held\", data.validation_holdout_per_task sets the hold-out apart)"))
+        check(not self.validation_refills_train or self.source == "embedded", f"{p}.validation_refills_train",
+              self.validation_refills_train, "false with data.source other than embedded (only the embedded tasks "
+              "can draw further rows of a training population)")
         check(self.validation_holdout_per_task is None or self.validation_holdout_per_task >= 1,
               f"{p}.validation_holdout_per_task", self.validation_holdout_per_task, "null or an integer >= 1")
         check(self.client_test_per_task >= 0, f"{p}.client_test_per_task", self.client_test_per_task, "an integer >= 0")

@@ -87,6 +87,34 @@ def _validation(pooled: list[Example], n: int, seed: int, tasks=None) -> tuple[l
     return [e for e in pooled if (e.task, e.prompt) not in held], sets
 
 
+def _refilled(pooled: list[Example], carved: dict, c: dict) -> list[Example]:
+    """The training pool with each task of `carved` (validated on rows held out of its training data) back at
+    train_per_task rows: its training draw continued past the first train_per_task rows (the draw is the same
+    sequence however long), keeping only rows whose prompt was not held out — the rows it kept come first, in
+    order, followed by the next ones the draw makes. Tasks not in `carved` are left as they are."""
+    n = c["train_per_task"]
+    out = []
+    for task in dict.fromkeys(e.task for e in pooled):
+        rows = [e for e in pooled if e.task == task]
+        if task in carved:
+            asked = {e.prompt for e in carved[task]}
+            size = 2 * n
+            while True:
+                rows = [e for e in task_examples(task, "train", size, c["world_seed"]) if e.prompt not in asked]
+                if len(rows) >= n or size >= 64 * n:
+                    break
+                size *= 2
+            if len(rows) < n:
+                from fedlab.config import ConfigError
+
+                raise ConfigError(f"data.validation_refills_train: {task}'s training population cannot give "
+                                  f"{n} rows (data.train_per_task) that ask none of its {len(asked)} held-out "
+                                  "prompts; use a smaller data.validation_per_task or data.validation_holdout_per_task")
+            rows = rows[:n]
+        out += rows
+    return out
+
+
 def _held_validation(c: dict, seed: int) -> dict:
     """{task: n rows} for each embedded task whose held-out population (the people, or number pairs, its test
     items ask about) holds n distinct prompts that no test item of this run asks: fresh rows drawn from that
@@ -146,6 +174,8 @@ def _build(cfg_json: str, seed: int) -> FederatedData:
             c.get("validation_holdout_per_task") or c["validation_per_task"]
         pooled, carved = _validation(pooled, holdout, derive_seed(seed, "validation"),
                                      [t for t in order if t not in held])
+        if c.get("validation_refills_train"):
+            pooled = _refilled(pooled, carved, c)
         test = {t: held[t] if t in held else carved[t] for t in order}
     if c.get("choices_as_text"):      # trained as generated answers (test and validation sets keep their choices)
         pooled = [dataclasses.replace(e, choices=None, label=0) if e.is_choice else e for e in pooled]

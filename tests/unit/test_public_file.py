@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 
@@ -139,3 +140,28 @@ def test_held_tasks_validate_on_as_many_rows_as_asked_while_the_fallback_holds_o
     assert len([e for e in run.pooled_train() if e.task == "topic"]) == 40
     with pytest.raises(ConfigError, match="validation_holdout_per_task sets the hold-out apart"):
         _cfg(*base)
+
+
+def test_validation_refills_train_keeps_each_held_out_task_at_the_test_runs_training_size():
+    """validation_refills_train: a task validated on rows held out of its training data trains on
+    train_per_task rows again — the rows it kept first, in order, then further rows of its training draw, none
+    asking a held-out prompt — while a task validated on held rows is left as it is."""
+    base = ["data.partition=iid", "data.tasks=[recall,topic]", "data.train_per_task=40", "data.test_per_task=300",
+            "data.evaluate_on=validation", "data.validation_per_task=60", "data.validation_from=held",
+            "data.validation_holdout_per_task=12"]
+    shrunk = build_federated_data(_cfg(*base).data, 0)
+    refilled = build_federated_data(_cfg(*base, "data.validation_refills_train=true").data, 0)
+    kept, rows = (Counter(repr(e) for e in run.pooled_train() if e.task == "recall") for run in (shrunk, refilled))
+    assert kept.total() < 40 and rows.total() == 40
+    assert kept <= rows                                                 # the rows it kept, and more of the draw
+    trained = {e.prompt for e in refilled.pooled_train() if e.task == "recall"}
+    assert not trained & {e.prompt for e in refilled.test["recall"]}
+    assert refilled.test == shrunk.test
+    topic = [sorted(e.prompt for e in run.pooled_train() if e.task == "topic") for run in (shrunk, refilled)]
+    assert topic[0] == topic[1] and len(topic[0]) == 40
+
+
+def test_validation_refills_train_is_refused_where_no_population_can_refill():
+    with pytest.raises(ConfigError, match="data.validation_refills_train"):
+        _cfg("data.source=hf:rte", "data.evaluate_on=validation", "data.validation_per_task=4",
+             "data.validation_refills_train=true")
