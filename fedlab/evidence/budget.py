@@ -138,9 +138,10 @@ def unreliable(results, grid: Grid) -> dict[str, str]:
             for row in c.rows:
                 ok, bad = st.passed.get((row, t)) or [], st.failed.get((row, t)) or []
                 if t not in out and bad:
-                    some.setdefault(t, []).append(f"the {c.name} ({c.rule}) in {len(ok)} of {len(ok) + len(bad)}")
-    out.update({t: f"{' and '.join(who)} seeds clear the bar on validation data at `{grid.key}={value}`, not every "
-                   "seed" for t, who in some.items()})
+                    some.setdefault(t, []).append(f"the {c.name} ({c.rule}) clears the bar in {len(ok)} of "
+                                                  f"{len(ok) + len(bad)} seeds")
+    out.update({t: f"{' and '.join(who)} on validation data at `{grid.key}={value}`, not in every seed"
+                for t, who in some.items()})
     return out
 
 

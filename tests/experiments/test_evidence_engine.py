@@ -319,6 +319,23 @@ def test_a_task_no_reference_learns_in_any_seed_at_the_chosen_budget_leaves_the_
     assert budget.unlearnt(r, grid) == {}
 
 
+def test_a_task_a_reference_learns_in_some_seeds_only_is_unreliable_and_says_in_how_many(tmp_path):
+    from fedlab.evidence import budget
+    from fedlab.evidence.controls import above_chance
+
+    learns = lambda prefix: [above_chance("ref", [f"{prefix}ref"], ["a", "b"],
+                                          lambda rec, t: rec["final"][f"acc/task_{t}"], lambda t: 0.5, 10)]
+    grid = budget.Grid("federation.lr", ("0.002",), (Planned("ref", None, (), "reference"),), learns)
+    r = Results(tmp_path / "results.json")
+    for s in range(3):
+        r.records[f"lr0.002/ref@seed{s}"] = {"key": "lr0.002/ref", "seed": s,
+                                              "final": {"acc/task_a": 0.9, "acc/task_b": 0.5 if s == 1 else 0.9}}
+    r = _as_run(r, grid)
+    assert budget.unlearnt(r, grid) == {}
+    assert budget.unreliable(r, grid) == {"b": "the ref (chance + 10 points) clears the bar in 2 of 3 seeds on "
+                                                "validation data at `federation.lr=0.002`, not in every seed"}
+
+
 def test_no_budget_is_chosen_from_records_another_config_made(tmp_path):
     """A grid row whose record an older config made (its run key is not the one the row resolves to now) gives
     no choice, and so leaves nothing out of the claims, until it is run again; the page marks the row."""
