@@ -18,6 +18,16 @@ from fedlab.evidence.controls import Control, check
 from fedlab.evidence.records import Planned
 
 
+def held_validation(per_task: int = 300, holdout: int = 32) -> tuple[str, ...]:
+    """The overrides that score a grid's rows on validation rows at a test set's resolution without changing what
+    they train on: `per_task` fresh rows a task about the population its test set asks about, none asking what a
+    test item asks (`data.validation_from=held`); for a task whose test set leaves that population no room,
+    `holdout` prompts held out of its training rows, the rows that asked them refilled from the same training
+    population (`data.validation_refills_train`), so every task trains on as many rows as the table's runs do."""
+    return ("data.evaluate_on=validation", f"data.validation_per_task={per_task}", "data.validation_from=held",
+            f"data.validation_holdout_per_task={holdout}", "data.validation_refills_train=true")
+
+
 @dataclass(frozen=True)
 class Grid:
     key: str                                    # the dotted config key chosen, e.g. "federation.lr"
@@ -208,6 +218,11 @@ def learnt_in(folder, script: str = "budget", chain: str | None = None) -> dict[
     return out
 
 
+def _listed(names: list[str]) -> str:
+    """"a", "a and b", "a, b and c"."""
+    return " and ".join(names) if len(names) < 3 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 def _scored_on(grid: Grid) -> str:
     """Where the grid's validation rows come from, in words (`data.validation_from`)."""
     if "data.validation_from=held" not in grid.validation:
@@ -215,10 +230,12 @@ def _scored_on(grid: Grid) -> str:
     from fedlab.data.federated import validation_sources
 
     rows = plan(grid)
+    refilled = "data.validation_refills_train=true" in grid.validation
     train = [t for t, w in (validation_sources(rows[0].resolve(0).data) if rows else {}).items() if w == "train"]
     return ("scored on fresh rows about the people (or number pairs) each task's test set asks about, none asking "
-            "what a test item asks" + (f"; on rows held out of the training data for {' and '.join(train)}, whose test "
-                                       "sets ask about nearly all of those people" if train else ""))
+            "what a test item asks" + (f"; on rows held out of the training data for {_listed(train)}, whose test "
+                                       "sets ask about nearly all of those people" if train else "")
+            + ("; every task trains on as many rows as the table's runs" if refilled else ""))
 
 
 def section(results, grid: Grid, what: str, choose: bool = True, every_seed: bool = False,

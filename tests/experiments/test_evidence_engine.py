@@ -505,3 +505,24 @@ def test_a_metric_computed_outside_the_pin_agrees_within_rounding_and_every_othe
     assert differing(rec, {"final": {"server/clusters/silhouette": s_other_kind, "acc/mean": 0.5}}) == []
     assert differing(rec, {"final": {"server/clusters/silhouette": 0.3, "acc/mean": 0.5}}) == [
         "final server/clusters/silhouette"]
+
+
+@pytest.mark.parametrize("system", ["fedproxy"])
+def test_a_budget_on_held_validation_trains_each_reference_on_the_tables_rows(system):
+    """budget.held_validation: every reference row of the first grid trains on the same number of rows a task as
+    the row scored on its test sets, and is validated on 300 rows of every task the held-out population has room
+    for (32 held out of the training rows of the others)."""
+    from collections import Counter
+
+    from fedlab.data.federated import build_federated_data, validation_sources
+    from fedlab.evidence.summary import load_table
+
+    grid = load_table(system, script="budget").GRID
+    for row in grid.rows:
+        val = row.resolve(0, (*grid.overrides(row, grid.values[0]), *grid.validation)).data
+        test = row.resolve(0, grid.overrides(row, grid.values[0])).data
+        trained = [Counter(e.task for e in build_federated_data(c, 0).pooled_train()) for c in (val, test)]
+        assert trained[0] == trained[1], row.key
+        sizes = {t: len(v) for t, v in build_federated_data(val, 0).test.items()}
+        assert sizes == {t: 300 if w == "held" else 32 for t, w in validation_sources(val).items()}, row.key
+        assert Counter(validation_sources(val).values())["held"] >= 4, row.key
