@@ -147,7 +147,9 @@ def validation_sources(data_cfg, seed: int = 0) -> dict[str, str]:
 
 
 def build_federated_data(data_cfg, seed: int) -> FederatedData:
-    return _build(json.dumps(dataclasses.asdict(data_cfg), sort_keys=True), seed)
+    # the config's own reading of how many rows a task validated on its training data holds out
+    c = {**dataclasses.asdict(data_cfg), "holdout_per_task": data_cfg.holdout_per_task}
+    return _build(json.dumps(c, sort_keys=True), seed)
 
 
 @lru_cache(maxsize=16)
@@ -170,9 +172,7 @@ def _build(cfg_json: str, seed: int) -> FederatedData:
     if c.get("evaluate_on", "test") == "validation":
         order = list(dict.fromkeys(e.task for e in pooled))
         held = _held_validation(c, seed) if c.get("validation_from", "train") == "held" else {}
-        holdout = c["validation_per_task"] if c.get("validation_from", "train") == "train" else \
-            c.get("validation_holdout_per_task") or c["validation_per_task"]
-        pooled, carved = _validation(pooled, holdout, derive_seed(seed, "validation"),
+        pooled, carved = _validation(pooled, c["holdout_per_task"], derive_seed(seed, "validation"),
                                      [t for t in order if t not in held])
         if c.get("validation_refills_train"):
             pooled = _refilled(pooled, carved, c)

@@ -224,14 +224,16 @@ def _listed(names: list[str]) -> str:
 
 
 def _scored_on(grid: Grid) -> str:
-    """Where the grid's validation rows come from, in words (`data.validation_from`)."""
-    if "data.validation_from=held" not in grid.validation:
+    """Where the grid's validation rows come from, in words, as its first row resolves them
+    (`data.validation_from`, `data.validation_refills_train`)."""
+    rows = plan(grid)
+    data = rows[0].resolve(0).data if rows else None
+    if data is None or data.validation_from != "held":
         return "scored on rows held out of the training data"
     from fedlab.data.federated import validation_sources
 
-    rows = plan(grid)
-    refilled = "data.validation_refills_train=true" in grid.validation
-    train = [t for t, w in (validation_sources(rows[0].resolve(0).data) if rows else {}).items() if w == "train"]
+    refilled = data.validation_refills_train
+    train = [t for t, w in validation_sources(data).items() if w == "train"]
     return ("scored on fresh rows about the people (or number pairs) each task's test set asks about, none asking "
             "what a test item asks" + (f"; on rows held out of the training data for {_listed(train)}, whose test "
                                        "sets ask about nearly all of those people" if train else "")
