@@ -1,13 +1,14 @@
 """FedMKT's learning rate chosen on validation data, for every row of its tables alike: the references of the
 multi-task tables — the centralized LLM (LoRA on the pooled data) and the Standalone SLMs — at each rate of the
-grid, scored on 32 rows per task held out of the training data; the rate under which they learn the most
-(row, task, seed) cells by FedMKT's control rule (zero-shot + 2 points, `make_tables.learns`) is chosen. At that
-rate, the batch size (the paper's is 4, Appendix D.1; a smaller batch takes more steps an epoch, while the paper
-fixes the epochs, R = E = 1, and keeps within 10 rounds): for the multi-task tables (2 and 3) on the same
-references, and for the one-to-one table (4) on its own — the centralized LLM on the one client's and the public
-data, and the Standalone SLM of S2 (the family `family.py` chose) and of S1 — whose single client holds a fifth
-of the data, so fewer steps an epoch. The one-to-one rows draw as many more training rows a task as they hold
-out, so they train on as many as the table's rows do.
+grid, scored on validation rows (`fedmkt_rows.VALIDATION`: 300 a task about the population its test set asks about,
+apart from the test items; for recall, arithmetic and category, whose test sets leave that population no room, 32
+held out of the training rows and refilled from them, so every row trains on the table's rows a task); the rate
+under which they learn the most (row, task, seed) cells by FedMKT's control rule (zero-shot + 2 points,
+`make_tables.learns`) is chosen. At that rate, the batch size (the paper's is 4, Appendix D.1; a smaller batch
+takes more steps an epoch, while the paper fixes the epochs, R = E = 1, and keeps within 10 rounds): for the
+multi-task tables (2 and 3) on the same references, and for the one-to-one table (4) on its own — the centralized
+LLM on the one client's and the public data, and the Standalone SLM of S2 (the family `family.py` chose) and of S1
+— whose single client holds a fifth of the data, so fewer steps an epoch.
 
     python experiments/fedmkt/budget.py                # the grids, seeds 0,1,2 (resumable)
     python experiments/fedmkt/budget.py --only lr0.002/ --seeds 3,4   # two more seeds at the chosen rate
@@ -26,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "budget"
 TABLES = load_table("fedmkt")
 S1 = TABLES.S1
-VALIDATION = ("data.evaluate_on=validation", "data.validation_per_task=32")
+VALIDATION = TABLES.VALIDATION
 GRID = budget.Grid(
     "federation.lr", ("0.005", "0.002", "0.001"),       # the tables' rate first: a tie keeps it
     (Planned("centralized", HERE / "centralized.yaml", (), "Centralized LLM"),
@@ -37,7 +38,6 @@ GRID = budget.Grid(
 
 
 BATCHES = ("16", "8", "4")          # the tables' batch size first: a tie keeps it
-O2O_TRAIN = 64 + 32                 # the one-to-one table's rows a task, and as many as validation holds out
 
 
 def _records(r: Results | None) -> Results | None:
@@ -68,11 +68,10 @@ def one_to_one(r: Results | None = None) -> list[budget.Grid]:
     at, family = _at_rate(r), TABLES.chosen_budget("family").get("model.clients")
     if at is None or family is None:
         return []
-    train = f"data.train_per_task={O2O_TRAIN}"
-    rows = (Planned("o2o/centralized", HERE / "one_to_one_centralized.yaml", (train, at), "Centralized LLM (one-to-one)"),
-            Planned("o2o/standalone", HERE / "one_to_one_standalone.yaml", (train, at, f"model.clients=[{family}]"),
+    rows = (Planned("o2o/centralized", HERE / "one_to_one_centralized.yaml", (at,), "Centralized LLM (one-to-one)"),
+            Planned("o2o/standalone", HERE / "one_to_one_standalone.yaml", (at, f"model.clients=[{family}]"),
                     f"Standalone SLM (one-to-one, S2: {family})"),
-            Planned("o2o_s1/standalone", HERE / "one_to_one_standalone.yaml", (train, at, f"model.clients=[{S1}]"),
+            Planned("o2o_s1/standalone", HERE / "one_to_one_standalone.yaml", (at, f"model.clients=[{S1}]"),
                     f"Standalone SLM (one-to-one, S1: {S1})"))
     return [budget.Grid("federation.batch_size", BATCHES, rows,
                         lambda prefix: [TABLES.learns("centralized LLM (one-to-one)", [f"{prefix}o2o/centralized"]),

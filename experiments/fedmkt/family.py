@@ -1,12 +1,11 @@
 """FedMKT's S2 SLM family chosen on validation data: the SLM references of Tables 3 and 4's S2 settings — the
 Standalone SLMs of the homogeneous setting (four copies of one family) and of the one-to-one setting (one) — for
-each candidate family, scored on rows held out of the training data; the family under which they learn the most
-(row, task, seed) cells by FedMKT's control rule (zero-shot + 2 points, `make_tables.learns`) is chosen, the
-paper's OPT on a tie. S2 is the setting whose SLMs tokenize unlike the LLM, so every candidate has a vocabulary
-of its own (tiny-llama-s, which shares the LLM's tokenizer, is S1). Each row draws as many more training rows a
-task as it holds out, so it trains on as many as the table's row does, and runs at the batch size `budget.py`
-chose for the multi-task tables, once it has. The tasks each S2 claim reads — those its reference learns in every
-seed at the budget chosen for it — are named on the results page (`fedmkt_rows.claim_tasks`).
+each candidate family, scored on validation rows (`fedmkt_rows.VALIDATION`); the family under which they learn the
+most (row, task, seed) cells by FedMKT's control rule (zero-shot + 2 points, `make_tables.learns`) is chosen, the
+paper's OPT on a tie. S2 is the setting whose SLMs tokenize unlike the LLM, so every candidate has a vocabulary of
+its own (tiny-llama-s, which shares the LLM's tokenizer, is S1). Each row runs at the batch size `budget.py` chose
+for the multi-task tables, once it has. The tasks each S2 claim reads — those its reference learns in every seed at
+the budget chosen for it — are named on the results page (`fedmkt_rows.claim_tasks`).
 
     python experiments/fedmkt/family.py                # every candidate, seeds 0,1,2 (resumable)
     python experiments/fedmkt/family.py --render-only  # family/RESULTS.md from family/results.json
@@ -24,9 +23,8 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "family"
 TABLES = load_table("fedmkt")
 CANDIDATES = ("tiny-opt", "tiny-bloom", "tiny-gpt2", "tiny-qwen2")     # the paper's first: a tie keeps it
-HELD_OUT = 32
-# each row's clients (a copy of the family each) and its training rows a task in the table
-ROWS = {"homo/standalone": ("homo_standalone.yaml", 4, 160), "o2o/standalone": ("one_to_one_standalone.yaml", 1, 64)}
+# each row's config and clients (a copy of the family each)
+ROWS = {"homo/standalone": ("homo_standalone.yaml", 4), "o2o/standalone": ("one_to_one_standalone.yaml", 1)}
 
 
 def _batch() -> tuple[str, ...]:
@@ -36,8 +34,8 @@ def _batch() -> tuple[str, ...]:
 
 
 def _row(key: str) -> Planned:
-    yaml, _, train = ROWS[key]
-    return Planned(key, HERE / yaml, (f"data.train_per_task={train + HELD_OUT}", *_batch()),
+    yaml, _ = ROWS[key]
+    return Planned(key, HERE / yaml, _batch(),
                    f"Standalone SLMs ({key.split('/')[0]})")
 
 
@@ -49,7 +47,7 @@ def _family(row: Planned, family: str) -> tuple[str, ...]:
 GRID = budget.Grid(
     "model.clients", CANDIDATES, tuple(_row(k) for k in ROWS),
     lambda prefix: [TABLES.learns(f"Standalone SLMs ({k.split('/')[0]}, S2)", [f"{prefix}{k}"]) for k in ROWS],
-    validation=("data.evaluate_on=validation", f"data.validation_per_task={HELD_OUT}"), setting=_family)
+    validation=TABLES.VALIDATION, setting=_family)
 
 
 def plan() -> list[Planned]:

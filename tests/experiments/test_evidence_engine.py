@@ -507,7 +507,7 @@ def test_a_metric_computed_outside_the_pin_agrees_within_rounding_and_every_othe
         "final server/clusters/silhouette"]
 
 
-@pytest.mark.parametrize("system", ["fedproxy"])
+@pytest.mark.parametrize("system", ["fedmkt", "fedproxy"])
 def test_a_budget_on_held_validation_trains_each_reference_on_the_tables_rows(system):
     """budget.held_validation: every reference row of the first grid trains on the same number of rows a task as
     the row scored on its test sets, and is validated on 300 rows of every task the held-out population has room
