@@ -3,9 +3,9 @@ Standalone SLMs of the homogeneous setting (four copies of one family) and of th
 each candidate family, scored on validation rows (`fedmkt_rows.VALIDATION`); the family under which they learn the
 most (row, task, seed) cells by FedMKT's control rule (zero-shot + 2 points, `make_tables.learns`) is chosen, the
 paper's OPT on a tie. S2 is the setting whose SLMs tokenize unlike the LLM, so every candidate has a vocabulary of
-its own (tiny-llama-s, which shares the LLM's tokenizer, is S1). Each row runs at the batch size `budget.py` chose
-for the multi-task tables, once it has. The tasks each S2 claim reads — those its reference learns in every seed at
-the budget chosen for it — are named on the results page (`fedmkt_rows.claim_tasks`).
+its own (tiny-llama-s, which shares the LLM's tokenizer, is S1). Each row runs at the learning rate and batch size
+`budget.py` chose for the multi-task tables, once it has. The tasks each S2 claim reads — those its reference
+learns in every seed at the budget chosen for it — are named on the results page (`fedmkt_rows.claim_tasks`).
 
     python experiments/fedmkt/family.py                # every candidate, seeds 0,1,2 (resumable)
     python experiments/fedmkt/family.py --render-only  # family/RESULTS.md from family/results.json
@@ -27,15 +27,15 @@ CANDIDATES = ("tiny-opt", "tiny-bloom", "tiny-gpt2", "tiny-qwen2")     # the pap
 ROWS = {"homo/standalone": ("homo_standalone.yaml", 4), "o2o/standalone": ("one_to_one_standalone.yaml", 1)}
 
 
-def _batch() -> tuple[str, ...]:
-    """The batch size `budget.py` chose for the multi-task tables, as an override; () before it has."""
-    batch = TABLES.chosen_budget().get("federation.batch_size")
-    return () if batch is None else (f"federation.batch_size={batch}",)
+def _budget() -> tuple[str, ...]:
+    """The learning rate and batch size `budget.py` chose for the multi-task tables, as overrides (those it has
+    chosen so far)."""
+    return tuple(f"{key}={value}" for key, value in sorted(TABLES.chosen_budget().items()))
 
 
 def _row(key: str) -> Planned:
     yaml, _ = ROWS[key]
-    return Planned(key, HERE / yaml, _batch(),
+    return Planned(key, HERE / yaml, _budget(),
                    f"Standalone SLMs ({key.split('/')[0]})")
 
 
