@@ -157,9 +157,11 @@ def claims() -> list[Claim]:
                    "49.3 vs 36.0 (+13.3)", "real/hetero/fedmkt", "real/hetero/fedmkt", C_REAL_SLM, zero=True),
         _llm_central("SmolLM2-135M: LLM FedMKT comparable to Centralized, within 4 points", "Table 2",
                      "60.9 vs 64.5 (−3.7)", "real/hetero/fedmkt", "real/centralized", C_REAL_LLM, tolerance=4.0),
-        _llm_central("LLM on entailment (RTE): FedMKT ≈ 96 % of Centralized, within 4 points", "Table 2 (RTE)",
-                     "82.3 vs 85.9 (−3.6)", "task/entailment/fedmkt", "task/entailment/centralized",
-                     C_TASK_LLM["entailment"], tolerance=4.0),
+        # the paper's one data-set claim, where entailment is among the tasks the LLM's claims read (the page's
+        # opening paragraph says why it is not, when it is not)
+        *([_llm_central("LLM on entailment (RTE): FedMKT ≈ 96 % of Centralized, within 4 points", "Table 2 (RTE)",
+                        "82.3 vs 85.9 (−3.6)", "task/entailment/fedmkt", "task/entailment/centralized",
+                        C_TASK_LLM["entailment"], tolerance=4.0)] if "entailment" in C_TASK_LLM else []),
         _slm_claim("SLMs: FedMKT above Standalone (homogeneous, S2)", "Table 3", "50.5 vs 48.2 (+2.3)",
                    "homo/fedmkt", "homo/standalone", C_SLMS["homo"], kind="homo_s2"),
         _slm_claim("SLMs: FedMKT above FedAvg (homogeneous, S2)", "Table 3", "50.5 vs 48.7 (+1.8)",
