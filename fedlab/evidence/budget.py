@@ -165,17 +165,14 @@ def learnt(results, grid: Grid) -> dict[str, tuple[str, ...]]:
 
 
 def _script(folder, script: str = "budget"):
-    """`experiments/<system>/<script>.py` as a module (it declares `GRID` and `OUT`); None when there is none."""
-    import importlib.util
+    """`experiments/<system>/<script>.py` as a module (it declares `GRID` and `OUT`), by the table scripts' one
+    loader; None when there is none."""
     from pathlib import Path
 
-    path = Path(folder) / f"{script}.py"
-    if not path.is_file():
-        return None
-    spec = importlib.util.spec_from_file_location(f"fedlab_{script}_{Path(folder).name}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from fedlab.evidence.summary import load_table
+
+    folder = Path(folder)
+    return load_table(folder.name, folder.parent, script) if (folder / f"{script}.py").is_file() else None
 
 
 def chain_of(folder, script: str = "budget", chain: str | None = None):

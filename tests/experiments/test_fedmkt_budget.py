@@ -31,11 +31,9 @@ def test_every_row_of_the_tables_runs_at_the_values_its_pages_chose():
 
 
 def test_the_family_grid_runs_at_the_rate_and_batch_size_the_budget_chose():
-    from fedlab.evidence import budget
-
     multi = MOD.chosen_budget()
     assert {"federation.lr", "federation.batch_size"} <= set(multi)
-    family = budget._script(MOD.HERE, "family")
+    family = load_table("fedmkt", script="family")
     for p in family.plan():
         cfg = p.resolve(0)
         for key, value in multi.items():
