@@ -58,9 +58,9 @@ def refined(r: Results | None = None) -> list[budget.Grid]:
     at = _at_rate(r)
     if at is None:
         return []
-    return [budget.Grid("federation.batch_size", BATCHES,
-                        tuple(Planned(p.key, p.config, (at,), p.label) for p in GRID.rows),
-                        GRID.controls, validation=VALIDATION)]
+    rows = tuple(Planned(p.key, p.config, (*(o for o in p.overrides if o not in AT_FIRST_BATCH), at), p.label)
+                 for p in GRID.rows)      # each row's own overrides, less the batch pin the grid replaces
+    return [budget.Grid("federation.batch_size", BATCHES, rows, GRID.controls, validation=VALIDATION)]
 
 
 def one_to_one(r: Results | None = None) -> list[budget.Grid]:

@@ -51,3 +51,17 @@ def test_the_validation_pages_records_stay_current_once_the_tables_take_their_ch
         for grid in grids:
             assert budget.chosen(records, grid) is not None, (script, chain, grid.key)
             assert not budget.outdated(records, grid), (script, chain, grid.key)
+
+
+def test_the_batch_grid_keeps_each_reference_rows_own_overrides_but_the_batch_pin(monkeypatch):
+    import dataclasses
+
+    script = load_table("fedmkt", script="budget")
+    first = dataclasses.replace(script.GRID.rows[0], overrides=(*script.GRID.rows[0].overrides, "model.max_length=64"))
+    monkeypatch.setattr(script, "GRID", dataclasses.replace(script.GRID, rows=(first, *script.GRID.rows[1:])))
+    monkeypatch.setattr(script, "_at_rate", lambda r: "federation.lr=0.001")   # the changed row has no records
+    (grid,) = script.refined()
+    row = next(p for p in grid.rows if p.key == first.key)
+    assert "model.max_length=64" in row.overrides
+    assert not set(script.AT_FIRST_BATCH) & set(row.overrides)
+    assert "federation.lr=0.001" in row.overrides
