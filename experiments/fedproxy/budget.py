@@ -2,9 +2,13 @@
 reference — CentSFT, the LLM LoRA-tuned on the pooled data of the eight tasks — at each rate of the grid, scored on
 validation rows (`VALIDATION`); the rate under which it learns the most (task, seed) cells by FedProxy's
 control rule (its own zero-shot + 2 points, `make_tables.centsft`) is chosen. A task CentSFT does not learn in
-every seed there leaves the heterogeneous claims (`make_tables.left_out`).
+every seed there leaves the heterogeneous claims (`make_tables.left_out`). The SmolLM2 rows (`make_tables.real_plan`)
+have a grid of their own (`smollm2`): their CentSFT on SmolLM2 at rates around theirs, scored on validation rows at
+their test sets' size; a task it does not learn in every seed at the rate chosen there leaves the SmolLM2 claims
+(`make_tables.left_out_real`).
 
-    python experiments/fedproxy/budget.py                # the grid, seeds 0,1,2 (resumable)
+    python experiments/fedproxy/budget.py                # the grids, seeds 0,1,2 (resumable)
+    python experiments/fedproxy/budget.py --only lr0.002/hetero/   # the tiny-llama grid alone
     python experiments/fedproxy/budget.py --render-only  # budget/RESULTS.md from budget/results.json
 """
 from __future__ import annotations
@@ -29,14 +33,32 @@ GRID = budget.Grid(
     validation=VALIDATION)
 
 
+# the SmolLM2 rows train on 32 rows a task and are scored on 50: 50 validation rows a task, and 16 prompts held out of
+# the training rows (and refilled) where a test set leaves no room
+REAL_VALIDATION = budget.held_validation(50, 16)
+REAL_RATES = ("0.0005", "0.001", "0.002")           # the SmolLM2 rows' rate before any was chosen first
+
+
+def smollm2(r: Results | None = None) -> list[budget.Grid]:
+    """The SmolLM2 rows' rate: their reference, CentSFT on SmolLM2 (`centsft_smollm2.yaml`), at each of
+    `REAL_RATES`, by the same control rule as the tiny-llama table's."""
+    return [budget.Grid("federation.lr", REAL_RATES,
+                        (Planned("real/hetero/centsft", HERE / "centsft_smollm2.yaml", (), "CentSFT (SmolLM2)"),),
+                        lambda prefix: [TABLES.centsft("real/hetero", prefix)], validation=REAL_VALIDATION)]
+
+
 def plan() -> list[Planned]:
-    return budget.plan(GRID)
+    return budget.plan(GRID) + [p for g in smollm2() for p in budget.plan(g)]
 
 
 def render(r: Results) -> str:
-    return budget.page(r, GRID, "FedProxy: the learning rate chosen on validation data",
+    text = budget.page(r, GRID, "FedProxy: the learning rate chosen on validation data",
                        "experiments/fedproxy/budget.py", __doc__, "The heterogeneous reference",
                        every_seed=True)
+    extra = [line for g in smollm2(r) if any(r.runs(p.key) for p in budget.plan(g))
+             for line in ("", *budget.section(r, g, "The SmolLM2 reference", every_seed=True,
+                                              claims="the SmolLM2 claims"))]
+    return text + "\n".join(extra) + ("\n" if extra else "")
 
 
 if __name__ == "__main__":

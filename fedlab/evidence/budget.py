@@ -197,10 +197,11 @@ def final(results, grids) -> Grid | None:
     return done[-1] if done else None
 
 
-def left_out(folder, every_seed: bool = False) -> dict[str, str]:
+def left_out(folder, every_seed: bool = False, chain: str | None = None) -> dict[str, str]:
     """`unlearnt` of the table in `folder` at its chain's `final` choice (`unreliable` with `every_seed`: a task
-    must be learnt in every seed to stay in the claims); {} when the table has no budget or no choice yet."""
-    got = chain_of(folder)
+    must be learnt in every seed to stay in the claims); `chain` names a chain of the script other than its
+    GRID's (`chain_of`); {} when the table has no budget or no choice yet."""
+    got = chain_of(folder, chain=chain)
     grid = final(*got) if got else None
     return (unreliable if every_seed else unlearnt)(got[0], grid) if grid else {}
 

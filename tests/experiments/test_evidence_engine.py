@@ -428,6 +428,35 @@ def test_a_refined_budget_decides_what_the_claims_read_once_it_has_chosen(tmp_pa
     assert budget.left_out(tmp_path) == {} and budget.learnt_in(tmp_path) == {"ref": ("a", "b")}
 
 
+def test_a_named_chain_leaves_out_the_tasks_its_own_reference_misses_not_the_grids(tmp_path):
+    """`left_out(folder, chain=…)` reads the grid a budget script's function of that name declares (a table's
+    rows with a reference of their own, e.g. FedProxy's SmolLM2 rows), at that grid's choice."""
+    from fedlab.evidence import budget
+
+    (tmp_path / "budget.py").write_text(
+        "from pathlib import Path\n"
+        "from fedlab.evidence import budget\n"
+        "from fedlab.evidence.controls import above_chance\n"
+        "from fedlab.evidence.records import Planned\n"
+        "OUT = Path(__file__).parent / 'budget'\n"
+        "score = lambda rec, t: rec['final'][f'acc/task_{t}']\n"
+        "learns = lambda name: lambda prefix: [above_chance(name, [f'{prefix}{name}'], ['a', 'b'], score, "
+        "lambda t: 0.5, 10)]\n"
+        "GRID = budget.Grid('federation.lr', ('0.002',), (Planned('ref', None, (), 'R'),), learns('ref'))\n"
+        "def real(r=None):\n"
+        "    return [budget.Grid('federation.lr', ('0.001', '0.004'), (Planned('big', None, (), 'B'),), learns('big'))]\n")
+    r = Results(tmp_path / "budget" / "results.json")
+    script = budget._script(tmp_path)
+    for key, a, b in (("lr0.002/ref", 0.9, 0.5), ("lr0.001/big", 0.5, 0.5), ("lr0.004/big", 0.5, 0.9)):
+        for s in range(3):
+            r.records[f"{key}@seed{s}"] = {"key": key, "seed": s, "final": {"acc/task_a": a, "acc/task_b": b}}
+    for grid in (script.GRID, *script.real()):
+        _as_run(r, grid)
+    r.save()
+    assert list(budget.left_out(tmp_path, every_seed=True)) == ["b"]
+    assert list(budget.left_out(tmp_path, every_seed=True, chain="real")) == ["a"]     # at 0.004, its choice
+
+
 def test_fedmkt_claims_read_the_tasks_their_own_reference_learns_in_every_validation_seed():
     """A claim on the SLMs reads (means, controls) the tasks the heterogeneous Standalone SLMs learn in every
     validation seed at the chosen rate, a claim on the LLM those of the centralized LLM; the tables' means read

@@ -17,3 +17,27 @@ def test_every_heterogeneous_row_that_trains_runs_at_the_rate_its_budget_page_ch
     assert len(rows) > 10
     for p in rows:
         assert p.resolve(0).federation.lr == float(chosen), p.key
+
+
+def test_the_smollm2_claims_leave_out_what_their_own_reference_misses_and_only_they(monkeypatch):
+    """A task the SmolLM2 grid leaves out (`left_out_real`) leaves the SmolLM2 claims and their control, and no
+    tiny-llama claim; the tiny-llama grid's (`left_out`) leave the heterogeneous claims, and no SmolLM2 one."""
+    monkeypatch.setattr(TABLES, "left_out_real", lambda: {"two_hop": "not learnt on validation"})
+    monkeypatch.setattr(TABLES, "left_out", lambda: {"topic": "not learnt on validation"})
+    TABLES.claims.cache_clear()
+    try:
+        claims = TABLES.claims()
+    finally:
+        TABLES.claims.cache_clear()
+    real = [c for c in claims if c.a.startswith("real/")]
+    hetero = [c for c in claims if c.a.startswith("hetero/")]
+    assert real and hetero
+    for c in real:
+        assert "two_hop" not in c.control.tasks and "topic" in c.control.tasks, c.claim
+    for c in hetero:
+        assert "topic" not in c.control.tasks and "two_hop" in c.control.tasks, c.claim
+    # and the score a SmolLM2 claim reads averages without it, also where it is not narrowed (against zero-shot)
+    tasks = TABLES.QA + TABLES.CLS
+    record = {"final": {"llm/acc/mean": 0.5, **{f"llm/acc/task_{t}": 1.0 if t == "two_hop" else 0.5 for t in tasks}}}
+    (zero,) = [c for c in real if c.b == "real/hetero/zeroshot"]
+    assert zero.fn(record) == 0.5
