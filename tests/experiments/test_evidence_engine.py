@@ -390,18 +390,22 @@ def test_the_cells_a_claim_may_read_are_the_tasks_learnt_in_every_seed_at_the_ch
     assert budget.learnt(r, grid) == {}                     # no choice before every row has its seeds
 
 
+# the opening of a budget script written into tmp_path: its records folder and a score read off `acc/task_<t>`
+BUDGET_SCRIPT_HEAD = ("from pathlib import Path\n"
+                      "from fedlab.evidence import budget\n"
+                      "from fedlab.evidence.controls import above_chance\n"
+                      "from fedlab.evidence.records import Planned\n"
+                      "OUT = Path(__file__).parent / 'budget'\n"
+                      "score = lambda rec, t: rec['final'][f'acc/task_{t}']\n")
+
+
 def test_a_refined_budget_decides_what_the_claims_read_once_it_has_chosen(tmp_path):
     """A budget script's `refined` grids choose a further setting at GRID's value: once one has chosen, the tasks
     left out and the tasks a control learns are read at its choice, not GRID's."""
     from fedlab.evidence import budget
 
     (tmp_path / "budget.py").write_text(
-        "from pathlib import Path\n"
-        "from fedlab.evidence import budget\n"
-        "from fedlab.evidence.controls import above_chance\n"
-        "from fedlab.evidence.records import Planned\n"
-        "OUT = Path(__file__).parent / 'budget'\n"
-        "score = lambda rec, t: rec['final'][f'acc/task_{t}']\n"
+        BUDGET_SCRIPT_HEAD +
         "learns = lambda prefix: [above_chance('ref', [f'{prefix}ref'], ['a', 'b'], score, lambda t: 0.5, 10)]\n"
         "GRID = budget.Grid('federation.lr', ('0.002',), (Planned('ref', None, (), 'R'),), learns)\n"
         "def refined(r):\n"
@@ -434,12 +438,7 @@ def test_a_named_chain_leaves_out_the_tasks_its_own_reference_misses_not_the_gri
     from fedlab.evidence import budget
 
     (tmp_path / "budget.py").write_text(
-        "from pathlib import Path\n"
-        "from fedlab.evidence import budget\n"
-        "from fedlab.evidence.controls import above_chance\n"
-        "from fedlab.evidence.records import Planned\n"
-        "OUT = Path(__file__).parent / 'budget'\n"
-        "score = lambda rec, t: rec['final'][f'acc/task_{t}']\n"
+        BUDGET_SCRIPT_HEAD +
         "learns = lambda name: lambda prefix: [above_chance(name, [f'{prefix}{name}'], ['a', 'b'], score, "
         "lambda t: 0.5, 10)]\n"
         "GRID = budget.Grid('federation.lr', ('0.002',), (Planned('ref', None, (), 'R'),), learns('ref'))\n"
