@@ -105,6 +105,12 @@ class DataConfig:
                  "asks about people the training rows never name is validated on such people too, and the "
                  "training data stays whole; a task whose test set asks about nearly all of its population (too "
                  "few other prompts) falls back to \"train\" (`fedlab.data.federated.validation_sources` names them)")
+    validation_keeps_shares: bool = doc(
+        False, "with validation_from \"held\": each task's fresh rows give every answer the share of them its test set "
+               "gives it (largest remainders), so a validation score means what a test score does; a task whose "
+               "population cannot fill those shares falls back to \"train\" like one with too few prompts. false: "
+               "the fresh rows in the order drawn, whatever their answers — which leaves paraphrase nearly all \"no\" "
+               "(its fresh prompts are almost all non-paraphrases), where answering one class scores near 100")
     validation_holdout_per_task: Optional[int] = doc(
         None, "with validation_from \"held\": the rows held out of the training data as the validation set of a "
               "task that falls back to \"train\", so that the held tasks can be validated on as many rows as a test "

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -115,20 +116,37 @@ def _refilled(pooled: list[Example], carved: dict, c: dict) -> list[Example]:
     return out
 
 
+def answer_quotas(targets: list[str], n: int) -> dict[str, int]:
+    """{answer: rows} giving each answer of `targets` its share of `n` rows, n·share rounded down and the rows
+    left over to the largest remainders (ties: the answer seen first)."""
+    counts = Counter(targets)
+    exact = {a: n * k / len(targets) for a, k in counts.items()}
+    out = {a: int(x) for a, x in exact.items()}
+    for a in sorted(exact, key=lambda a: -(exact[a] - out[a]))[:n - sum(out.values())]:
+        out[a] += 1
+    return out
+
+
 def _held_validation(c: dict, seed: int) -> dict:
     """{task: n rows} for each embedded task whose held-out population (the people, or number pairs, its test
     items ask about) holds n distinct prompts that no test item of this run asks: fresh rows drawn from that
-    population with a draw of their own (seeded), in the order drawn, one per prompt. A task with fewer such
-    prompts is absent (its test set asks about nearly all of its population)."""
+    population with a draw of their own (seeded), in the order drawn, one per prompt; with
+    `validation_keeps_shares`, as many of each answer as its share of the test set gives it (`answer_quotas`).
+    A task with fewer such prompts is absent (its test set asks about nearly all of its population, or the
+    population holds too few fresh prompts of some answer)."""
     n, draw = c["validation_per_task"], derive_seed(seed, "validation-held")
     test_draw = seed if c.get("test_draw", "fixed") == "per_seed" else None
     out = {}
     for t in c["tasks"]:
-        asked = {e.prompt for e in task_examples(t, "test", c["test_per_task"], c["world_seed"], test_draw)}
+        test = task_examples(t, "test", c["test_per_task"], c["world_seed"], test_draw)
+        asked = {e.prompt for e in test}
+        room = answer_quotas([e.target for e in test], n) if c.get("validation_keeps_shares") else None
         rows: dict[str, Example] = {}
         for e in task_examples(t, "test", 20 * n, c["world_seed"], draw):
-            if e.prompt not in asked:
-                rows.setdefault(e.prompt, e)
+            if e.prompt not in asked and e.prompt not in rows and (room is None or room.get(e.target, 0) > 0):
+                rows[e.prompt] = e
+                if room is not None:
+                    room[e.target] -= 1
             if len(rows) == n:
                 out[t] = tuple(rows.values())
                 break

@@ -165,3 +165,32 @@ def test_validation_refills_train_is_refused_where_no_population_can_refill():
     with pytest.raises(ConfigError, match="data.validation_refills_train"):
         _cfg("data.source=hf:rte", "data.evaluate_on=validation", "data.validation_per_task=4",
              "data.validation_refills_train=true")
+
+
+def test_answer_quotas_give_each_answer_its_share_with_the_leftover_rows_to_the_largest_remainders():
+    from fedlab.data.federated import answer_quotas
+
+    assert answer_quotas(["yes", "yes", "no"], 4) == {"yes": 3, "no": 1}          # 2.67 → 3, 1.33 → 1
+    assert answer_quotas(["a", "b", "c"], 4) == {"a": 2, "b": 1, "c": 1}          # a tie: the answer seen first
+    assert answer_quotas(["no"] * 3 + ["yes"] * 7, 20) == {"no": 6, "yes": 14}
+
+
+def test_held_validation_keeping_shares_matches_the_test_sets_answers_or_falls_back_to_train():
+    """validation_keeps_shares: each held task's fresh rows carry its test set's answer shares (sentiment's
+    yes/no as its test set has them); paraphrase, whose fresh prompts are nearly all "no", cannot fill its "yes"
+    share and is validated on rows held out of its training data instead. Without it the draw is what it was:
+    paraphrase's fresh rows nearly all "no", where answering "no" alone scores over 90."""
+    from fedlab.data.federated import answer_quotas, validation_sources
+
+    base = ["data.partition=iid", "data.tasks=[sentiment,paraphrase]", "data.train_per_task=40",
+            "data.test_per_task=300", "data.evaluate_on=validation", "data.validation_per_task=300",
+            "data.validation_from=held", "data.validation_holdout_per_task=8"]
+    test = build_federated_data(_cfg(*base[:-4]).data, 0).test
+    drawn_cfg, kept_cfg = _cfg(*base).data, _cfg(*base, "data.validation_keeps_shares=true").data
+    drawn, kept = build_federated_data(drawn_cfg, 0).test, build_federated_data(kept_cfg, 0).test
+    assert Counter(e.target for e in drawn["paraphrase"])["no"] > 270 and len(drawn["paraphrase"]) == 300
+    assert validation_sources(kept_cfg) == {"sentiment": "held", "paraphrase": "train"}
+    assert len(kept["paraphrase"]) == 8
+    want = answer_quotas([e.target for e in test["sentiment"]], 300)
+    assert dict(Counter(e.target for e in kept["sentiment"])) == want != dict(Counter(e.target for e in drawn["sentiment"]))
+    assert not {e.prompt for e in kept["sentiment"]} & {e.prompt for e in test["sentiment"]}
