@@ -11,6 +11,8 @@ page names them until the grid is run again.
 """
 from __future__ import annotations
 
+import dataclasses
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -238,6 +240,47 @@ def _scored_on(grid: Grid) -> str:
             + ("; every task trains on as many rows as the table's runs" if refilled else ""))
 
 
+def answer_skew(grid: Grid, seed: int = 0, points: float = 10.0) -> dict[str, tuple[str, float, float]]:
+    """{task: (answer, its share of the validation rows, its share of the test set)} for each task of the grid's
+    rows (their first value's, at `seed`'s draw) where some answer's share of the validation rows differs from its
+    share of the test set by more than `points`: the answer whose share differs most. There a model that gives
+    that answer alone scores what it would not on the test set. Embedded tasks only; {} for rows scored on
+    their test sets."""
+    import json
+
+    from fedlab.data.federated import build_federated_data
+
+    out: dict[str, tuple[str, float, float]] = {}
+    seen = set()
+    for p in plan(grid)[:len(grid.rows)]:
+        data = p.resolve(seed).data
+        stamp = json.dumps(dataclasses.asdict(data), sort_keys=True, default=str)
+        if data.evaluate_on != "validation" or data.source != "embedded" or stamp in seen:
+            continue
+        seen.add(stamp)
+        val = build_federated_data(data, seed).test
+        test = build_federated_data(dataclasses.replace(data, evaluate_on="test"), seed).test
+        for t, rows in val.items():
+            shares = [Counter(e.target for e in xs) for xs in (rows, test.get(t, ()))]
+            totals = [sum(c.values()) or 1 for c in shares]
+            gaps = {a: (shares[0][a] / totals[0], shares[1][a] / totals[1]) for a in set(shares[0]) | set(shares[1])}
+            answer = max(gaps, key=lambda a: (abs(gaps[a][0] - gaps[a][1]), a), default=None)
+            if answer is not None and 100 * abs(gaps[answer][0] - gaps[answer][1]) > points:
+                out.setdefault(t, (answer, *gaps[answer]))
+    return out
+
+
+def _skew_line(grid: Grid) -> str:
+    skew = answer_skew(grid)
+    if not skew:
+        return ""
+    told = "; ".join(f"**{t}**: {100 * v:.0f} % \"{a}\" (its test set: {100 * w:.0f} %)" for t, (a, v, w) in skew.items())
+    return (f" The validation rows do not carry their test set's answer shares on {_listed(list(skew))} (seed 0's "
+            f"draw): {told}; where a model leans to one answer its score there is not the one the test set would "
+            "give, so those cells say less than the others (`data.validation_keeps_shares` draws held rows in the "
+            "test set's shares).")
+
+
 def section(results, grid: Grid, what: str, choose: bool = True, every_seed: bool = False,
             claims: str | None = "the table's claims") -> list[str]:
     """Markdown: per value, the cells its references learn, each control's status, and the choice (with
@@ -258,7 +301,7 @@ def section(results, grid: Grid, what: str, choose: bool = True, every_seed: boo
                f"No choice yet: every row needs the same {grid.seeds} seeds at every value.")
     lines = [f"## {what}: `{grid.key}` {'chosen ' if choose else ''}on validation", "",
              f"Each reference row of the table at each value, {_scored_on(grid)} (the test sets are not read). A "
-             "cell is a (row, task, seed); it clears the bar of the table's control."
+             "cell is a (row, task, seed); it clears the bar of the table's control." + _skew_line(grid)
              + (" The values are compared on the seeds every row holds at every value; the seeds a value holds "
                 "beyond them are shown in its table below, and what the claims read rests on all of them."
                 if more else "")

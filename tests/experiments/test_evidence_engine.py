@@ -1,5 +1,6 @@
 """The evidence engine around the claims: the page's shape, the forest plot, the summary across systems, the
 spot-check's comparison and draw, and the check that prose cannot drift from the generated blocks."""
+import dataclasses
 import json
 from pathlib import Path
 
@@ -554,3 +555,21 @@ def test_a_budget_on_held_validation_trains_each_reference_on_the_tables_rows(sy
         sizes = {t: len(v) for t, v in build_federated_data(val, 0).test.items()}
         assert sizes == {t: 300 if w == "held" else 32 for t, w in validation_sources(val).items()}, row.key
         assert Counter(validation_sources(val).values())["held"] >= 4, row.key
+
+
+def test_a_budget_page_names_the_tasks_whose_validation_answers_are_not_in_their_test_sets_shares(tmp_path):
+    """`answer_skew`: paraphrase's held rows drawn in order are nearly all "no" against half of its test set, and
+    the page's section says so; sentiment's held rows are near its test set's shares and are not named; rows
+    scored on their test sets name nothing."""
+    from fedlab.evidence import budget
+
+    data = ("data.tasks=[sentiment,paraphrase]", "data.train_per_task=40", "data.test_per_task=300")
+    held = budget.held_validation(300, 8)
+    grid = budget.Grid("federation.lr", ("0.002",), (Planned("ref", None, data, "R"),), lambda prefix: [],
+                       validation=held)
+    skew = budget.answer_skew(grid)
+    assert list(skew) == ["paraphrase"] and skew["paraphrase"][0] == "no"
+    assert skew["paraphrase"][1] > 0.9 and abs(skew["paraphrase"][2] - 0.5) < 0.05
+    text = "\n".join(budget.section(Results(tmp_path / "results.json"), grid, "R"))
+    assert '**paraphrase**: 96 % "no" (its test set: 50 %)' in text
+    assert budget.answer_skew(dataclasses.replace(grid, validation=())) == {}
