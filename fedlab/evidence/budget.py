@@ -20,14 +20,17 @@ from fedlab.evidence.controls import Control, check
 from fedlab.evidence.records import Planned
 
 
-def held_validation(per_task: int = 300, holdout: int = 32) -> tuple[str, ...]:
+def held_validation(per_task: int = 300, holdout: int = 32, keeps_shares: bool = False) -> tuple[str, ...]:
     """The overrides that score a grid's rows on validation rows at a test set's resolution without changing what
     they train on: `per_task` fresh rows a task about the population its test set asks about, none asking what a
     test item asks (`data.validation_from=held`); for a task whose test set leaves that population no room,
     `holdout` prompts held out of its training rows, the rows that asked them refilled from the same training
-    population (`data.validation_refills_train`), so every task trains on as many rows as the table's runs do."""
+    population (`data.validation_refills_train`), so every task trains on as many rows as the table's runs do.
+    `keeps_shares`: the fresh rows carry each answer's share of the test set, and a task whose population cannot
+    fill them is held out of its training rows instead (`data.validation_keeps_shares`)."""
     return ("data.evaluate_on=validation", f"data.validation_per_task={per_task}", "data.validation_from=held",
-            f"data.validation_holdout_per_task={holdout}", "data.validation_refills_train=true")
+            f"data.validation_holdout_per_task={holdout}", "data.validation_refills_train=true",
+            *(("data.validation_keeps_shares=true",) if keeps_shares else ()))
 
 
 @dataclass(frozen=True)
