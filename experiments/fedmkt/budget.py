@@ -98,11 +98,9 @@ def render(r: Results) -> str:
                        claims=None if refined_chose else "the table's claims")
     # the multi-task refinement's choice decides what those tables leave out; each one-to-one claim reads the tasks
     # its own reference learns, named on the results page
-    parts = [(g, "At the chosen rate, the multi-task references", "the table's claims") for g in refined(r)]
-    parts += [(g, "At the chosen rate, the one-to-one references", None) for g in one_to_one(r)]
-    extra = [line for g, what, claims in parts if any(r.runs(p.key) for p in budget.plan(g))
-             for line in ("", *budget.section(r, g, what, claims=claims))]
-    return text + "\n".join(extra) + ("\n" if extra else "")
+    parts = [(g, "At the chosen rate, the multi-task references", {"claims": "the table's claims"}) for g in refined(r)]
+    parts += [(g, "At the chosen rate, the one-to-one references", {"claims": None}) for g in one_to_one(r)]
+    return budget.with_sections(r, text, parts)
 
 
 if __name__ == "__main__":

@@ -55,10 +55,9 @@ def render(r: Results) -> str:
     text = budget.page(r, GRID, "FedProxy: the learning rate chosen on validation data",
                        "experiments/fedproxy/budget.py", __doc__, "The heterogeneous reference",
                        every_seed=True)
-    extra = [line for g in smollm2(r) if any(r.runs(p.key) for p in budget.plan(g))
-             for line in ("", *budget.section(r, g, "The SmolLM2 reference", every_seed=True,
-                                              claims="the SmolLM2 claims"))]
-    return text + "\n".join(extra) + ("\n" if extra else "")
+    return budget.with_sections(r, text, [(g, "The SmolLM2 reference", {"every_seed": True,
+                                                                         "claims": "the SmolLM2 claims"})
+                                          for g in smollm2(r)])
 
 
 if __name__ == "__main__":

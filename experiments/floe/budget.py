@@ -54,9 +54,8 @@ def render(r: Results) -> str:
     text = budget.page(r, GRID, "Floe: the learning rate chosen on validation data",
                        "experiments/floe/budget.py", __doc__, "The references", every_seed=True)
     second = epochs_grid(r)
-    if second is None or not any(r.runs(p.key) for p in budget.plan(second)):
-        return text
-    return text + "\n".join(["", *budget.section(r, second, "At the chosen rate, more local epochs", choose=False)]) + "\n"
+    return budget.with_sections(r, text, [(second, "At the chosen rate, more local epochs", {"choose": False})]
+                                if second else [])
 
 
 if __name__ == "__main__":

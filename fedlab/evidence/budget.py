@@ -249,18 +249,13 @@ def answer_skew(grid: Grid, seed: int = 0, points: float = 10.0) -> dict[str, tu
     share of the test set by more than `points`: the answer whose share differs most. There a model that gives
     that answer alone scores what it would not on the test set. Embedded tasks only; {} for rows scored on
     their test sets."""
-    import json
-
     from fedlab.data.federated import build_federated_data
 
     out: dict[str, tuple[str, float, float]] = {}
-    seen = set()
-    for p in plan(grid)[:len(grid.rows)]:
+    for p in plan(grid)[:len(grid.rows)]:      # rows sharing a data config share its (cached) build
         data = p.resolve(seed).data
-        stamp = json.dumps(dataclasses.asdict(data), sort_keys=True, default=str)
-        if data.evaluate_on != "validation" or data.source != "embedded" or stamp in seen:
+        if data.evaluate_on != "validation" or data.source != "embedded":
             continue
-        seen.add(stamp)
         val = build_federated_data(data, seed).test
         test = build_federated_data(dataclasses.replace(data, evaluate_on="test"), seed).test
         for t, rows in val.items():
@@ -325,6 +320,14 @@ def section(results, grid: Grid, what: str, choose: bool = True, every_seed: boo
         lines += ["", f"Left out of {claims} ({why} at the chosen value):", "",
                   *(f"- **{t}**: {why}." for t, why in left_out.items())]
     return lines
+
+
+def with_sections(results, text: str, parts) -> str:
+    """A budget page `text` followed by a `section` for each (grid, what, section's keyword arguments) of `parts`
+    whose rows hold records (a grid not run yet adds nothing)."""
+    extra = [line for grid, what, kw in parts if any(results.runs(p.key) for p in plan(grid))
+             for line in ("", *section(results, grid, what, **kw))]
+    return text + "\n".join(extra) + ("\n" if extra else "")
 
 
 def page(results, grid: Grid, title: str, script: str, doc: str | None, what: str, choose: bool = True,
