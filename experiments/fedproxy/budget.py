@@ -5,7 +5,7 @@ control rule (its own zero-shot + 2 points, `make_tables.centsft`) is chosen. A 
 every seed there leaves the heterogeneous claims (`make_tables.left_out`). The SmolLM2 rows (`make_tables.real_plan`)
 have a grid of their own (`smollm2`): their CentSFT on SmolLM2 at rates around theirs, scored on validation rows at
 their test sets' size; a task it does not learn in every seed at the rate chosen there leaves the SmolLM2 claims
-(`make_tables.left_out_real`).
+(`make_tables.left_out("smollm2")`).
 
     python experiments/fedproxy/budget.py                # the grids, seeds 0,1,2 (resumable)
     python experiments/fedproxy/budget.py --only lr0.002/hetero/   # the tiny-llama grid alone

@@ -151,29 +151,25 @@ def metric(col: str, skip=()):
     return lambda rec: llm_metrics(rec["final"], skip).get(col)
 
 
+# the settings whose claims leave out what their CentSFT misses on validation, and the chain of budget.py that
+# chose their rate (None: its GRID, the tiny-llama table's; "smollm2": the SmolLM2 rows')
+BUDGET_CHAINS = {"hetero": None, "real/hetero": "smollm2"}
+
+
 @functools.cache
-def left_out() -> dict[str, str]:
+def left_out(chain: str | None = None) -> dict[str, str]:
     """{task: why}: the tasks CentSFT does not learn in every seed on validation data at the rate chosen there
-    (`python experiments/fedproxy/budget.py`). They are scored and shown, and leave the heterogeneous setting's
-    claims: their QA, ALL and mean columns and their control read the other tasks."""
+    (`python experiments/fedproxy/budget.py`: its GRID, or its grid `chain`). They are scored and shown, and leave
+    the claims of the setting that chain chose for (`BUDGET_CHAINS`): their QA, ALL and mean columns and their
+    control read the other tasks."""
     from fedlab.evidence.budget import left_out as of_table
 
-    return of_table(HERE, every_seed=True)
-
-
-@functools.cache
-def left_out_real() -> dict[str, str]:
-    """{task: why}: the tasks CentSFT on SmolLM2 does not learn in every seed on validation data at the rate
-    chosen for the SmolLM2 rows (`budget.py`'s `smollm2` grid). They are scored and shown, and leave the SmolLM2
-    claims, as `left_out`'s leave the heterogeneous ones."""
-    from fedlab.evidence.budget import left_out as of_table
-
-    return of_table(HERE, every_seed=True, chain="smollm2")
+    return of_table(HERE, every_seed=True, chain=chain)
 
 
 def skipped(setting: str) -> dict[str, str]:
-    """{task: why} of the tasks `setting`'s claims leave out (`left_out`, `left_out_real`; none elsewhere)."""
-    return left_out() if setting == "hetero" else left_out_real() if setting == "real/hetero" else {}
+    """{task: why} of the tasks `setting`'s claims leave out (`left_out` of its chain; none without one)."""
+    return left_out(BUDGET_CHAINS[setting]) if setting in BUDGET_CHAINS else {}
 
 
 INTRO = ("tiny-llama (6 blocks) is the LLM; each run's command and resolved config are in `results.json`. Accuracy of "

@@ -20,10 +20,10 @@ def test_every_heterogeneous_row_that_trains_runs_at_the_rate_its_budget_page_ch
 
 
 def test_the_smollm2_claims_leave_out_what_their_own_reference_misses_and_only_they(monkeypatch):
-    """A task the SmolLM2 grid leaves out (`left_out_real`) leaves the SmolLM2 claims and their control, and no
-    tiny-llama claim; the tiny-llama grid's (`left_out`) leave the heterogeneous claims, and no SmolLM2 one."""
-    monkeypatch.setattr(TABLES, "left_out_real", lambda: {"two_hop": "not learnt on validation"})
-    monkeypatch.setattr(TABLES, "left_out", lambda: {"topic": "not learnt on validation"})
+    """A task the SmolLM2 grid leaves out (`left_out("smollm2")`) leaves the SmolLM2 claims and their control, and
+    no tiny-llama claim; the tiny-llama grid's (`left_out()`) leave the heterogeneous claims, and no SmolLM2 one."""
+    monkeypatch.setattr(TABLES, "left_out", lambda chain=None: {"two_hop" if chain == "smollm2" else "topic":
+                                                                "not learnt on validation"})
     TABLES.claims.cache_clear()
     try:
         claims = TABLES.claims()
