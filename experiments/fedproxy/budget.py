@@ -23,9 +23,9 @@ from fedlab.evidence.summary import load_table
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "budget"
 TABLES = load_table("fedproxy")
-# 300 validation rows a task, as many as a test set, about the population its test set asks about; CentSFT
-# trains on the table's 160 rows a task (`fedlab.evidence.budget.held_validation`)
-VALIDATION = budget.held_validation(300, 32)
+# 300 validation rows a task, as many as a test set, about the population its test set asks about and in its
+# answer shares; CentSFT trains on the table's 160 rows a task (`fedlab.evidence.budget.held_validation`)
+VALIDATION = budget.held_validation(300, 32, keeps_shares=True)
 GRID = budget.Grid(
     "federation.lr", ("0.002", "0.005", "0.001"),       # the tables' rate first: a tie keeps it
     (Planned("hetero/centsft", HERE / "hetero_centsft.yaml", TABLES.EVAL, "CentSFT (hetero)"),),
