@@ -235,11 +235,17 @@ def _scored_on(grid: Grid) -> str:
         return "scored on rows held out of the training data"
     from fedlab.data.federated import validation_sources
 
-    refilled = data.validation_refills_train
+    refilled, kept = data.validation_refills_train, data.validation_keeps_shares
     train = [t for t, w in validation_sources(data).items() if w == "train"]
+    # those a draw without the answer shares would also send to the training data: no room in their population
+    crowded = [t for t, w in validation_sources(dataclasses.replace(data, validation_keeps_shares=False)).items()
+               if w == "train"] if kept else train
+    why = [f"for {_listed(crowded)}, whose test sets ask about nearly all of those people"] if crowded else []
+    short = [t for t in train if t not in crowded]
+    why += [f"for {_listed(short)}, whose fresh rows cannot fill the test set's answer shares"] if short else []
     return ("scored on fresh rows about the people (or number pairs) each task's test set asks about, none asking "
-            "what a test item asks" + (f"; on rows held out of the training data for {_listed(train)}, whose test "
-                                       "sets ask about nearly all of those people" if train else "")
+            "what a test item asks" + (", in its answer shares" if kept else "")
+            + (f"; on rows held out of the training data {', and '.join(why)}" if why else "")
             + ("; every task trains on as many rows as the table's runs" if refilled else ""))
 
 

@@ -573,3 +573,20 @@ def test_a_budget_page_names_the_tasks_whose_validation_answers_are_not_in_their
     text = "\n".join(budget.section(Results(tmp_path / "results.json"), grid, "R"))
     assert '**paraphrase**: 96 % "no" (its test set: 50 %)' in text
     assert budget.answer_skew(dataclasses.replace(grid, validation=())) == {}
+
+
+def test_a_budget_page_says_why_each_task_is_validated_on_training_rows(tmp_path):
+    """A grid drawn in the test sets' answer shares names paraphrase apart, as the task whose fresh rows cannot
+    fill those shares; a task whose population leaves no room at all (recall) keeps that reason in both draws."""
+    from fedlab.evidence import budget
+
+    data = ("data.tasks=[recall,sentiment,paraphrase]", "data.train_per_task=40", "data.test_per_task=300")
+    grid = lambda kept: budget.Grid("federation.lr", ("0.002",), (Planned("ref", None, data, "R"),),
+                                    lambda prefix: [], validation=budget.held_validation(300, 8, keeps_shares=kept))
+    kept = "\n".join(budget.section(Results(tmp_path / "results.json"), grid(True), "R"))
+    assert ("none asking what a test item asks, in its answer shares; on rows held out of the training data for "
+            "recall, whose test sets ask about nearly all of those people, and for paraphrase, whose fresh rows "
+            "cannot fill the test set's answer shares;") in kept
+    drawn = "\n".join(budget.section(Results(tmp_path / "results.json"), grid(False), "R"))
+    assert ("none asking what a test item asks; on rows held out of the training data for recall, whose test sets "
+            "ask about nearly all of those people;") in drawn
