@@ -9,6 +9,7 @@ their test sets' size; a task it does not learn in every seed at the rate chosen
 
     python experiments/fedproxy/budget.py                # the grids, seeds 0,1,2 (resumable)
     python experiments/fedproxy/budget.py --only lr0.002/hetero/   # the tiny-llama grid alone
+    python experiments/fedproxy/budget.py --only lr0.002/hetero/ --seeds 3,4   # two more seeds at the chosen rate
     python experiments/fedproxy/budget.py --render-only  # budget/RESULTS.md from budget/results.json
 """
 from __future__ import annotations
