@@ -65,3 +65,21 @@ def test_the_batch_grid_keeps_each_reference_rows_own_overrides_but_the_batch_pi
     assert "model.max_length=64" in row.overrides
     assert not set(script.AT_FIRST_BATCH) & set(row.overrides)
     assert "federation.lr=0.001" in row.overrides
+
+
+def test_written_puts_rates_the_way_the_readmes_do(written):
+    assert [written(v) for v in ("0.001", "0.0005", "0.002", "16")] == ["1e-3", "5e-4", "2e-3", "16"]
+
+
+def test_the_readme_states_the_values_the_pages_chose(written):
+    """The README's set-up prose names the rate, the batch sizes and the S2 family: a page's choice that moves
+    while the prose stays fails here."""
+    multi, o2o = MOD.chosen_budget(), MOD.chosen_budget(chain="one_to_one")
+    family = MOD.chosen_budget("family")["model.clients"]
+    text = " ".join((MOD.HERE / "README.md").read_text().split())
+    lr, batch = written(multi["federation.lr"]), multi["federation.batch_size"]
+    for phrase in (f"AdamW lr {lr} and batch {batch} for every model",
+                   f"the one-to-one table's batch chosen on its own: {o2o['federation.batch_size']}",
+                   f"Table 3: four {family} SLMs", f"Table 4: the LLM and one {family})",
+                   f"the SLMs' at {lr};"):
+        assert phrase in text, phrase

@@ -41,3 +41,14 @@ def test_the_smollm2_claims_leave_out_what_their_own_reference_misses_and_only_t
     record = {"final": {"llm/acc/mean": 0.5, **{f"llm/acc/task_{t}": 1.0 if t == "two_hop" else 0.5 for t in tasks}}}
     (zero,) = [c for c in real if c.b == "real/hetero/zeroshot"]
     assert zero.fn(record) == 0.5
+
+
+def test_the_readme_states_the_rates_the_budget_page_chose(written):
+    """The README's set-up prose names the heterogeneous table's rate and the SmolLM2 rows' rate: a choice that
+    moves while the prose stays fails here."""
+    results = Results(BUDGET.OUT / "results.json")
+    tiny, real = budget.chosen(results, BUDGET.GRID), budget.chosen(results, BUDGET.smollm2()[0])
+    assert tiny is not None and real is not None
+    text = " ".join((BUDGET.HERE / "README.md").read_text().split())
+    for phrase in (f"AdamW lr {written(tiny)} in both settings", f"one local epoch at lr {written(real)}, batch 8"):
+        assert phrase in text, phrase
