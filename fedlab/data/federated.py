@@ -127,30 +127,36 @@ def answer_quotas(targets: list[str], n: int) -> dict[str, int]:
     return out
 
 
-def _held_validation(c: dict, seed: int) -> dict:
-    """{task: n rows} for each embedded task whose held-out population (the people, or number pairs, its test
-    items ask about) holds n distinct prompts that no test item of this run asks: fresh rows drawn from that
-    population with a draw of their own (seeded), in the order drawn, one per prompt; with
-    `validation_keeps_shares`, as many of each answer as its share of the test set gives it (`answer_quotas`).
-    A task with fewer such prompts is absent (its test set asks about nearly all of its population, or the
-    population holds too few fresh prompts of some answer)."""
+def _held_validation(c: dict, seed: int) -> tuple[dict, dict]:
+    """({task: n rows}, {task: why it has none}) for each embedded task: the rows where its held-out population
+    (the people, or number pairs, its test items ask about) holds n distinct prompts that no test item of this
+    run asks — fresh rows drawn from that population with a draw of their own (seeded), in the order drawn, one
+    per prompt; with `validation_keeps_shares`, as many of each answer as its share of the test set gives it
+    (`answer_quotas`). A task without them is given why: "crowded" (fewer than n such prompts: its test set asks
+    about nearly all of its population) or "shares" (enough prompts, too few of some answer to fill its share)."""
     n, draw = c["validation_per_task"], derive_seed(seed, "validation-held")
     test_draw = seed if c.get("test_draw", "fixed") == "per_seed" else None
-    out = {}
+    out, why = {}, {}
     for t in c["tasks"]:
         test = task_examples(t, "test", c["test_per_task"], c["world_seed"], test_draw)
         asked = {e.prompt for e in test}
         room = answer_quotas([e.target for e in test], n) if c.get("validation_keeps_shares") else None
         rows: dict[str, Example] = {}
+        fresh = set()
         for e in task_examples(t, "test", 20 * n, c["world_seed"], draw):
-            if e.prompt not in asked and e.prompt not in rows and (room is None or room.get(e.target, 0) > 0):
+            if e.prompt in asked:
+                continue
+            fresh.add(e.prompt)
+            if e.prompt not in rows and (room is None or room.get(e.target, 0) > 0):
                 rows[e.prompt] = e
                 if room is not None:
                     room[e.target] -= 1
             if len(rows) == n:
                 out[t] = tuple(rows.values())
                 break
-    return out
+        else:
+            why[t] = "shares" if len(fresh) >= n else "crowded"
+    return out, why
 
 
 def validation_sources(data_cfg, seed: int = 0) -> dict[str, str]:
@@ -160,8 +166,19 @@ def validation_sources(data_cfg, seed: int = 0) -> dict[str, str]:
     c = dataclasses.asdict(data_cfg)
     if c.get("evaluate_on", "test") != "validation":
         return {}
-    held = _held_validation(c, seed) if c.get("validation_from", "train") == "held" else {}
+    held = _held_validation(c, seed)[0] if c.get("validation_from", "train") == "held" else {}
     return {t: "held" if t in held else "train" for t in c["tasks"]}
+
+
+def validation_fallbacks(data_cfg, seed: int = 0) -> dict[str, str]:
+    """{task: why it is validated on rows held out of its training data} for each task of a config drawn from
+    held-out populations (`data.validation_from: held`) that falls back to them: "crowded" (its test set asks
+    about nearly all of its population) or "shares" (the population's fresh rows cannot fill the test set's
+    answer shares, `data.validation_keeps_shares`); {} for any other config."""
+    c = dataclasses.asdict(data_cfg)
+    if c.get("evaluate_on", "test") != "validation" or c.get("validation_from", "train") != "held":
+        return {}
+    return _held_validation(c, seed)[1]
 
 
 def build_federated_data(data_cfg, seed: int) -> FederatedData:
@@ -189,7 +206,7 @@ def _build(cfg_json: str, seed: int) -> FederatedData:
         chance = {n: HF_TASKS[n].chance for n in names}
     if c.get("evaluate_on", "test") == "validation":
         order = list(dict.fromkeys(e.task for e in pooled))
-        held = _held_validation(c, seed) if c.get("validation_from", "train") == "held" else {}
+        held = _held_validation(c, seed)[0] if c.get("validation_from", "train") == "held" else {}
         pooled, carved = _validation(pooled, c["holdout_per_task"], derive_seed(seed, "validation"),
                                      [t for t in order if t not in held])
         if c.get("validation_refills_train"):

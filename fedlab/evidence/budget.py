@@ -233,15 +233,13 @@ def _scored_on(grid: Grid) -> str:
     data = rows[0].resolve(0).data if rows else None
     if data is None or data.validation_from != "held":
         return "scored on rows held out of the training data"
-    from fedlab.data.federated import validation_sources
+    from fedlab.data.federated import validation_fallbacks
 
     refilled, kept = data.validation_refills_train, data.validation_keeps_shares
-    train = [t for t, w in validation_sources(data).items() if w == "train"]
-    # those a draw without the answer shares would also send to the training data: no room in their population
-    crowded = [t for t, w in validation_sources(dataclasses.replace(data, validation_keeps_shares=False)).items()
-               if w == "train"] if kept else train
+    fallbacks = validation_fallbacks(data)
+    crowded = [t for t, w in fallbacks.items() if w == "crowded"]
+    short = [t for t, w in fallbacks.items() if w == "shares"]
     why = [f"for {_listed(crowded)}, whose test sets ask about nearly all of those people"] if crowded else []
-    short = [t for t in train if t not in crowded]
     why += [f"for {_listed(short)}, whose fresh rows cannot fill the test set's answer shares"] if short else []
     return ("scored on fresh rows about the people (or number pairs) each task's test set asks about, none asking "
             "what a test item asks" + (", in its answer shares" if kept else "")

@@ -102,7 +102,7 @@ def test_validation_from_held_draws_each_task_from_its_test_population_apart_fro
     fresh rows about that population — none asks what a test item asks, none is a training prompt — and keeps
     its training rows whole; a task whose test set asks about nearly all of its people (recall) falls back to
     rows held out of its training data."""
-    from fedlab.data.federated import validation_sources
+    from fedlab.data.federated import validation_fallbacks, validation_sources
 
     base = ["data.partition=iid", "data.tasks=[recall,two_hop,topic]", "data.train_per_task=40",
             "data.test_per_task=300", "data.evaluate_on=validation", "data.validation_per_task=20"]
@@ -110,6 +110,7 @@ def test_validation_from_held_draws_each_task_from_its_test_population_apart_fro
     held_cfg = _cfg(*base, "data.validation_from=held").data
     held_run, train_run = build_federated_data(held_cfg, 0), build_federated_data(_cfg(*base).data, 0)
     assert validation_sources(held_cfg) == {"recall": "train", "two_hop": "held", "topic": "held"}
+    assert validation_fallbacks(held_cfg) == {"recall": "crowded"}
     assert {t: len(v) for t, v in held_run.test.items()} == {"recall": 20, "two_hop": 20, "topic": 20}
     asked = {e.prompt for v in test_run.test.values() for e in v}
     trained = {e.prompt for e in test_run.pooled_train()}
@@ -180,7 +181,7 @@ def test_held_validation_keeping_shares_matches_the_test_sets_answers_or_falls_b
     yes/no as its test set has them); paraphrase, whose fresh prompts are nearly all "no", cannot fill its "yes"
     share and is validated on rows held out of its training data instead. Without it the draw is what it was:
     paraphrase's fresh rows nearly all "no", where answering "no" alone scores over 90."""
-    from fedlab.data.federated import answer_quotas, validation_sources
+    from fedlab.data.federated import answer_quotas, validation_fallbacks, validation_sources
 
     base = ["data.partition=iid", "data.tasks=[sentiment,paraphrase]", "data.train_per_task=40",
             "data.test_per_task=300", "data.evaluate_on=validation", "data.validation_per_task=300",
@@ -190,6 +191,7 @@ def test_held_validation_keeping_shares_matches_the_test_sets_answers_or_falls_b
     drawn, kept = build_federated_data(drawn_cfg, 0).test, build_federated_data(kept_cfg, 0).test
     assert Counter(e.target for e in drawn["paraphrase"])["no"] > 270 and len(drawn["paraphrase"]) == 300
     assert validation_sources(kept_cfg) == {"sentiment": "held", "paraphrase": "train"}
+    assert validation_fallbacks(kept_cfg) == {"paraphrase": "shares"} and validation_fallbacks(drawn_cfg) == {}
     assert len(kept["paraphrase"]) == 8
     want = answer_quotas([e.target for e in test["sentiment"]], 300)
     assert dict(Counter(e.target for e in kept["sentiment"])) == want != dict(Counter(e.target for e in drawn["sentiment"]))
