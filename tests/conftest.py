@@ -79,3 +79,17 @@ def tracking_overrides(tmp_path):
 
 PICO = ["model.name=pico-llama", "federation.rounds=2", "data.train_per_task=24", "data.test_per_task=16",
         "federation.batch_size=8", "model.max_length=64"]
+
+
+def _written(value: str) -> str:
+    """A chosen value as the READMEs write it: a rate in short scientific form (0.001 → 1e-3), anything else as is."""
+    if "." not in value:
+        return value
+    mantissa, exponent = f"{float(value):.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+@pytest.fixture
+def written():
+    """`_written`: how a README writes a value a validation page chose."""
+    return _written
