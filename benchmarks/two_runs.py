@@ -1,9 +1,13 @@
-"""Two fedlab runs at once on one machine against one alone: the wall time of each, with OpenMP's threads waiting
-passively (fedlab's default, OMP_WAIT_POLICY=PASSIVE) and spinning (ACTIVE). Runs that spin for cores the other
-run holds stall each other; the target is two runs at once each taking at most about twice one alone's time on
-a machine whose cores they share (no stall), with the passive policy.
+"""Two fedlab runs at once on one machine against one alone, under each way OpenMP's idle threads can wait: fedlab's
+default (no variable set: each process spins or sleeps by how busy the machine is when it starts,
+`fedlab/idle_threads.py`), how long libgomp lets a thread spin before it sleeps (`GOMP_SPINCOUNT`, about 100,000
+spins a millisecond; 0 is OMP_WAIT_POLICY=PASSIVE, 300,000 libgomp's own default) and OMP_WAIT_POLICY=ACTIVE (spin
+without end). A thread that sleeps at once pays a wake-up at every parallel region, which slows a run alone;
+threads that spin for cores another run holds stall both runs. Two at once are started together, and staggered
+(the second 3 s after the first, as a second experiment started by hand). The targets, for fedlab's default: one
+alone within 1.1× the fastest policy's, and two at once, both ways, at most about twice one alone (no stall).
 
-    python benchmarks/two_runs.py [--out benchmarks/results/two_runs.md]
+    python benchmarks/two_runs.py [--spins 0,300000] [--out benchmarks/results/two_runs.md]
 """
 from __future__ import annotations
 
@@ -24,38 +28,57 @@ RUN = ["experiments/defaults.yaml", "model.name=pico-llama", "federation.rounds=
        "data.tasks=[recall,sentiment]", "tracking.enabled=false", "backend.threads=2"]
 
 
-def one(policy: str, tag: str, folder: Path) -> subprocess.Popen:
-    env = {**os.environ, "OMP_WAIT_POLICY": policy, "FEDLAB_HOME": os.environ.get("FEDLAB_HOME", "")}
+def one(policy: dict, tag: str, folder: Path) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env.update(policy, FEDLAB_HOME=os.environ.get("FEDLAB_HOME", ""))
     return subprocess.Popen([sys.executable, "-m", "fedlab.cli", "run", *RUN, f"output_dir={folder}/{tag}",
                              f"seed={len(tag)}"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
 
 
-def timed(procs: list[subprocess.Popen]) -> float:
+def timed(start, n: int, stagger: float = 0.0) -> float:
+    """Seconds from the first of `n` runs' start (`start(i)`) until all are done, each `stagger` s after the last."""
     t0 = time.perf_counter()
+    procs = []
+    for i in range(n):
+        if i and stagger:
+            time.sleep(stagger)
+        procs.append(start(i))
     for p in procs:
         if p.wait() != 0:
             raise RuntimeError("a run failed")
     return time.perf_counter() - t0
 
 
+def policies(spins: str) -> dict[str, dict]:
+    """{label: the environment it sets}: fedlab's default, each spin count, then spinning without end."""
+    out = {f"GOMP_SPINCOUNT={n}" + (" (PASSIVE)" if n == "0" else " (libgomp's default)" if n == "300000" else ""):
+           {"GOMP_SPINCOUNT": n} for n in spins.split(",") if n}
+    return {"fedlab's default (none set)": {}, **out, "OMP_WAIT_POLICY=ACTIVE": {"OMP_WAIT_POLICY": "ACTIVE"}}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--spins", default="0,300000", help="GOMP_SPINCOUNT values, comma-separated")
+    ap.add_argument("--stagger", type=float, default=3.0, help="seconds between the staggered runs' starts")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     report = Report("benchmarks/two_runs.py")
-    rows = []
+    got = {}
     with tempfile.TemporaryDirectory() as d:
-        for policy in ("PASSIVE", "ACTIVE"):
-            alone = min(timed([one(policy, f"a{i}", Path(d))]) for i in range(args.repeats))
-            both = min(timed([one(policy, f"b{i}", Path(d)), one(policy, f"bb{i}", Path(d))])
-                       for i in range(args.repeats))
-            rows.append([policy, f"{alone:.1f}", f"{both:.1f}", f"{both / alone:.2f}"])
+        for label, policy in policies(args.spins).items():
+            run = lambda tag, p=policy: lambda i: one(p, f"{tag}{i}", Path(d))  # noqa: E731
+            got[label] = [min(timed(run(f"{tag}{r}-"), n, stagger) for r in range(args.repeats))
+                          for tag, n, stagger in (("a", 1, 0.0), ("b", 2, 0.0), ("s", 2, args.stagger))]
+    fastest = min(alone for alone, _, _ in got.values())
+    rows = [[label, f"{alone:.1f}", f"{alone / fastest:.2f}", f"{both:.1f}", f"{both / alone:.2f}", f"{late:.1f}",
+             f"{late / alone:.2f}"] for label, (alone, both, late) in got.items()]
     report.emit("## Two runs at once against one alone (pico model, 2 torch threads each, best of "
-                f"{args.repeats})\n")
-    report.emit(table(rows, ["OMP_WAIT_POLICY", "one alone (s)", "two at once (s, both done)",
-                             "× one alone (≤ about 2: no stall)"]))
+                f"{args.repeats}; staggered: the second started {args.stagger:g} s after the first)\n")
+    report.emit(table(rows, ["idle OpenMP threads", "one alone (s)", "× the fastest alone (≤ 1.1)",
+                             "two together (s, both done)", "× one alone (≤ about 2)", "two staggered (s)",
+                             "× one alone (≤ about 2)"]))
     if args.out:
         report.write(args.out)
     return 0

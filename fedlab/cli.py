@@ -195,11 +195,12 @@ def _zoo_verify(names: list[str]) -> int:
 
 def cmd_doctor(args) -> int:
     """This machine's numerics against the reference digest (fedlab/numerics.py)."""
-    from fedlab import numerics
+    from fedlab import idle_threads, numerics
     from fedlab.comm.sketch import native_status
 
     lines, same = numerics.report()
     print("\n".join(lines))
+    print(f"OpenMP idle threads (fedlab/idle_threads.py): {idle_threads.decision}")
     print(f"count sketch native passes (ELSA from D = 512 on, fedlab/comm/count_sketch.c): {native_status()}")
     return 0 if same else 1
 

@@ -63,9 +63,6 @@ def apply_env() -> None:
             os.environ.setdefault(k, v)
     elif mode() == "pinned":
         os.environ.update(PIN)
-    # OpenMP threads that wait for work sleep instead of spinning: two runs on one machine (a table's --jobs 2, a
-    # second experiment) otherwise spin on the cores the other holds and both stall; the numbers do not change
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def capability() -> str:

@@ -145,3 +145,14 @@ def test_client_overhead_benchmark_runs(pico_zoo):
     assert p.returncode == 0, p.stderr[-2000:]
     row = next(ln for ln in p.stdout.splitlines() if ln.startswith("| 4 "))
     assert "| inprocess |" in row
+
+
+@pytest.mark.slow   # the README's main job on a pico model in a fresh FEDLAB_HOME, on 2 threads and 1: ~40 s
+def test_first_run_benchmark_times_the_readmes_command_and_its_split(tmp_path):
+    page = tmp_path / "first_run.md"
+    out = _run("benchmarks/first_run.py", "--set", "model.name=pico-llama", "federation.rounds=1",
+               "data.train_per_task=16", "data.test_per_task=8", "--out", str(page))
+    assert "fedlab run experiments/baselines/fedavg_hetero.yaml model.name=pico-llama" in out
+    rows = [ln for ln in page.read_text().splitlines() if ln.startswith(("| 2 (the YAML's)", "| 1 "))]
+    assert len(rows) == 2 and all("client fits" in r and "evaluation" in r for r in rows), rows
+    assert len({r.split("|")[4] for r in rows}) == 1          # the same accuracies on 2 threads and 1

@@ -81,19 +81,3 @@ def test_fedlab_run_restarts_itself_in_the_mode_a_config_asks_for(monkeypatch):
             "numerics=native"]
     assert main(argv) == 0
     assert seen["cmd"][1:] == ["-m", "fedlab.cli", *argv] and seen["env"]["FEDLAB_NUMERICS"] == "native"
-
-
-def test_openmp_threads_wait_passively_unless_the_user_says_otherwise():
-    """Importing fedlab sets OMP_WAIT_POLICY=PASSIVE before torch loads (two runs on one machine otherwise spin
-    on each other's cores); a user's own value stays."""
-    import os
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    probe = "import fedlab, os; print(os.environ['OMP_WAIT_POLICY'])"
-    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "PASSIVE"
-    out = subprocess.run([sys.executable, "-c", probe], env={**env, "OMP_WAIT_POLICY": "ACTIVE"},
-                         capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "ACTIVE"
