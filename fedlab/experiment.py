@@ -168,17 +168,18 @@ def _resume_run_id(id_file: Path) -> str | None:
 
 
 def _record_environment(cfg, tracker) -> tuple[dict, str]:
-    """The run's environment fingerprint as MLflow tags, and a dirty tree's diff as the artifact
-    `provenance/source.diff`; returns (environment, diff)."""
+    """The run's environment fingerprint as MLflow tags (and how OpenMP's idle threads wait, which decides speed,
+    not numbers: `fedlab.omp_wait`), and a dirty tree's diff as the artifact `provenance/source.diff`; returns
+    (environment, diff)."""
     import sys
 
-    from fedlab import numerics
+    from fedlab import idle_threads, numerics
     from fedlab.evidence.provenance import git_state, mlflow_tags, run_environment
     from fedlab.runtime.federation import run_dir
 
     state = git_state()
     env = run_environment(cfg, state)
-    tracker.set_tags(mlflow_tags(env))
+    tracker.set_tags({**mlflow_tags(env), "fedlab.omp_wait": idle_threads.decision})
     if not numerics.in_force():
         print(f"[fedlab] warning: numerics are pinned but ATen dispatches to {env['capability']} (torch ran a kernel "
               "before fedlab was imported): this run's numbers may differ from other machines'", file=sys.stderr)

@@ -144,6 +144,9 @@ def test_a_run_tags_its_environment_in_mlflow(pico_zoo, tmp_path, tracking_overr
     assert tags["fedlab.env.threads"] == "1" and tags["fedlab.env.torch"].startswith("2.")
     assert tags["fedlab.env.env.ATEN_CPU_CAPABILITY"] == "avx2" and tags["fedlab.env.clean"] in ("True", "False")
     assert h.environment["numerics_fingerprint"].startswith("AVX2|pinned|")
+    from fedlab import idle_threads
+
+    assert tags["fedlab.omp_wait"] == idle_threads.decision and "not decided" not in tags["fedlab.omp_wait"]
 
 
 def test_no_committed_record_comes_from_a_dirty_tree_without_its_diff():
