@@ -24,15 +24,29 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import Report, table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-INSTALL = ["pip install torch==2.13.0", 'pip install -e ".[dev]"']
 SPLIT = re.compile(r"time: (.*)$", re.M)
+
+
+def readme_lines(start: str) -> list[str]:
+    """The README's command lines that begin with `start`, without their comments, in order."""
+    text = (ROOT / "README.md").read_text()
+    return [ln.split("#")[0].strip() for ln in text.splitlines() if ln.strip().startswith(start)]
 
 
 def main_job() -> list[str]:
     """The README's command for the main job, as written there."""
-    text = (ROOT / "README.md").read_text()
-    return shlex.split(next(ln.split("#")[0].strip() for ln in text.splitlines()
-                            if ln.strip().startswith("fedlab run experiments/")))
+    found = readme_lines("fedlab run experiments/")
+    if not found:
+        raise SystemExit("first_run.py: README.md has no `fedlab run experiments/...` line to time")
+    return shlex.split(found[0])
+
+
+def install_commands() -> list[str]:
+    """The README's install commands (`pip install ...`), as written there."""
+    found = readme_lines("pip install ")
+    if not found:
+        raise SystemExit("first_run.py: README.md has no `pip install` line to time")
+    return found
 
 
 def run(threads: int | None, python: str, folder: Path, extra: list[str]) -> tuple[float, str, str]:
@@ -41,12 +55,16 @@ def run(threads: int | None, python: str, folder: Path, extra: list[str]) -> tup
            f"tracking.uri=sqlite:///{folder}/mlflow.db", f"tracking.artifact_root={folder}/artifacts", *extra]
     if threads is not None:
         cmd.append(f"backend.threads={threads}")
-    env = {**os.environ, "FEDLAB_HOME": str(folder / "home")}
+    from fedlab import idle_threads
+
+    env = {k: v for k, v in os.environ.items() if k not in (*idle_threads.VARIABLES, idle_threads.MARK)}
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    p = subprocess.run(cmd, cwd=ROOT, env={**env, "FEDLAB_HOME": str(folder / "home")}, capture_output=True,
+                       text=True)
     seconds = time.perf_counter() - t0
     if p.returncode:
-        raise RuntimeError(f"the main job failed:\n{p.stderr[-2000:]}")
+        last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise SystemExit(f"first_run.py: the main job failed (exit {p.returncode}): {last}")
     split = SPLIT.findall(p.stdout + p.stderr)
     mean = re.findall(r"^\| mean.*$", p.stdout, flags=re.M)
     return seconds, split[-1] if split else "?", mean[-1] if mean else "?"
@@ -58,9 +76,12 @@ def install(folder: Path) -> tuple[float, str]:
     env = {**os.environ, "PIP_NO_CACHE_DIR": "1"}
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    for c in INSTALL:
-        subprocess.run([str(venv / "bin" / "python"), "-m", *shlex.split(c)], cwd=ROOT, env=env, check=True,
-                       stdout=subprocess.DEVNULL)
+    for c in install_commands():
+        p = subprocess.run([str(venv / "bin" / "python"), "-m", *shlex.split(c)], cwd=ROOT, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if p.returncode:
+            last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise SystemExit(f"first_run.py: `{c}` failed (exit {p.returncode}): {last}")
     return time.perf_counter() - t0, str(venv / "bin" / "python")
 
 
@@ -81,7 +102,7 @@ def main() -> int:
         python = sys.executable
         if args.install:
             seconds, python = install(Path(d))
-            report.emit(f"Install (`{'`, `'.join(INSTALL)}` into a fresh virtual environment, empty pip cache): "
+            report.emit(f"Install (`{'`, `'.join(install_commands())}` into a fresh virtual environment, empty pip cache): "
                         f"{seconds:.0f} s.\n")
         for t in (int(x) for x in args.threads.split(",")):
             folder = Path(d) / f"t{t}"

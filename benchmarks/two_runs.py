@@ -28,12 +28,21 @@ RUN = ["experiments/defaults.yaml", "model.name=pico-llama", "federation.rounds=
        "data.tasks=[recall,sentiment]", "tracking.enabled=false", "backend.threads=2"]
 
 
-def one(policy: dict, tag: str, folder: Path) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
-    env.update(policy, FEDLAB_HOME=os.environ.get("FEDLAB_HOME", ""))
-    return subprocess.Popen([sys.executable, "-m", "fedlab.cli", "run", *RUN, f"output_dir={folder}/{tag}",
-                             f"seed={len(tag)}"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+def clean_env(policy: dict) -> dict:
+    """This process's environment without any wait variable (nor fedlab's mark of one), plus `policy`'s."""
+    from fedlab import idle_threads
+
+    env = {k: v for k, v in os.environ.items() if k not in (*idle_threads.VARIABLES, idle_threads.MARK)}
+    return {**env, **policy, "FEDLAB_HOME": os.environ.get("FEDLAB_HOME", "")}
+
+
+def one(policy: dict, tag: str, folder: Path, seed: int) -> subprocess.Popen:
+    """A run started in the background; its stderr goes to <folder>/<tag>.err."""
+    err = open(folder / f"{tag}.err", "w")
+    p = subprocess.Popen([sys.executable, "-m", "fedlab.cli", "run", *RUN, f"output_dir={folder}/{tag}", f"seed={seed}"],
+                         cwd=ROOT, env=clean_env(policy), stdout=subprocess.DEVNULL, stderr=err)
+    p.err = err.name
+    return p
 
 
 def timed(start, n: int, stagger: float = 0.0) -> float:
@@ -46,7 +55,10 @@ def timed(start, n: int, stagger: float = 0.0) -> float:
         procs.append(start(i))
     for p in procs:
         if p.wait() != 0:
-            raise RuntimeError("a run failed")
+            for q in procs:
+                q.kill()
+            last = (Path(p.err).read_text().strip().splitlines() or ["(no output)"])[-1]
+            raise SystemExit(f"two_runs.py: a run failed (exit {p.returncode}): {last}")
     return time.perf_counter() - t0
 
 
@@ -68,7 +80,7 @@ def main() -> int:
     got = {}
     with tempfile.TemporaryDirectory() as d:
         for label, policy in policies(args.spins).items():
-            run = lambda tag, p=policy: lambda i: one(p, f"{tag}{i}", Path(d))  # noqa: E731
+            run = lambda tag, p=policy: lambda i: one(p, f"{tag}{i}", Path(d), seed=i)  # noqa: E731
             got[label] = [min(timed(run(f"{tag}{r}-"), n, stagger) for r in range(args.repeats))
                           for tag, n, stagger in (("a", 1, 0.0), ("b", 2, 0.0), ("s", 2, args.stagger))]
     fastest = min(alone for alone, _, _ in got.values())
