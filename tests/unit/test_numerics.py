@@ -67,6 +67,9 @@ def test_doctor_prints_the_digests(capsys):
     code = main(["doctor"])
     out = capsys.readouterr().out
     assert "digest threads=1: " in out and "digest threads=2: " in out and "cpu: " in out
+    from fedlab import idle_threads
+
+    assert f"OpenMP idle threads (fedlab/idle_threads.py): {idle_threads.decision}\n" in out
     assert code == (0 if "recorded tables reproduce here" in out else 1)
 
 
