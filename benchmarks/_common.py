@@ -21,6 +21,11 @@ def best_time(fn, repeat: int = 3, warmup: int = 1, sync=None) -> float:
     return best
 
 
+def last_line(text: str) -> str:
+    """The last non-empty line of a child's output (what a one-line failure message quotes)."""
+    return (text.strip().splitlines() or ["(no output)"])[-1]
+
+
 def table(rows: list[list], head: list[str]) -> str:
     cells = [head] + [[c if isinstance(c, str) else f"{c:.4g}" for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(head))]

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import Report, table  # noqa: E402
+from _common import Report, last_line, table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SPLIT = re.compile(r"time: (.*)$", re.M)
@@ -57,14 +57,13 @@ def run(threads: int | None, python: str, folder: Path, extra: list[str]) -> tup
         cmd.append(f"backend.threads={threads}")
     from fedlab import idle_threads
 
-    env = {k: v for k, v in os.environ.items() if k not in (*idle_threads.VARIABLES, idle_threads.MARK)}
+    env = idle_threads.without_policy(os.environ)
     t0 = time.perf_counter()
     p = subprocess.run(cmd, cwd=ROOT, env={**env, "FEDLAB_HOME": str(folder / "home")}, capture_output=True,
                        text=True)
     seconds = time.perf_counter() - t0
     if p.returncode:
-        last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise SystemExit(f"first_run.py: the main job failed (exit {p.returncode}): {last}")
+        raise SystemExit(f"first_run.py: the main job failed (exit {p.returncode}): {last_line(p.stderr)}")
     split = SPLIT.findall(p.stdout + p.stderr)
     mean = re.findall(r"^\| mean.*$", p.stdout, flags=re.M)
     return seconds, split[-1] if split else "?", mean[-1] if mean else "?"
@@ -80,8 +79,7 @@ def install(folder: Path) -> tuple[float, str]:
         p = subprocess.run([str(venv / "bin" / "python"), "-m", *shlex.split(c)], cwd=ROOT, env=env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if p.returncode:
-            last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
-            raise SystemExit(f"first_run.py: `{c}` failed (exit {p.returncode}): {last}")
+            raise SystemExit(f"first_run.py: `{c}` failed (exit {p.returncode}): {last_line(p.stderr)}")
     return time.perf_counter() - t0, str(venv / "bin" / "python")
 
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import Report, table  # noqa: E402
+from _common import Report, last_line, table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ["experiments/defaults.yaml", "model.name=pico-llama", "federation.rounds=3", "data.train_per_task=48",
@@ -32,8 +32,7 @@ def clean_env(policy: dict) -> dict:
     """This process's environment without any wait variable (nor fedlab's mark of one), plus `policy`'s."""
     from fedlab import idle_threads
 
-    env = {k: v for k, v in os.environ.items() if k not in (*idle_threads.VARIABLES, idle_threads.MARK)}
-    return {**env, **policy, "FEDLAB_HOME": os.environ.get("FEDLAB_HOME", "")}
+    return {**idle_threads.without_policy(os.environ), **policy, "FEDLAB_HOME": os.environ.get("FEDLAB_HOME", "")}
 
 
 def one(policy: dict, tag: str, folder: Path, seed: int) -> subprocess.Popen:
@@ -57,8 +56,7 @@ def timed(start, n: int, stagger: float = 0.0) -> float:
         if p.wait() != 0:
             for q in procs:
                 q.kill()
-            last = (Path(p.err).read_text().strip().splitlines() or ["(no output)"])[-1]
-            raise SystemExit(f"two_runs.py: a run failed (exit {p.returncode}): {last}")
+            raise SystemExit(f"two_runs.py: a run failed (exit {p.returncode}): {last_line(Path(p.err).read_text())}")
     return time.perf_counter() - t0
 
 

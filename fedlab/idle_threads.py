@@ -37,6 +37,12 @@ LOADAVG = "/proc/loadavg"
 decision = "not decided (fedlab.idle_threads.apply has not run)"
 
 
+def without_policy(environ) -> dict:
+    """A copy of `environ` without the wait variables or fedlab's mark of one: a child started with it decides
+    for itself."""
+    return {k: v for k, v in environ.items() if k not in (*VARIABLES, MARK)}
+
+
 def runnable(text: str) -> int:
     """The number of runnable threads in a /proc/loadavg line ("0.52 0.58 0.59 3/467 12345": 3)."""
     return int(text.split()[3].split("/")[0])

@@ -159,6 +159,12 @@ def _held_validation(c: dict, seed: int) -> tuple[dict, dict]:
     return out, why
 
 
+def _held_for(c: dict, seed: int) -> tuple[dict, dict]:
+    """`_held_validation` for a config drawn from held-out populations (`data.validation_from: held`); ({}, {})
+    for one validated on its training rows."""
+    return _held_validation(c, seed) if c.get("validation_from", "train") == "held" else ({}, {})
+
+
 def validation_sources(data_cfg, seed: int = 0) -> dict[str, str]:
     """{task: where its validation rows come from}: "held" (fresh rows about the population its test set asks
     about, `data.validation_from: held`, where that population has room) or "train" (held out of its training
@@ -166,7 +172,7 @@ def validation_sources(data_cfg, seed: int = 0) -> dict[str, str]:
     c = dataclasses.asdict(data_cfg)
     if c.get("evaluate_on", "test") != "validation":
         return {}
-    held = _held_validation(c, seed)[0] if c.get("validation_from", "train") == "held" else {}
+    held = _held_for(c, seed)[0]
     return {t: "held" if t in held else "train" for t in c["tasks"]}
 
 
@@ -176,9 +182,7 @@ def validation_fallbacks(data_cfg, seed: int = 0) -> dict[str, str]:
     about nearly all of its population) or "shares" (the population's fresh rows cannot fill the test set's
     answer shares, `data.validation_keeps_shares`); {} for any other config."""
     c = dataclasses.asdict(data_cfg)
-    if c.get("evaluate_on", "test") != "validation" or c.get("validation_from", "train") != "held":
-        return {}
-    return _held_validation(c, seed)[1]
+    return _held_for(c, seed)[1] if c.get("evaluate_on", "test") == "validation" else {}
 
 
 def build_federated_data(data_cfg, seed: int) -> FederatedData:
@@ -206,7 +210,7 @@ def _build(cfg_json: str, seed: int) -> FederatedData:
         chance = {n: HF_TASKS[n].chance for n in names}
     if c.get("evaluate_on", "test") == "validation":
         order = list(dict.fromkeys(e.task for e in pooled))
-        held = _held_validation(c, seed)[0] if c.get("validation_from", "train") == "held" else {}
+        held = _held_for(c, seed)[0]
         pooled, carved = _validation(pooled, c["holdout_per_task"], derive_seed(seed, "validation"),
                                      [t for t in order if t not in held])
         if c.get("validation_refills_train"):

@@ -13,8 +13,7 @@ from fedlab import idle_threads
 @pytest.fixture
 def env(monkeypatch):
     """A copy of the environment without the wait variables, restored afterwards, and the decision restored."""
-    monkeypatch.setattr(os, "environ", {k: v for k, v in os.environ.items()
-                                        if k not in (*idle_threads.VARIABLES, idle_threads.MARK)})
+    monkeypatch.setattr(os, "environ", idle_threads.without_policy(os.environ))
     monkeypatch.setattr(idle_threads, "decision", idle_threads.decision)
     return os.environ
 
@@ -78,7 +77,7 @@ def test_nothing_is_set_once_torch_is_loaded(env):
 def test_importing_fedlab_on_a_busy_machine_sets_the_passive_policy_before_torch_loads():
     """Half the host's cores held by busy loops (each running before the probe starts): a fresh process that
     imports fedlab waits passively, and has not loaded torch by then (libgomp reads the variable once)."""
-    clean = {k: v for k, v in os.environ.items() if k not in (*idle_threads.VARIABLES, idle_threads.MARK)}
+    clean = idle_threads.without_policy(os.environ)
     loop = "print('ready', flush=True)\nwhile True: pass"
     loops = [subprocess.Popen([sys.executable, "-c", loop], stdout=subprocess.PIPE, text=True)
              for _ in range((idle_threads.cores() + 1) // 2)]
