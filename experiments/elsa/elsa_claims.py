@@ -76,10 +76,11 @@ def paper_number(task: str, alpha: str, comparison: str) -> str:
     return numbers.get(comparison, "no number for this task")
 
 
-def reference(task: str, setting: str):
+def reference(task: str, setting: str, prefix: str = ""):
     """The positive control of a task in a calibration setting (a key of CAL_SETTINGS): the uncompressed reference
-    ends at `control_bar` or above in every seed."""
-    return above_chance(f"reference, {task} {setting}", [f"cal/{task}/{setting}/reference"], [task],
+    ends at `control_bar` or above in every seed. `prefix`: the same control on a budget grid's rows
+    (`budget.py`, e.g. "lr0.002/")."""
+    return above_chance(f"reference, {task} {setting}", [f"{prefix}cal/{task}/{setting}/reference"], [task],
                         lambda rec, _t: rec["final"].get("acc/mean"), head_chance, 25)
 
 
