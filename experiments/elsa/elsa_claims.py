@@ -84,11 +84,12 @@ def reference(task: str, setting: str, prefix: str = ""):
                         lambda rec, _t: rec["final"].get("acc/mean"), head_chance, 25)
 
 
-def simple_sl_control(task: str, setting: str):
-    """Simple SL's own control (uncompressed, at its own rate) where the calibration plans it, else None."""
+def simple_sl_control(task: str, setting: str, prefix: str = ""):
+    """Simple SL's own control (uncompressed, at its own rate) where the calibration plans it, else None.
+    `prefix`: the same control on a budget grid's rows (`budget.py`)."""
     if setting.removeprefix("a") not in [k.removeprefix("a") for k in SIMPLE_SL_SETTINGS.get(task, ())]:
         return None
-    return above_chance(f"Simple SL uncompressed, {task} {setting}", [f"cal/{task}/{setting}/simple_sl"], [task],
+    return above_chance(f"Simple SL uncompressed, {task} {setting}", [f"{prefix}cal/{task}/{setting}/simple_sl"], [task],
                         lambda rec, _t: rec["final"].get("acc/mean"), head_chance, 25)
 
 

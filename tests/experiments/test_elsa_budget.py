@@ -1,7 +1,7 @@
-"""ELSA's entailment and paraphrase rates chosen on validation data (`experiments/elsa/budget.py`): each grid runs
-the calibration reference the task's claims rest on, changed only in its rate and in what it is scored on; the
-validation rows carry the test set's answer shares; and every row of the task runs at the rate its grid chose
-(before a choice: the rate the grid lists first)."""
+"""ELSA's rates chosen on validation data (`experiments/elsa/budget.py`): each grid runs the calibration rows its
+claims rest on (a task's reference; Simple SL's own control), changed only in the rate and in what they are scored
+on; the validation rows carry the test set's answer shares; and every row runs at the rate its grid chose (before a
+choice: the rate the grid lists first)."""
 from __future__ import annotations
 
 import dataclasses
@@ -31,65 +31,84 @@ VALIDATION_FIELDS = ("data.evaluate_on", "data.validation_per_task", "data.valid
                      "data.validation_holdout_per_task", "data.validation_refills_train", "data.validation_keeps_shares")
 
 
-@pytest.mark.parametrize("task", list(BUDGET.RATES))
-def test_each_grid_row_is_the_tasks_calibration_reference_but_for_its_rate_and_validation(task):
+GRIDS = {**{task: (lambda task=task: BUDGET.grid(task)) for task in BUDGET.RATES}, "simple_sl": BUDGET.simple_sl_grid}
+
+
+@pytest.mark.parametrize("name", list(GRIDS))
+def test_each_grid_row_is_its_calibration_row_but_for_its_rate_and_validation(name):
+    """Each grid runs the calibration rows it names (a task's reference under each skew; Simple SL's own control on
+    each of its settings) with nothing changed but the rate and what they are scored on (the task's validation
+    rows), and reads them by the table's own control on those rows."""
     table = {p.key: p for p in TABLES.plan()}
-    g = BUDGET.grid(task)
+    g = GRIDS[name]()
     rows = budget.plan(g)
-    assert len(rows) == len(BUDGET.SKEWS) * len(BUDGET.RATES[task][0])
+    named = ({f"cal/{t}/{s}/simple_sl" for t, settings in TABLES.SIMPLE_SL_SETTINGS.items() for s in settings}
+             if name == "simple_sl" else {f"cal/{name}/{s}/reference" for s in BUDGET.SKEWS})
+    assert {p.key for p in g.rows} == named
+    assert len(rows) == len(g.rows) * len(g.values)
     for p in rows:
         value, key = p.key.split("/", 1)
         ref = table[key].resolve(0)
         cfg = p.resolve(0)
-        assert key.startswith(f"cal/{task}/a") and key.endswith("/reference")
+        task = key.split("/")[1]
         assert cfg.federation.lr == float(value.removeprefix("lr"))
         assert cfg.data.evaluate_on == "validation" and ref.data.evaluate_on == "test"
+        assert cfg.data.validation_per_task == BUDGET.ROWS[task] and cfg.data.validation_keeps_shares
         assert _without(cfg, "federation.lr", *VALIDATION_FIELDS) == _without(ref, "federation.lr", *VALIDATION_FIELDS)
-    # the controls read each skew's row at the grid's value, at the table's bar
-    (control, *_) = g.controls(g.prefix(g.values[1]))
-    assert control.rows == (f"{g.prefix(g.values[1])}cal/{task}/{BUDGET.SKEWS[0]}/reference",)
-    assert control.rule == "chance + 25 points"
+    # the controls read each row at the grid's value, at the table's bar
+    prefix = g.prefix(g.values[1])
+    controls = g.controls(prefix)
+    assert [r for c in controls for r in c.rows] == [prefix + p.key for p in g.rows]
+    assert {c.rule for c in controls} == {"chance + 25 points"}
 
 
 @pytest.mark.parametrize("seed", range(5))
-@pytest.mark.parametrize("task", list(BUDGET.RATES))
+@pytest.mark.parametrize("task", list(BUDGET.ROWS))
 def test_the_validation_rows_are_fresh_and_carry_the_test_sets_answer_shares(task, seed):
     """Drawn from the population the test set asks about (no fallback to training rows, which for paraphrase are
     about four fifths "no"), in the test set's answer shares, none asking what a test item or a training row asks."""
     from fedlab.data.federated import answer_quotas, build_federated_data, validation_fallbacks
 
-    p = budget.plan(BUDGET.grid(task))[0]
+    (p, *_) = [p for p in BUDGET.plan() if f"/cal/{task}/a0.1/" in p.key]
     data = p.resolve(seed).data
     assert validation_fallbacks(data, seed) == {}
     val = build_federated_data(data, seed)
     test = build_federated_data(dataclasses.replace(data, evaluate_on="test"), seed)
     rows = val.test[task]
-    assert len(rows) == BUDGET.RATES[task][1]
+    assert len(rows) == BUDGET.ROWS[task]
     assert Counter(e.target for e in rows) == answer_quotas([e.target for e in test.test[task]], len(rows))
     asked = {e.prompt for e in test.test[task]} | {e.prompt for part in val.train for e in part}
     assert not asked & {e.prompt for e in rows}
     assert sum(map(len, val.train)) == sum(map(len, test.train))     # trains on the table's rows
 
 
-def test_every_row_of_a_task_runs_at_the_rate_its_grid_chose():
-    """Every Table 1 and calibration row of entailment and paraphrase trains at the rate its grid chose — the rate
-    the grid lists first before it has chosen — but for the rows with a budget of their own (the centralized rows,
-    Simple SL)."""
+def test_every_row_runs_at_the_rate_its_grid_chose():
+    """Every Table 1 and calibration row of entailment and paraphrase trains at the rate its grid chose, and every
+    Simple SL row at the rate Simple SL's grid chose — each the rate its grid lists first before it has chosen —
+    but for the rows with a budget of their own (the centralized rows; Simple SL's in a task's grid)."""
     path = BUDGET.OUT / "results.json"
     chosen = BUDGET.chosen(Results(path)) if path.is_file() else {}
-    for task, (rates, _) in BUDGET.RATES.items():
+    plan = TABLES.plan()
+    for task, rates in BUDGET.RATES.items():
         rate = chosen.get(task, rates[0])
         assert TABLES.TASK_RATES[task] == rate, task
-        rows = [p for p in TABLES.plan() if f"/{task}/" in p.key and "/central/" not in p.key
-                and not p.key.endswith("/simple_sl")]
+        rows = [p for p in plan if f"/{task}/" in p.key and "/central/" not in p.key and not p.key.endswith("/simple_sl")]
         assert len(rows) > 15
         for p in rows:
             assert p.resolve(0).federation.lr == float(rate), p.key
+    rate = chosen.get("simple_sl", BUDGET.SIMPLE_SL_RATES[0])
+    assert TABLES.SIMPLE_SL_RATE == rate
+    rows = [p for p in plan if p.key.endswith("/simple_sl")]
+    assert len(rows) > 10
+    for p in rows:
+        assert p.resolve(0).federation.lr == float(rate), p.key
 
 
 def test_the_method_readme_states_the_rates_the_rows_run_at(written):
-    """The method page's set-up prose names each task's rate as `TASK_RATES` holds it (which the test above ties
-    to its grid's choice): a rate that moves while the prose stays fails here."""
+    """The method page's set-up prose names each task's rate as `TASK_RATES` holds it, and Simple SL's as
+    `SIMPLE_SL_RATE` does (which the test above ties to the grids' choices): a rate that moves while the prose stays
+    fails here."""
     text = " ".join((ROOT / "fedlab/methods/elsa/README.md").read_text().split())
     for task, rate in TABLES.TASK_RATES.items():
         assert f"{task} at {written(rate)}" in text, task
+    assert f"Simple SL runs at its own learning rate, {written(TABLES.SIMPLE_SL_RATE)}" in text
