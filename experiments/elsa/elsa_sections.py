@@ -39,6 +39,7 @@ from elsa_rows import (
     SKETCH_CONTROLS,
     TABLE_DEPTH,
     TABLE_SEEDS,
+    TASK_BUDGET,
     TASKS,
     central_grid_key,
     f6_key,
@@ -129,7 +130,7 @@ def central_grid_section(r: Results, stale: set[str] = frozenset(),
     taus = sorted({tau for _, tau in CENTRAL_GRID})
     lines = ["", f"**Which change lets the centralized {CENTRAL_GRID_TASK} row learn.** The centralized reference "
              "with only the learning rate and the logit-adjusted loss's τ changed (τ = 0: plain cross-entropy; the "
-             f"federation's {CENTRAL_GRID_TASK} budget is lr 0.005 with τ = 1, the calibration row's "
+             f"federation's {CENTRAL_GRID_TASK} budget is `{' '.join(TASK_BUDGET[CENTRAL_GRID_TASK])}`, the calibration row's "
              f"{CENTRAL_GRID_ROW[0]} with τ = {CENTRAL_GRID_ROW[1]}); split-path accuracy ×100, the whole model's in "
              "brackets:", "",
              "| lr | " + " | ".join(f"τ = {tau}" for tau in taus) + " |", "|---|" + "---|" * len(taus)]

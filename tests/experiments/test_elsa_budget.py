@@ -31,7 +31,7 @@ VALIDATION_FIELDS = ("data.evaluate_on", "data.validation_per_task", "data.valid
                      "data.validation_holdout_per_task", "data.validation_refills_train", "data.validation_keeps_shares")
 
 
-GRIDS = {**{task: (lambda task=task: BUDGET.grid(task)) for task in BUDGET.RATES}, "simple_sl": BUDGET.simple_sl_grid}
+GRIDS = {name: (lambda name=name: BUDGET.grids()[name][1]) for name in (*BUDGET.RATES, "simple_sl")}
 
 
 @pytest.mark.parametrize("name", list(GRIDS))
@@ -53,7 +53,7 @@ def test_each_grid_row_is_its_calibration_row_but_for_its_rate_and_validation(na
         task = key.split("/")[1]
         assert cfg.federation.lr == float(value.removeprefix("lr"))
         assert cfg.data.evaluate_on == "validation" and ref.data.evaluate_on == "test"
-        assert cfg.data.validation_per_task == BUDGET.ROWS[task] and cfg.data.validation_keeps_shares
+        assert cfg.data.validation_per_task == BUDGET.VALIDATION_ROWS[task] and cfg.data.validation_keeps_shares
         assert _without(cfg, "federation.lr", *VALIDATION_FIELDS) == _without(ref, "federation.lr", *VALIDATION_FIELDS)
     # the controls read each row at the grid's value, at the table's bar
     prefix = g.prefix(g.values[1])
@@ -63,7 +63,7 @@ def test_each_grid_row_is_its_calibration_row_but_for_its_rate_and_validation(na
 
 
 @pytest.mark.parametrize("seed", range(5))
-@pytest.mark.parametrize("task", list(BUDGET.ROWS))
+@pytest.mark.parametrize("task", list(BUDGET.VALIDATION_ROWS))
 def test_the_validation_rows_are_fresh_and_carry_the_test_sets_answer_shares(task, seed):
     """Drawn from the population the test set asks about (no fallback to training rows, which for paraphrase are
     about four fifths "no"), in the test set's answer shares, none asking what a test item or a training row asks."""
@@ -75,33 +75,87 @@ def test_the_validation_rows_are_fresh_and_carry_the_test_sets_answer_shares(tas
     val = build_federated_data(data, seed)
     test = build_federated_data(dataclasses.replace(data, evaluate_on="test"), seed)
     rows = val.test[task]
-    assert len(rows) == BUDGET.ROWS[task]
+    assert len(rows) == BUDGET.VALIDATION_ROWS[task]
     assert Counter(e.target for e in rows) == answer_quotas([e.target for e in test.test[task]], len(rows))
     asked = {e.prompt for e in test.test[task]} | {e.prompt for part in val.train for e in part}
     assert not asked & {e.prompt for e in rows}
-    assert sum(map(len, val.train)) == sum(map(len, test.train))     # trains on the table's rows
+    assert val.train == test.train          # trains on the table's rows
+    # as many as a test set, but for paraphrase (the next test)
+    assert len(rows) == data.test_per_task or task == "paraphrase"
+
+
+def test_paraphrases_validation_set_is_the_largest_in_the_test_sets_shares_every_seed_fills():
+    """Its held-out people give few same-meaning prompts beyond its test set's: at the size chosen no seed's draw
+    falls back to training rows; two rows more (one of each answer) and some seed's does."""
+    from fedlab.data.federated import validation_fallbacks
+
+    (p, *_) = [p for p in BUDGET.plan() if "/cal/paraphrase/a0.1/" in p.key]
+    n = BUDGET.VALIDATION_ROWS["paraphrase"]
+    data = p.resolve(0).data
+    at = lambda size, seed: validation_fallbacks(dataclasses.replace(data, validation_per_task=size), seed)
+    assert all(at(n, seed) == {} for seed in range(40))
+    assert any(at(n + 2, seed) == {"paraphrase": "shares"} for seed in range(40))
+
+
+def _rate_held(name: str, grid: budget.Grid, held: str) -> None:
+    """The rate the table holds for a grid is its choice; before one, the rate the grid lists first while it has
+    no records, and one of its rates while it runs."""
+    path = BUDGET.OUT / "results.json"
+    r = Results(path) if path.is_file() else None
+    choice = BUDGET.chosen(r).get(name) if r is not None else None
+    if choice is not None:
+        assert held == choice, name
+    elif r is None or not any(r.runs(p.key) for p in budget.plan(grid)):
+        assert held == grid.values[0], name
+    else:
+        assert held in grid.values, name
 
 
 def test_every_row_runs_at_the_rate_its_grid_chose():
-    """Every Table 1 and calibration row of entailment and paraphrase trains at the rate its grid chose, and every
-    Simple SL row at the rate Simple SL's grid chose — each the rate its grid lists first before it has chosen —
-    but for the rows with a budget of their own (the centralized rows; Simple SL's in a task's grid)."""
-    path = BUDGET.OUT / "results.json"
-    chosen = BUDGET.chosen(Results(path)) if path.is_file() else {}
+    """Every Table 1 and calibration row of entailment and paraphrase trains at the rate the table holds for the
+    task, and every Simple SL row at Simple SL's, each tied to its grid (`_rate_held`) — but for the rows with a
+    rate of their own (the centralized rows; Simple SL's in a task's rows)."""
     plan = TABLES.plan()
-    for task, rates in BUDGET.RATES.items():
-        rate = chosen.get(task, rates[0])
-        assert TABLES.TASK_RATES[task] == rate, task
+    grids = BUDGET.grids()
+    for task in BUDGET.RATES:
+        rate = TABLES.TASK_RATES[task]
+        _rate_held(task, grids[task][1], rate)
         rows = [p for p in plan if f"/{task}/" in p.key and "/central/" not in p.key and not p.key.endswith("/simple_sl")]
         assert len(rows) > 15
         for p in rows:
             assert p.resolve(0).federation.lr == float(rate), p.key
-    rate = chosen.get("simple_sl", BUDGET.SIMPLE_SL_RATES[0])
-    assert TABLES.SIMPLE_SL_RATE == rate
+    _rate_held("simple_sl", grids["simple_sl"][1], TABLES.SIMPLE_SL_RATE)
     rows = [p for p in plan if p.key.endswith("/simple_sl")]
     assert len(rows) > 10
     for p in rows:
-        assert p.resolve(0).federation.lr == float(rate), p.key
+        assert p.resolve(0).federation.lr == float(TABLES.SIMPLE_SL_RATE), p.key
+
+
+def test_the_page_chooses_each_grids_rate_and_shows_a_section_once_its_rows_hold_records(tmp_path):
+    """Toy records for the entailment grid, where only 1e-3 learns under both skews in every seed: that rate is
+    chosen and the page says so; the other grids, without records, choose nothing and add no section until theirs
+    hold some."""
+    from fedlab.runtime.federation import run_key
+
+    r = Results(tmp_path / "results.json")
+    grids = BUDGET.grids()
+
+    def put(grid, rates):
+        for p in budget.plan(grid):
+            for seed in range(3):
+                acc = rates.get(p.key.split("/", 1)[0], 0.5)
+                r.records[f"{p.key}@seed{seed}"] = {"key": p.key, "seed": seed, "final": {"acc/mean": acc},
+                                                    "config_hash": run_key(p.resolve(seed))}
+    put(grids["entailment"][1], {"lr0.001": 0.9})
+    assert BUDGET.chosen(r) == {"entailment": "0.001"}
+    text = BUDGET.render(r)
+    assert "**Chosen: `federation.lr=0.001`**" in text
+    assert "The paraphrase reference" not in text and "Simple SL's own control" not in text
+    put(grids["simple_sl"][1], {"lr0.002": 0.9})
+    assert BUDGET.chosen(r) == {"entailment": "0.001", "simple_sl": "0.002"}
+    text = BUDGET.render(r)
+    assert "## Simple SL's own control: `federation.lr` chosen on validation" in text
+    assert text.count("**Chosen: `federation.lr=0.002`**") == 1 and "The paraphrase reference" not in text
 
 
 def test_the_method_readme_states_the_rates_the_rows_run_at(written):

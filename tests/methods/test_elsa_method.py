@@ -317,7 +317,7 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path, monkeypat
 
     def lr_of(key: str, task_lr: float) -> float:
         """Simple SL's own rate on each of its rows (its control, Table 1, 320 rounds); the task's otherwise."""
-        return 0.001 if key.endswith("/simple_sl") else task_lr
+        return float(mod.SIMPLE_SL_RATE) if key.endswith("/simple_sl") else task_lr
 
     assert len(rows) == (len(mod.TASKS) * len(mod.ALPHAS) * len(mod.METHODS) + len(mod.RATIOS) + len(mod.DEPTHS)
                          + 2 * len(mod.WARMUPS) + len(mod.TASKS) * len(mod.CAL_SETTINGS)
@@ -341,13 +341,16 @@ def test_the_table_plan_validates_and_renders_before_any_run(tmp_path, monkeypat
             assert (cfg.data.num_clients == 1) == ("/central/" in p.key)
             assert (m.grouping == "single") == (p.key.endswith("/simple_sl") or "/central/" in p.key)  # Simple SL's own control
             assert cfg.data.mislabeled_count == 0 and not cfg.data.mislabeled_clients
-        if "/paraphrase/" in p.key:          # paraphrase's budget: 5e-3 with the logit-adjusted loss, every column;
+        if "/paraphrase/" in p.key:          # paraphrase's budget: its rate with the logit-adjusted loss, every column;
             # the centralized control: 2e-3, the same loss; its grid: the lr and τ its key names, all else the same
-            assert (cfg.federation.lr, m.logit_adjust) == grid.get(p.key, (lr_of(p.key, 0.005), 1.0)), p.key
+            task_lr = 0.002 if "/central/" in p.key else float(mod.TASK_RATES["paraphrase"])
+            assert (cfg.federation.lr, m.logit_adjust) == grid.get(p.key, (lr_of(p.key, task_lr), 1.0)), p.key
         elif p.key.startswith(("cal/", "t1/", "t1long/")):
             assert m.logit_adjust == 0, p.key
-            # entailment's rate; centralized sentiment's too (its one client at 5e-3 fell to one answer in a seed)
-            task_lr = 0.002 if "/entailment/" in p.key or p.key == "cal/sentiment/central/reference" else 0.005
+            # entailment's rate; the centralized rows of entailment and sentiment at 2e-3 (sentiment's one client at
+            # 5e-3 fell to one answer in a seed)
+            task_lr = (0.002 if "/central/" in p.key and "/topic/" not in p.key
+                       else float(mod.TASK_RATES["entailment"]) if "/entailment/" in p.key else 0.005)
             assert cfg.federation.lr == lr_of(p.key, task_lr), p.key
         if p.key.endswith("/fedavg_raw"):    # the ablation: FedAvg's grouping and weights without the sketch
             assert m.ratio == 1 and m.ssop_rank == 0 and m.grouping == "nearest" and m.aggregation == "sizes"
@@ -478,7 +481,11 @@ def test_elsa_runs_on_hugging_face_rows_of_its_papers_data_sets(bert_home, tmp_p
     h = run_experiment(_cfg(tmp_path, "data.source=hf:ag_news+cb", f"data.hf_dir={tmp_path}/hf",
                             "data.train_per_task=16", "data.test_per_task=8", "federation.rounds=1"), progress=False)
     assert set(h.final) >= {"acc/task_ag_news", "acc/task_cb"}
-    assert all(round(8 * h.final[f"acc/task_{t}"], 6).is_integer() for t in ("ag_news", "cb"))   # 8 test rows
+    # scored on the 8 test rows of each task: each client's split path on the 16 rows of both, and each task's
+    # accuracy the mean of the clients' on its 8
+    clients = [k for k in h.final if k.startswith("acc/client_")]
+    assert len(clients) == 4 and all(round(16 * h.final[k], 6).is_integer() for k in clients)
+    assert all(round(8 * len(clients) * h.final[f"acc/task_{t}"], 6).is_integer() for t in ("ag_news", "cb"))
 
 
 @pytest.mark.federation
