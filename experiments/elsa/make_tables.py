@@ -48,9 +48,24 @@ INTRO = ("Accuracies are the split path as deployed (client Part 1 → its link 
          "chance: topic is 10-way), and those against Simple SL on Simple SL's own uncompressed control too.")
 
 
+def rates() -> str:
+    """The sentence naming the rate each of entailment, paraphrase and Simple SL runs at (`TASK_RATES`,
+    `SIMPLE_SL_RATE`) and whether its grid on validation data (`budget.py`) chose it yet."""
+    from fedlab.evidence.summary import load_table
+
+    grids = load_table("elsa", script="budget")
+    path = grids.OUT / "results.json"
+    chosen = grids.chosen(Results(path)) if path.is_file() else {}
+    held = {**TASK_RATES, "simple_sl": SIMPLE_SL_RATE}
+    said = lambda name: (f"lr {held[name]}, chosen on validation data" if name in chosen
+                         else f"lr {held[name]}, the rate it ran at first (its grid has not chosen yet)")
+    return (f"The rates: entailment at {said('entailment')}; paraphrase at {said('paraphrase')}; Simple SL, on every task, "
+            f"at {said('simple_sl')} (`budget/RESULTS.md`); topic and sentiment at base.yaml's.")
+
+
 def render(r: Results) -> str:
     stale, outdated = r.stale_and_outdated(plan())   # † on the first; no verdict, no Table 2 target from the second
-    return page(r, SYSTEM, INTRO, body(r, stale, outdated), outdated=outdated, stale=stale)
+    return page(r, SYSTEM, f"{INTRO} {rates()}", body(r, stale, outdated), outdated=outdated, stale=stale)
 
 
 def body(r: Results, stale: set[str], outdated: set[str]) -> list[str]:

@@ -166,3 +166,15 @@ def test_the_method_readme_states_the_rates_the_rows_run_at(written):
     for task, rate in TABLES.TASK_RATES.items():
         assert f"{task} at {written(rate)}" in text, task
     assert f"Simple SL runs at its own learning rate, {written(TABLES.SIMPLE_SL_RATE)}" in text
+
+
+def test_the_results_page_names_each_rate_and_whether_its_grid_chose_it():
+    path = BUDGET.OUT / "results.json"
+    chosen = BUDGET.chosen(Results(path)) if path.is_file() else {}
+    text = TABLES.rates()
+    for task in BUDGET.RATES:
+        assert f"{task} at lr {TABLES.TASK_RATES[task]}, " in text
+    assert f"Simple SL, on every task, at lr {TABLES.SIMPLE_SL_RATE}, " in text
+    assert text.count("chosen on validation data") == len(chosen)
+    assert text.count("has not chosen yet") == 3 - len(chosen)
+    assert text in (BUDGET.HERE / "RESULTS.md").read_text()
