@@ -82,10 +82,6 @@ def grids() -> dict[str, tuple[str, budget.Grid]]:
             "simple_sl": ("Simple SL's own control", simple_sl_grid())}
 
 
-# the first grid, as the other budget scripts name theirs; every choice of this page is `chosen`
-GRID = grid("entailment")
-
-
 def chosen(r: Results) -> dict[str, str]:
     """{task, or "simple_sl": the rate its grid chose} for each grid that has chosen."""
     return {name: v for name, (_, g) in grids().items() if (v := budget.chosen(r, g)) is not None}
