@@ -388,8 +388,14 @@ def cmd_results(args) -> int:
     if args.check:
         differ = summary.stale(ROOT)
         if differ:
+            from fedlab import numerics
+
+            here = numerics.machine_digest()
+            why = ("" if here in (numerics.reference() or {}).values() else
+                   f" (this machine's numerics digest {here} is not the reference kind's, `fedlab doctor`: every "
+                   "shipped record is stale here, and the shipped pages are checked on the reference kind)")
             return _fail(f"{', '.join(str(p.relative_to(ROOT)) for p in differ)}: not what the records give; run "
-                         "`fedlab results`", 1)
+                         f"`fedlab results`{why}", 1)
     else:
         for p in summary.write(ROOT):
             print(f"wrote {p.relative_to(ROOT)}")

@@ -20,6 +20,10 @@ thread; both are part of the record. `digest()` is the computation of `shared/to
 `REFERENCE` holds its value measured on the reference machine (AMD EPYC, AVX2) with torch 2.13.0 and
 transformers 5.23.0: a machine whose digest equals it computes fedlab's operations bit for bit alike.
 
+A machine kind that prints another digest under the pin computes other bits (`OTHER_KINDS` lists those
+measured). Its digest becomes part of the numerics fingerprint of what it records (`fingerprint`), so its
+records and the reference kind's are stale on each other's machines: neither passes for the other's numbers.
+
 This module imports torch (and fedlab.validation) only inside functions: fedlab/__init__.py runs it first.
 """
 from __future__ import annotations
@@ -38,6 +42,9 @@ PINNED_CAPABILITY = "AVX2"
 
 # numerics_digest.py on the reference machine: {(torch, transformers): {threads: digest}}
 REFERENCE = {("2.13.0", "5.23.0"): {1: "62d2cfb4ab83cc70", 2: "62d2cfb4ab83cc70"}}
+# numerics_digest.py on machine kinds measured to compute other bits under the pin: {(torch, transformers):
+# {digest: kind}}. On them the pin still makes a run's bits independent of its thread count (1 and 2 alike).
+OTHER_KINDS = {("2.13.0", "5.23.0"): {"052f5b469bc23f44": "Intel Xeon (AVX-512), pinned, at 1 and 2 threads"}}
 
 
 def mode() -> str:
@@ -111,15 +118,40 @@ def environment(threads: int | None = None) -> dict:
 def fingerprint(env: dict) -> str:
     """The part of `environment()` that decides the bits of a computation: instruction set in force, mode and
     library versions (the CPU's name and the thread count are recorded beside it; threads are part of a run's
-    config). Two records with equal fingerprints were computed by the same kernels."""
+    config), and `digest=…` where `env["digest"]` (the machine's `digest`, `with_digest`) is not the reference
+    machine's for these library versions. Two records with equal fingerprints were computed by the same
+    kernels."""
     keys = ("capability", "numerics", "torch", "transformers", "tokenizers")
-    return "|".join(str(env.get(k)) for k in keys)
+    out = "|".join(str(env.get(k)) for k in keys)
+    ref = REFERENCE.get((str(env.get("torch")).split("+")[0], str(env.get("transformers"))))
+    d = env.get("digest")
+    return out + (f"|digest={d}" if d and ref and d not in ref.values() else "")
+
+
+@functools.lru_cache(maxsize=1)
+def machine_digest() -> str:
+    """This process's `digest` at one thread (computed once: about 3 s)."""
+    return digest(1)
+
+
+def with_digest(env: dict) -> dict:
+    """`env` with this machine's digest added (`digest`), which `fingerprint` reads."""
+    return {**env, "digest": machine_digest()}
+
+
+def other_kind(d: str) -> str | None:
+    """The machine kind measured to print digest `d` under the pin with these libraries (`OTHER_KINDS`)."""
+    import torch
+    import transformers
+
+    return OTHER_KINDS.get((torch.__version__.split("+")[0], transformers.__version__), {}).get(d)
 
 
 @functools.lru_cache(maxsize=1)
 def current_fingerprint() -> str:
-    """`fingerprint` of this process's environment (fixed once torch has dispatched its first kernel)."""
-    return fingerprint(environment())
+    """`fingerprint` of this process's environment, this machine's digest included (fixed once torch has
+    dispatched its first kernel)."""
+    return fingerprint(with_digest(environment()))
 
 
 def digest(threads: int) -> str:
@@ -180,12 +212,15 @@ def report() -> tuple[list[str], bool]:
         d = digest(t)
         want = (ref or {}).get(t)
         same &= d == want
+        kind = other_kind(d) if want is not None and d != want else None
         verdict = ("no reference for these library versions" if want is None else
-                   "equal to the reference" if d == want else f"DIFFERS from the reference {want}")
+                   "equal to the reference" if d == want else f"DIFFERS from the reference {want}"
+                   + (f"; measured before on: {kind}" if kind else ""))
         lines.append(f"digest threads={t}: {d} ({verdict})")
     lines.append("this machine computes fedlab's operations like the reference machine (AMD EPYC, AVX2): "
                  "recorded tables reproduce here to the last digit" if same else
                  "this machine does not compute like the reference machine: recorded numbers may differ in the "
                  "last digits or more (FEDLAB_NUMERICS=native, another torch/transformers, or a CPU whose AVX2 "
-                 "path sums otherwise)")
+                 "path sums otherwise); records made here carry its digest in their numerics fingerprint, so the "
+                 "shipped tables' records are stale here and records made here are stale on the reference kind")
     return lines, same

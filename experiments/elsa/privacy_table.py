@@ -123,7 +123,7 @@ def main(argv=None) -> int:
     layer = args.layer if args.layer is not None else default_split(model_dims(args.model)[0])[0]
     model, tok = load_encoder(args.model)
     results = {str(s): one_seed(model, tok, layer, s, args.texts) for s in seeds}
-    env = numerics.environment(threads=1)
+    env = numerics.with_digest(numerics.environment(threads=1))
     env.update(numerics_fingerprint=numerics.fingerprint(env), commit=state["commit"], clean=state["clean"])
     (HERE / f"results_privacy{args.out_suffix}.json").write_text(json.dumps(
         {"model": args.model, "layer": layer, "command": " ".join(["python experiments/elsa/privacy_table.py", *(argv or sys.argv[1:])]),

@@ -1,7 +1,7 @@
 """Where a run's numbers come from besides its config and weights: the machine's numerics and fedlab's source.
 
 `run_environment(cfg)` is recorded with every run (MLflow tags `fedlab.env.*`, and `environment` in a table
-record): CPU model, the instruction set in force, numerics mode, threads, torch / transformers / tokenizers
+record): CPU model, the instruction set in force, numerics mode, the machine's numerics digest, threads, torch / transformers / tokenizers
 versions, fedlab's git commit and whether the tree was clean. A tree is clean when no file that can change a
 number differs from the commit: documentation (`*.md`), figures and the table records themselves
 (`results.json`) are left out, so a table script writing its own records does not make the next run dirty.
@@ -88,7 +88,7 @@ def run_environment(cfg, state: dict | None = None) -> dict:
     from fedlab import numerics
 
     state = git_state() if state is None else state
-    env = numerics.environment(threads=cfg.backend.threads)
+    env = numerics.with_digest(numerics.environment(threads=cfg.backend.threads))
     env.update(numerics_fingerprint=numerics.fingerprint(env), commit=state["commit"], clean=state["clean"])
     if state["clean"] is False:
         env["diff_sha256"] = diff_sha256(state["diff"])

@@ -268,8 +268,9 @@ def method_drift(record: dict, cfg) -> list[str]:
 
 def stale_numerics(record: dict) -> bool:
     """A record computed by other kernels than this process would use: its numerics fingerprint (instruction
-    set in force, numerics mode, torch / transformers / tokenizers versions) differs from this process's, or
-    it has none (made before fedlab recorded it)."""
+    set in force, numerics mode, torch / transformers / tokenizers versions, and the machine's digest where
+    that is not the reference machine's: `fedlab.numerics.fingerprint`) differs from this process's, or it has
+    none (made before fedlab recorded it)."""
     from fedlab import numerics
 
     then = (record.get("environment") or {}).get("numerics_fingerprint")

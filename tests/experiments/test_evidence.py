@@ -91,7 +91,10 @@ def test_runner_records_name_the_weights(pico_zoo, tmp_path):
     assert rec["git"] is None or len(rec["git"].split("+")[0]) == 40
     env = rec["environment"]            # the environment fingerprint (fedlab.evidence.provenance.run_environment)
     assert {"cpu", "capability", "numerics", "threads", "torch", "transformers", "tokenizers", "commit",
-            "clean", "numerics_fingerprint"} <= set(env)
+            "clean", "numerics_fingerprint", "digest"} <= set(env)
+    from fedlab import numerics
+
+    assert env["digest"] == numerics.machine_digest() and env["numerics_fingerprint"] == numerics.fingerprint(env)
     assert env["threads"] == 1 and env["numerics"] == "pinned" and env["capability"] == "AVX2"
     assert (rec["git"] or "").endswith("+dirty") == (env["clean"] is False)
     assert ("diff" in rec) == (env["clean"] is False)      # a dirty tree's record names its kept diff

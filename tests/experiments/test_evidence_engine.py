@@ -207,7 +207,7 @@ def test_every_validation_page_script_is_checked():
 
 @pytest.mark.slow   # the configs of each page's rows resolved to tell outdated records
 @pytest.mark.parametrize("name", VALIDATION_PAGES)
-def test_each_validation_page_re_renders_byte_for_byte(name, tmp_path):
+def test_each_validation_page_re_renders_byte_for_byte(name, tmp_path, reference_kind):
     """A budget, family or tuning page (`experiments/<system>/<script>/RESULTS.md`) is exactly what its records
     give now: a page left as its records were before a config changed under them would hide the change."""
     import shutil
@@ -223,7 +223,7 @@ def test_each_validation_page_re_renders_byte_for_byte(name, tmp_path):
 
 @pytest.mark.slow   # about 100 s: each system's configs resolved once per record to tell stale rows
 @pytest.mark.parametrize("name", ["coplms", "elsa", "fedmkt", "fedproxy", "floe"])
-def test_each_results_page_re_renders_byte_for_byte(name, tmp_path):
+def test_each_results_page_re_renders_byte_for_byte(name, tmp_path, reference_kind):
     """A system's RESULTS.md and forest plot are exactly what its records give now (rendered from a copy of its
     results.json, so the repository is left as it is), and so is the overview."""
     import shutil
