@@ -393,7 +393,8 @@ def cmd_results(args) -> int:
             here = numerics.machine_digest()
             why = ("" if here in (numerics.reference() or {}).values() else
                    f" (this machine's numerics digest {here} is not the reference kind's, `fedlab doctor`: every "
-                   "shipped record is stale here, and the shipped pages are checked on the reference kind)")
+                   "shipped record is stale here; the shipped pages are rendered as the reference kind judges "
+                   f"records: {numerics.JUDGE_ENV}=reference fedlab results --check)")
             return _fail(f"{', '.join(str(p.relative_to(ROOT)) for p in differ)}: not what the records give; run "
                          f"`fedlab results`{why}", 1)
     else:

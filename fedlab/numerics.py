@@ -37,6 +37,8 @@ PIN = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2,STRICT", "ONEDNN_MAX_CPU
 NATIVE = {"MKL_CBWR": "AUTO,STRICT"}
 MODES = ("pinned", "native")
 ENV = "FEDLAB_NUMERICS"
+JUDGE_ENV = "FEDLAB_JUDGE_NUMERICS"
+JUDGES = ("here", "reference")
 # The instruction set ATen reports when the pin is in force (torch.backends.cpu.get_cpu_capability()).
 PINNED_CAPABILITY = "AVX2"
 
@@ -147,11 +149,34 @@ def other_kind(d: str) -> str | None:
     return OTHER_KINDS.get((torch.__version__.split("+")[0], transformers.__version__), {}).get(d)
 
 
-@functools.lru_cache(maxsize=1)
+def judge_as() -> str:
+    """Whose numerics a record is judged current against (`current_fingerprint`): $FEDLAB_JUDGE_NUMERICS, `here`
+    (the default: this machine's, as a run here would compute) or `reference` (the reference machine kind's:
+    renders the shipped results pages on another kind as they render there; nothing can run under it). A bad
+    value is a ConfigError naming the allowed ones."""
+    from fedlab.validation import ConfigError
+
+    value = os.environ.get(JUDGE_ENV, "here").strip().lower() or "here"
+    if value not in JUDGES:
+        raise ConfigError(f"environment variable {JUDGE_ENV}={os.environ.get(JUDGE_ENV)!r} is not allowed; "
+                          f"allowed: {', '.join(JUDGES)}")
+    return value
+
+
 def current_fingerprint() -> str:
-    """`fingerprint` of this process's environment, this machine's digest included (fixed once torch has
-    dispatched its first kernel)."""
-    return fingerprint(with_digest(environment()))
+    """`fingerprint` of this process's environment with this machine's digest (or, under
+    FEDLAB_JUDGE_NUMERICS=reference, the reference machine's: `judge_as`)."""
+    return _fingerprint_judged(judge_as())
+
+
+@functools.lru_cache(maxsize=2)
+def _fingerprint_judged(judge: str) -> str:
+    """Fixed once torch has dispatched its first kernel; the digest is computed once (`machine_digest`)."""
+    env = environment()
+    ref = reference()
+    if judge == "reference" and ref:
+        return fingerprint({**env, "digest": ref[1]})
+    return fingerprint(with_digest(env))
 
 
 def digest(threads: int) -> str:

@@ -1,7 +1,10 @@
 """Co-PLMs' device SLM families checked on validation data: each candidate family LoRA-tuned centrally on the
 heterogeneous setting's pooled data (the positive control of Table 1, `coplms_claims.learns`: exact match 10
-points above chance on every task, in every seed), scored on rows held out of the training data. A family whose
-control fails there is replaced by one that passes, before the tables are run (the test sets are not read).
+points above chance on every task, in every seed), scored on rows held out of the training data (the test sets are
+not read). The heterogeneous setting needs device families whose tokenizers differ from the LLM's; tiny-llama-s,
+the one candidate whose control passes every task, shares the LLM's, so no family can take the place of one that
+fails. The tables keep tiny-gpt2, tiny-opt and tiny-bloom, and the device claims leave out each (family, task)
+cell whose control fails (`coplms_claims.kept`; listed on the results page under "Device cells the claims read").
 
     python experiments/coplms/family.py                # every candidate, seeds 0,1,2 (resumable)
     python experiments/coplms/family.py --render-only  # family/RESULTS.md from family/results.json

@@ -163,6 +163,13 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
                 todo.append((p, seed, cfg))
     if not todo:
         return 0
+    from fedlab import numerics
+    from fedlab.config import ConfigError
+
+    if numerics.judge_as() == "reference":
+        raise ConfigError(f"{numerics.JUDGE_ENV}=reference judges records as the reference machine kind would, not "
+                          f"as a run here would compute: it renders pages (--render-only, fedlab results) and runs "
+                          f"nothing ({len(todo)} run(s) to make here); unset it to run them")
     check_tree(allow_dirty, results.path.parent)
     jobs = default_jobs([c for *_, c in todo]) if jobs is None else jobs
     parent = _parent_run(results, todo[0][2], title or str(results.path.parent.name))

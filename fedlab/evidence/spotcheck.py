@@ -80,9 +80,13 @@ def spot_check(results, plan, k: int, seed: int | None = None, max_seconds: floa
     """Re-run K drawn pairs at HEAD, compare them, keep the outcome in `results.meta["spot_check"]` (saved) and
     return it; `tags_for(first config)` gives the MLflow tags of the re-runs (the table's parent run). The caller
     checks the tree is clean first (`runner.check_tree`): the outcome names HEAD's commit."""
+    from fedlab import numerics
     from fedlab.evidence import provenance
     from fedlab.parallel import run_many
 
+    if numerics.judge_as() == "reference":
+        raise SpotCheckError(f"--spot-check: {numerics.JUDGE_ENV}=reference judges records as the reference machine "
+                             "kind would; a spot-check re-runs them here: unset it")
     seed = random.SystemRandom().randrange(2 ** 31) if seed is None else seed
     picks = draw(results, plan, k, seed, max_seconds)
     if not picks:

@@ -204,6 +204,7 @@ def test_damaged_files_end_cleanly(pico_zoo, tmp_path, kind):
     fuzz_files(kind, 6, tmp_path)
 
 
+@pytest.mark.federation
 @pytest.mark.slow     # every kind, 40 cases each (a few minutes: runs start on the slow kinds)
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_damaged_files_end_cleanly_long(pico_zoo, tmp_path, kind):

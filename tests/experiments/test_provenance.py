@@ -130,6 +130,18 @@ def test_a_record_of_other_numerics_is_stale(pico_zoo, tmp_path):
 
 
 @pytest.mark.federation
+def test_nothing_runs_while_records_are_judged_as_the_reference_kind(pico_zoo, tmp_path, monkeypatch):
+    from fedlab.config import ConfigError
+    from fedlab.evidence.runner import Results, execute
+
+    results = Results(tmp_path / "results.json")
+    monkeypatch.setenv("FEDLAB_JUDGE_NUMERICS", "reference")
+    with pytest.raises(ConfigError, match=r"renders pages .* and runs nothing \(1 run\(s\) to make here\)"):
+        execute(_plan(tmp_path), results, [0], progress=False, allow_dirty=True)
+    assert results.records == {}
+
+
+@pytest.mark.federation
 def test_a_run_tags_its_environment_in_mlflow(pico_zoo, tmp_path, tracking_overrides):
     import mlflow
 

@@ -745,7 +745,7 @@ def test_sweep_table_reads_table_1s_row_as_the_default_point(tmp_path):
 def test_coplms_exports_the_llm_the_dpm_and_each_devices_slm(hetero_zoo, tmp_path):
     """Without domain adapters every party loads with PEFT with fedlab's logits: the LLM, the DPM over the
     distilled proxy (its base written beside it) and each device's SLM."""
-    from test_export import _parties_load_with_fedlabs_logits
+    from cli.test_export import _parties_load_with_fedlabs_logits
 
     from fedlab.config import load_config
     from fedlab.experiment import run_experiment
@@ -775,3 +775,15 @@ def test_device_claims_average_only_the_cells_each_familys_control_learnt(monkey
                                               "tiny-bloom": tasks}
     monkeypatch.setattr(coplms_claims, "kept", lambda: {f: tasks for f in ("tiny-gpt2", "tiny-opt", "tiny-bloom")})
     assert coplms_claims.device_score()({"final": final}) == 0.99      # nothing left out: the mean over clients
+
+
+def test_the_readme_states_how_many_items_each_device_is_tested_on():
+    """The method page's setup paragraph quotes the tables' `data.client_test_per_task` (experiments/coplms/base.yaml)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    cfg = load_config(str(root / "experiments/coplms/hetero.yaml"))
+    text = " ".join((root / "fedlab/methods/coplms/README.md").read_text().split())
+    said = re.search(r"Each device is tested on (\d+) items per task", text)
+    assert said and int(said.group(1)) == cfg.data.client_test_per_task

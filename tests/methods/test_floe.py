@@ -560,7 +560,7 @@ def test_floe_exports_its_experts_router_and_fusion_gate(pico_zoo, tmp_path, pro
     """`fedlab export`: every expert of the pool as a PEFT adapter with fedlab's logits, the router's Γ_j (one row
     per expert) and settings, the trained fusion gate that loads into FusionGate with the run's w, and a README."""
     from safetensors.torch import load_file
-    from test_export import _parties_load_with_fedlabs_logits
+    from cli.test_export import _parties_load_with_fedlabs_logits
 
     from fedlab.experiment import run_experiment
     from fedlab.methods.floe.fusion import FusionGate

@@ -52,6 +52,28 @@ def test_a_record_made_on_a_kind_that_computes_other_bits_is_stale_here():
     assert stale_numerics({"environment": {"numerics_fingerprint": numerics.fingerprint({**env, "digest": other})}})
 
 
+def test_records_can_be_judged_as_the_reference_kind_judges_them(monkeypatch):
+    from fedlab.evidence.records import stale_numerics
+    from fedlab.validation import ConfigError
+
+    env = numerics.environment()
+    ref = numerics.reference()[1]
+    made_there = {"environment": {"numerics_fingerprint": numerics.fingerprint({**env, "digest": ref})}}
+    made_on_intel = {"environment": {"numerics_fingerprint": numerics.fingerprint({**env, "digest": "052f5b469bc23f44"})}}
+    monkeypatch.setenv(numerics.JUDGE_ENV, "reference")
+    assert not stale_numerics(made_there) and stale_numerics(made_on_intel)
+    from fedlab.evidence.spotcheck import SpotCheckError, spot_check
+
+    with pytest.raises(SpotCheckError, match="a spot-check re-runs them here"):    # nothing runs under that view
+        spot_check(None, [], 1)
+    monkeypatch.setenv(numerics.JUDGE_ENV, "here")
+    here = numerics.machine_digest() == ref
+    assert stale_numerics(made_there) is not here and stale_numerics(made_on_intel) is here
+    monkeypatch.setenv(numerics.JUDGE_ENV, "theirs")
+    with pytest.raises(ConfigError, match="FEDLAB_JUDGE_NUMERICS='theirs' is not allowed; allowed: here, reference"):
+        stale_numerics(made_there)
+
+
 def _python(code: str, **env) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if k not in (*numerics.PIN, numerics.ENV)}
     return subprocess.run([sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True,
