@@ -84,6 +84,7 @@ class Assessment:
     collapse: dict[str, Collapse] | None = None
     left_out: dict[str, dict[str, str]] | None = None   # control → {task it fails, left out: "in seed 2"} (`narrow`)
     judged_on: tuple[str, ...] = ()             # the tasks a narrowed claim is judged on
+    commits: str = ""                           # rows it reads whose seeds mix commits or are uncommitted (`commit_words`)
 
     @property
     def narrowed(self) -> bool:
@@ -126,7 +127,7 @@ class Assessment:
         return "; ".join(f"{side}: {w}" for side, col in self.collapse.items() if (w := col.words()))
 
     def verdict_cell(self) -> str:
-        notes = [w for w in (self.scope_words(), self.collapse_words()) if w]
+        notes = [w for w in (self.scope_words(), self.collapse_words(), self.commits) if w]
         return "; ".join([str(self.verdict), *notes])
 
 
@@ -186,6 +187,21 @@ def narrow(c: Claim, status: list[Status]) -> tuple[Claim, dict[str, dict[str, s
     return narrowed, fails
 
 
+def commit_words(results, keys, seeds) -> str:
+    """Where the records a claim reads (its rows and its controls' rows, at `seeds`) do not all come from one
+    clean commit per row: "seeds made at several commits: `row` (2 commits); seeds from uncommitted changes: `row`";
+    "" when every row's seeds were made at one commit without uncommitted changes."""
+    mixed, dirty = [], []
+    for k in dict.fromkeys(keys):
+        commits = {rec.get("git") for rec in results.runs(k) if rec["seed"] in seeds}
+        if len(commits) > 1:
+            mixed.append(f"`{k}` ({len(commits)} commits)")
+        if any(str(g).endswith("+dirty") for g in commits):
+            dirty.append(f"`{k}`")
+    return "; ".join(w for w in (mixed and "seeds made at several commits: " + ", ".join(mixed),
+                                 dirty and "seeds from uncommitted changes: " + ", ".join(dirty)) if w)
+
+
 def assess(results, c: Claim, outdated: frozenset[str] | set[str] = frozenset()) -> Assessment:
     """The claim on `results` (a `fedlab.evidence.records.Results`); a claim reading a row in `outdated` (keys
     whose records another config made, `Results.outdated`) shows its difference with the verdict "stale". A claim
@@ -207,7 +223,8 @@ def assess(results, c: Claim, outdated: frozenset[str] | set[str] = frozenset())
     if len(seeds) < 2:
         return Assessment(c, None, len(seeds), few, status, collapse)
     d = paired_difference([100 * xa[s] for s in seeds], [100 * xb[s] for s in seeds])
-    out = Assessment(c, d, len(seeds), few, status, collapse)
+    rows = [*keys, *(k for ctl in c.controls() for k in ctl.rows)]
+    out = Assessment(c, d, len(seeds), few, status, collapse, commits=commit_words(results, rows, set(seeds)))
     if any(k in outdated for k in keys):
         out.verdict = Verdict(V.STALE, "records made by another config than the script's: re-run the row")
     elif len(seeds) < MIN_SEEDS:

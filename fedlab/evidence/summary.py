@@ -47,7 +47,8 @@ def systems(root: Path = EXPERIMENTS) -> list:
 
 
 def row(mod, root: Path = ROOT) -> list[str]:
-    """One system's row: name, claims by verdict, controls that hold, seeds of its judged claims, link."""
+    """One system's row: name, claims by verdict, controls that hold, seeds of its judged claims, how many of the
+    claims that show a difference read rows each made at one clean commit (`claims.commit_words`), link."""
     from fedlab.evidence.controls import check
     from fedlab.evidence.page import all_controls, assess_all, verdict_counts
     from fedlab.evidence.records import Results
@@ -59,16 +60,18 @@ def row(mod, root: Path = ROOT) -> list[str]:
     holding = sum(check(r, c).holds for c in controls)
     seeds = sorted({a.seeds for a in assessed if a.diff is not None})
     span = "-" if not seeds else f"{seeds[0]}" if seeds[0] == seeds[-1] else f"{seeds[0]}–{seeds[-1]}"
+    shown = [a for a in assessed if a.diff is not None]
+    one_commit = f"{sum(not a.commits for a in shown)} of {len(shown)}"
     link = Path(os.path.relpath(system.folder / "RESULTS.md", root)).as_posix()
     run = f"`{system.run}`<br>" if system.run else ""
     return [f"**{system.name}**: {system.paper}", f"{run}`python {system.script}`", verdict_counts(assessed),
-            f"{holding} of {len(controls)}", span, f"[{link}]({link})"]
+            f"{holding} of {len(controls)}", span, one_commit, f"[{link}]({link})"]
 
 
 def table(mods, root: Path = ROOT) -> list[str]:
     rows = [row(m, root) for m in mods]
-    return ["| system | run it | claims by verdict | controls that hold | seeds per claim | results |",
-            "|---|---|---|---|---|---|", *["| " + " | ".join(r) + " |" for r in rows]]
+    return ["| system | run it | claims by verdict | controls that hold | seeds per claim | claims at one clean commit "
+            "per row | results |", "|---|---|---|---|---|---|---|", *["| " + " | ".join(r) + " |" for r in rows]]
 
 
 def pages(root: Path = ROOT) -> dict[Path, str]:

@@ -109,4 +109,8 @@ def legend() -> list[str]:
     """The vocabulary as Markdown lines, for every page that shows verdicts."""
     return ["Verdicts (`fedlab.evidence.verdicts`; MDE: the smallest true difference these seeds detect with 80 % "
             "power, paired t-test, two-sided α = 0.05):", "",
-            *[f"- *{w}*: {meaning}" for w, meaning in VOCABULARY]]
+            *[f"- *{w}*: {meaning}" for w, meaning in VOCABULARY], "",
+            "Beside a verdict, *seeds made at several commits* names the rows (the claim's own and its controls') "
+            "whose seeds at the claim's seeds come from more than one commit, and *seeds from uncommitted changes* "
+            "those made from a dirty tree: its evidence is not one clean commit per row until they are re-made "
+            "(`--mixed` lists the commands)."]

@@ -302,3 +302,20 @@ def test_the_page_counts_the_rows_whose_seeds_were_made_at_different_commits(tmp
                                "commits.")
     # a row the table no longer plans is not counted
     assert commits_line(r, {"a"}) == "**Commits**: every row (1) was made at one commit."
+
+
+def test_a_verdict_names_the_rows_whose_seeds_mix_commits_or_come_from_a_dirty_tree(tmp_path):
+    r = results(tmp_path, {"a": [0.6, 0.61, 0.62, 0.63, 0.64], "b": [0.5] * 5, "ref": [0.9] * 5})
+    for rec in r.records.values():
+        rec["git"] = "c1"
+    c = claim("a above b", "a", "b")
+    assert assess(r, c).commits == "" and "commit" not in assess(r, c).verdict_cell()
+    r.records["b@seed3"]["git"] = "c2"
+    r.records["ref@seed1"]["git"] = "c1+dirty"            # a control's row counts too
+    assert assess(r, c).commits == ("seeds made at several commits: `b` (2 commits), `ref` (2 commits); "
+                                    "seeds from uncommitted changes: `ref`")
+    assert assess(r, c).verdict_cell().endswith("; " + assess(r, c).commits)
+    # only the seeds the claim compares: a sixth seed of b made elsewhere, with no partner in a, is not read
+    r.records["b@seed3"]["git"], r.records["ref@seed1"]["git"] = "c1", "c1"
+    r.records["b@seed5"] = {**r.records["b@seed4"], "seed": 5, "git": "c3"}
+    assert assess(r, c).commits == ""

@@ -97,7 +97,13 @@ def test_the_summary_has_one_row_per_system_from_its_records(tmp_path, monkeypat
     # hand-made records: another config made them (the plan is empty, so none is outdated) and ref fails seed 1
     rows = summary.table(mods, tmp_path)
     assert rows[2] == ("| **Toy**: a toy | `fedlab run toy.yaml`<br>`python " + str(folder / "make_tables.py")
-                       + "` | 2 no control | 0 of 1 | 3 | [experiments/toy/RESULTS.md](experiments/toy/RESULTS.md) |")
+                       + "` | 2 no control | 0 of 1 | 3 | 2 of 2 | [experiments/toy/RESULTS.md](experiments/toy/RESULTS.md) |")
+    # both claims read row a: its seeds made at two commits leave neither at one clean commit per row
+    r.records = {k: {**rec, "git": "c2" if k == "a@seed2" else "c1"} for k, rec in r.records.items()}
+    r.save()
+    assert "| 3 | 0 of 2 | [experiments/toy/" in summary.table(mods, tmp_path)[2]
+    r.records = {k: {**rec, "git": "c1"} for k, rec in r.records.items()}
+    r.save()
     # the overview is written into RESULTS.md and between the README's markers, and nothing else changes
     (tmp_path / "README.md").write_text("# Toy\n\n<!-- summary: written by fedlab.evidence -->\n<!-- /summary -->\nend\n")
     assert set(summary.stale(tmp_path)) == {tmp_path / "RESULTS.md", tmp_path / "README.md"}

@@ -559,8 +559,8 @@ def test_the_sync_pool_keeps_the_experts_of_clusters_that_sat_a_round_out(pico_z
 def test_floe_exports_its_experts_router_and_fusion_gate(pico_zoo, tmp_path, profile_file):
     """`fedlab export`: every expert of the pool as a PEFT adapter with fedlab's logits, the router's Γ_j (one row
     per expert) and settings, the trained fusion gate that loads into FusionGate with the run's w, and a README."""
-    from safetensors.torch import load_file
     from cli.test_export import _parties_load_with_fedlabs_logits
+    from safetensors.torch import load_file
 
     from fedlab.experiment import run_experiment
     from fedlab.methods.floe.fusion import FusionGate
