@@ -247,5 +247,6 @@ def report() -> tuple[list[str], bool]:
                  "this machine does not compute like the reference machine: recorded numbers may differ in the "
                  "last digits or more (FEDLAB_NUMERICS=native, another torch/transformers, or a CPU whose AVX2 "
                  "path sums otherwise); records made here carry its digest in their numerics fingerprint, so the "
-                 "shipped tables' records are stale here and records made here are stale on the reference kind")
+                 "shipped tables' records are stale here and records made here are stale on the reference kind "
+                 f"({JUDGE_ENV}=reference renders the shipped pages as the reference kind judges their records)")
     return lines, same

@@ -233,6 +233,7 @@ def keep_diff(folder: Path, record: dict, diff: str) -> None:
 
 
 OUTDATED = "made by another config than the row resolves to now"      # `stale_reason` of an `outdated` record
+OTHER_NUMERICS = "made with other numerics (another CPU kind, numerics mode or library versions)"
 
 
 def stale_reason(record: dict, cfg) -> str | None:
@@ -242,7 +243,7 @@ def stale_reason(record: dict, cfg) -> str | None:
     if outdated(record, cfg):
         return OUTDATED
     if stale_numerics(record):
-        return "made with other numerics (another CPU kind, numerics mode or library versions)"
+        return OTHER_NUMERICS
     if stale_models(record):
         return "made with other zoo weights than a run here would load"
     return None

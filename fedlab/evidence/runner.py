@@ -26,7 +26,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from fedlab.evidence.merge import MergeError, merge_all
-from fedlab.evidence.records import Planned, Results, keep_diff, make_record, record_key, stale_reason
+from fedlab.evidence.records import (
+    OTHER_NUMERICS,
+    Planned,
+    Results,
+    keep_diff,
+    make_record,
+    record_key,
+    stale_reason,
+)
 from fedlab.evidence.spotcheck import SpotCheckError, spot_check
 from fedlab.validation import positive_int
 
@@ -154,13 +162,15 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
     returns how many ran. A dirty tree is refused (`DirtyTree`) unless `allow_dirty` (`check_tree`)."""
     from fedlab.parallel import default_jobs, run_many
 
-    todo = []
+    todo, other_numerics = [], 0
     for p in plan:
         for seed in seeds:
             cfg = p.resolve(seed, extra)
             old = results.records.get(record_key(p.key, seed))
-            if rerun or old is None or stale_reason(old, cfg) is not None:
+            why = None if old is None else stale_reason(old, cfg)
+            if rerun or old is None or why is not None:
                 todo.append((p, seed, cfg))
+                other_numerics += why == OTHER_NUMERICS
     if not todo:
         return 0
     from fedlab import numerics
@@ -176,6 +186,10 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
     tags = {"mlflow.parentRunId": parent, "fedlab.table": title} if parent else None
     if progress:
         print(f"[fedlab] table: {len(todo)} runs to make, {jobs} at a time", file=sys.stderr, flush=True)
+        if other_numerics:
+            print(f"[fedlab] table: {other_numerics} of them replace records made with other numerics than this "
+                  "machine's (another machine kind, numerics mode or library versions: `fedlab doctor`); the "
+                  "replacements hold this machine's numbers", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     failed = []
     for done, (i, h) in enumerate(run_many([c for *_, c in todo], [tags] * len(todo), jobs), 1):

@@ -110,7 +110,7 @@ def test_a_table_in_another_fedlab_checkout_is_refused(pico_zoo, repo, tmp_path,
 
 
 @pytest.mark.federation
-def test_a_record_of_other_numerics_is_stale(pico_zoo, tmp_path):
+def test_a_record_of_other_numerics_is_stale(pico_zoo, tmp_path, capsys):
     from fedlab.evidence.records import stale_numerics
     from fedlab.evidence.runner import Results, execute
 
@@ -124,7 +124,9 @@ def test_a_record_of_other_numerics_is_stale(pico_zoo, tmp_path):
     # stale only by numerics, it still measures the row's config: † but not outdated (its claims keep a verdict)
     stale, old = results.stale_and_outdated(_plan(tmp_path))
     assert stale == {"t/zeroshot"} and old == set() == results.outdated(_plan(tmp_path))
-    assert execute(_plan(tmp_path), results, [0], progress=False, allow_dirty=True) == 1
+    capsys.readouterr()
+    assert execute(_plan(tmp_path), results, [0], progress=True, allow_dirty=True) == 1
+    assert "[fedlab] table: 1 of them replace records made with other numerics" in capsys.readouterr().err
     del results.records["t/zeroshot@seed0"]["environment"]                    # made before fedlab recorded it
     assert stale_numerics(results.records["t/zeroshot@seed0"])
 
