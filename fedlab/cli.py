@@ -390,11 +390,10 @@ def cmd_results(args) -> int:
         if differ:
             from fedlab import numerics
 
-            here = numerics.machine_digest()
-            why = ("" if here in (numerics.reference() or {}).values() else
-                   f" (this machine's numerics digest {here} is not the reference kind's, `fedlab doctor`: every "
-                   "shipped record is stale here; the shipped pages are rendered as the reference kind judges "
-                   f"records: {numerics.JUDGE_ENV}=reference fedlab results --check)")
+            why = ("" if numerics.is_reference_kind() or numerics.judge_as() == "reference" else
+                   f" (this machine's numerics digest {numerics.machine_digest()} is not the reference kind's, "
+                   "`fedlab doctor`: every shipped record is stale here; the shipped pages are rendered as the "
+                   f"reference kind judges records: {numerics.JUDGE_ENV}=reference fedlab results --check)")
             return _fail(f"{', '.join(str(p.relative_to(ROOT)) for p in differ)}: not what the records give; run "
                          f"`fedlab results`{why}", 1)
     else:
@@ -563,6 +562,7 @@ def main(argv: list[str] | None = None) -> int:
 
         check_home()
         numerics.check_mode()
+        numerics.judge_as()          # a bad FEDLAB_JUDGE_NUMERICS is one line before anything runs
         if args.cmd != "zoo":
             return args.fn(args)
         from fedlab import interrupt

@@ -1,4 +1,4 @@
-"""Pinned CPU numerics: the same weights train the same way on any x86-64 CPU.
+"""Pinned CPU numerics: the same weights train the same way on every x86-64 CPU of one kind.
 
 PyTorch picks its CPU kernels at run time by the instruction set the CPU offers: ATen's vectorised kernels
 (AVX-512 on Intel servers, AVX2 on AMD ones), MKL's GEMM and oneDNN's primitives each have a code path per
@@ -121,19 +121,31 @@ def fingerprint(env: dict) -> str:
     """The part of `environment()` that decides the bits of a computation: instruction set in force, mode and
     library versions (the CPU's name and the thread count are recorded beside it; threads are part of a run's
     config), and `digest=…` where `env["digest"]` (the machine's `digest`, `with_digest`) is not the reference
-    machine's for these library versions. Two records with equal fingerprints were computed by the same
-    kernels."""
+    machine's for these library versions, or no reference was measured for them. Two records with equal
+    fingerprints were computed by the same kernels."""
     keys = ("capability", "numerics", "torch", "transformers", "tokenizers")
     out = "|".join(str(env.get(k)) for k in keys)
-    ref = REFERENCE.get((str(env.get("torch")).split("+")[0], str(env.get("transformers"))))
     d = env.get("digest")
-    return out + (f"|digest={d}" if d and ref and d not in ref.values() else "")
+    ref = REFERENCE.get(_versions(env.get("torch"), env.get("transformers")))
+    return out + (f"|digest={d}" if d and not (ref and d in ref.values()) else "")
+
+
+def _versions(torch_version, transformers_version) -> tuple[str, str]:
+    """The key of REFERENCE and OTHER_KINDS: torch's version without its build tag, transformers' version."""
+    return str(torch_version).split("+")[0], str(transformers_version)
 
 
 @functools.lru_cache(maxsize=1)
 def machine_digest() -> str:
-    """This process's `digest` at one thread (computed once: about 3 s)."""
+    """This process's `digest` at one thread (computed once: 3 to 6 s; under the pin the bits do not depend on
+    the thread count, which the reference and every measured kind show at 1 and 2 threads)."""
     return digest(1)
+
+
+def is_reference_kind() -> bool:
+    """Whether this machine computes like the reference machine: its digest is the reference's for this
+    process's torch and transformers (False where none was measured)."""
+    return machine_digest() in (reference() or {}).values()
 
 
 def with_digest(env: dict) -> dict:
@@ -146,7 +158,7 @@ def other_kind(d: str) -> str | None:
     import torch
     import transformers
 
-    return OTHER_KINDS.get((torch.__version__.split("+")[0], transformers.__version__), {}).get(d)
+    return OTHER_KINDS.get(_versions(torch.__version__, transformers.__version__), {}).get(d)
 
 
 def judge_as() -> str:
@@ -171,11 +183,17 @@ def current_fingerprint() -> str:
 
 @functools.lru_cache(maxsize=2)
 def _fingerprint_judged(judge: str) -> str:
-    """Fixed once torch has dispatched its first kernel; the digest is computed once (`machine_digest`)."""
+    """Fixed once torch has dispatched its first kernel; the digest is computed once (`machine_digest`). The
+    reference view is the reference machine's own: pinned, AVX2 in force, its digest, this process's libraries."""
+    from fedlab.validation import ConfigError
+
     env = environment()
-    ref = reference()
-    if judge == "reference" and ref:
-        return fingerprint({**env, "digest": ref[1]})
+    if judge == "reference":
+        ref = reference()
+        if not ref:
+            raise ConfigError(f"{JUDGE_ENV}=reference: no reference digest was measured for torch {env['torch']} "
+                              f"and transformers {env['transformers']} (fedlab/numerics.py REFERENCE)")
+        return fingerprint({**env, "capability": PINNED_CAPABILITY, "numerics": "pinned", "digest": ref[1]})
     return fingerprint(with_digest(env))
 
 
@@ -191,7 +209,8 @@ def digest(threads: int) -> str:
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        with torch.random.fork_rng(devices=[]):
+        gpus = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+        with torch.random.fork_rng(devices=gpus), torch.inference_mode(False), torch.enable_grad():
             torch.manual_seed(0)
             h = hashlib.sha256()
             a, b = torch.randn(512, 777), torch.randn(777, 301)
@@ -221,7 +240,7 @@ def reference() -> dict[int, str] | None:
     import torch
     import transformers
 
-    return REFERENCE.get((torch.__version__.split("+")[0], transformers.__version__))
+    return REFERENCE.get(_versions(torch.__version__, transformers.__version__))
 
 
 def report() -> tuple[list[str], bool]:

@@ -95,6 +95,13 @@ def written():
     return _written
 
 
+@pytest.fixture(autouse=True)
+def _judged_here(monkeypatch):
+    """Records are judged against this machine's numerics in every test (a user's exported
+    FEDLAB_JUDGE_NUMERICS=reference would stop the tests that run tables); `reference_kind` sets it."""
+    monkeypatch.delenv("FEDLAB_JUDGE_NUMERICS", raising=False)
+
+
 @pytest.fixture
 def reference_kind(monkeypatch):
     """Judge records as the reference machine kind does (FEDLAB_JUDGE_NUMERICS=reference): the shipped results

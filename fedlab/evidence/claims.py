@@ -189,17 +189,22 @@ def narrow(c: Claim, status: list[Status]) -> tuple[Claim, dict[str, dict[str, s
 
 def commit_words(results, keys, seeds) -> str:
     """Where the records a claim reads (its rows and its controls' rows, at `seeds`) do not all come from one
-    clean commit per row: "seeds made at several commits: `row` (2 commits); seeds from uncommitted changes: `row`";
+    clean commit per row: "seeds made at several commits: `row` (2 commits); seeds from uncommitted changes: `row`;
+    seeds made outside git: `row`" (a record without a `git` field, made before fedlab recorded it, is not named);
     "" when every row's seeds were made at one commit without uncommitted changes."""
-    mixed, dirty = [], []
+    mixed, dirty, outside = [], [], []
     for k in dict.fromkeys(keys):
-        commits = {rec.get("git") for rec in results.runs(k) if rec["seed"] in seeds}
+        recs = [rec for rec in results.runs(k) if rec["seed"] in seeds]
+        commits = {rec.get("git") for rec in recs}
         if len(commits) > 1:
             mixed.append(f"`{k}` ({len(commits)} commits)")
         if any(str(g).endswith("+dirty") for g in commits):
             dirty.append(f"`{k}`")
+        if any("git" in rec and rec["git"] is None for rec in recs):     # recorded, and made outside git
+            outside.append(f"`{k}`")
     return "; ".join(w for w in (mixed and "seeds made at several commits: " + ", ".join(mixed),
-                                 dirty and "seeds from uncommitted changes: " + ", ".join(dirty)) if w)
+                                 dirty and "seeds from uncommitted changes: " + ", ".join(dirty),
+                                 outside and "seeds made outside git: " + ", ".join(outside)) if w)
 
 
 def assess(results, c: Claim, outdated: frozenset[str] | set[str] = frozenset()) -> Assessment:

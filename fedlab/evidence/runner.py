@@ -156,10 +156,13 @@ def log_to_parent(results: Results, paths: list[Path], folder: str = "figures", 
 
 def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tuple[str, ...] = (),
             rerun: bool = False, title: str = "", summarize: Callable | None = None,
-            progress: bool = True, jobs: int | None = None, allow_dirty: bool = False) -> int:
+            progress: bool = True, jobs: int | None = None, allow_dirty: bool = False,
+            replace_other_numerics: bool = False) -> int:
     """Run every (row, seed) the results do not hold for the current config, weights and numerics, `jobs` at a
     time (default: as many as the cores allow for the runs' threads), saving each record as its run ends;
-    returns how many ran. A dirty tree is refused (`DirtyTree`) unless `allow_dirty` (`check_tree`)."""
+    returns how many ran. A dirty tree is refused (`DirtyTree`) unless `allow_dirty` (`check_tree`). Runs that
+    would replace records made with other numerics (another machine kind, numerics mode or library versions) are
+    refused unless `replace_other_numerics`: the records a table ships are the reference kind's."""
     from fedlab.parallel import default_jobs, run_many
 
     todo, other_numerics = [], 0
@@ -180,6 +183,11 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
         raise ConfigError(f"{numerics.JUDGE_ENV}=reference judges records as the reference machine kind would, not "
                           f"as a run here would compute: it renders pages (--render-only, fedlab results) and runs "
                           f"nothing ({len(todo)} run(s) to make here); unset it to run them")
+    if other_numerics and not replace_other_numerics:
+        raise ConfigError(f"{other_numerics} of the {len(todo)} run(s) to make would replace records made with other "
+                          "numerics than this machine's (another machine kind, numerics mode or library versions: "
+                          "`fedlab doctor`), with this machine's numbers; pass --replace-other-numerics to replace "
+                          "them, or --render-only to render the records as they are")
     check_tree(allow_dirty, results.path.parent)
     jobs = default_jobs([c for *_, c in todo]) if jobs is None else jobs
     parent = _parent_run(results, todo[0][2], title or str(results.path.parent.name))
@@ -188,8 +196,8 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
         print(f"[fedlab] table: {len(todo)} runs to make, {jobs} at a time", file=sys.stderr, flush=True)
         if other_numerics:
             print(f"[fedlab] table: {other_numerics} of them replace records made with other numerics than this "
-                  "machine's (another machine kind, numerics mode or library versions: `fedlab doctor`); the "
-                  "replacements hold this machine's numbers", file=sys.stderr, flush=True)
+                  "machine's (--replace-other-numerics); the replacements hold this machine's numbers",
+                  file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     failed = []
     for done, (i, h) in enumerate(run_many([c for *_, c in todo], [tags] * len(todo), jobs), 1):
@@ -231,6 +239,9 @@ def table_parser(title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2)) ->
                                                          "1 = one after another)")
     ap.add_argument("--allow-dirty", action="store_true", help="run from a tree with uncommitted changes: each "
                     "record keeps the diff (its sha256, and the patch in diffs/)")
+    ap.add_argument("--replace-other-numerics", action="store_true",
+                    help="re-run rows whose records were made with other numerics (another machine kind, numerics "
+                         "mode or library versions: `fedlab doctor`), replacing them with this machine's numbers")
     ap.add_argument("--merge-from", action="append", default=[], metavar="PATH",
                     help="first take the records another clone or machine made of this table (its results.json, "
                     "or its table folder) that this table would not run again and can trace: rows of the plan "
@@ -303,6 +314,9 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
     rows = select_rows(plan(), args.only)
     spot = None
     try:
+        from fedlab import numerics
+
+        numerics.current_fingerprint()   # a bad FEDLAB_JUDGE_NUMERICS is one line, before the render reads it
         results = Results(Path(folder) / "results.json")
         if args.mixed:
             from fedlab.evidence.unify import report
@@ -325,7 +339,7 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
                                   if (p := parent(cfg)) else None))
         elif not args.render_only:
             execute(rows, results, seeds, tuple(args.overrides), args.rerun, title, summarize, jobs=args.jobs,
-                    allow_dirty=args.allow_dirty)
+                    allow_dirty=args.allow_dirty, replace_other_numerics=args.replace_other_numerics)
     except (ConfigError, DirtyTree, MergeError, SpotCheckError) as e:
         print(f"fedlab: error: {e}", file=sys.stderr)
         return 2

@@ -113,4 +113,4 @@ def legend() -> list[str]:
             "Beside a verdict, *seeds made at several commits* names the rows (the claim's own and its controls') "
             "whose seeds at the claim's seeds come from more than one commit, and *seeds from uncommitted changes* "
             "those made from a dirty tree: its evidence is not one clean commit per row until they are re-made "
-            "(`--mixed` lists the commands)."]
+            "(`--mixed` lists the commands for rows at several commits)."]

@@ -68,8 +68,9 @@ def test_quickstart_main_job_verbatim(tmp_path):
 
     from fedlab import numerics
 
-    if numerics.machine_digest() not in (numerics.reference() or {}).values():
-        return
+    if not numerics.is_reference_kind():
+        pytest.skip(f"ran as written; the digits are the reference kind's, and this machine's numerics digest "
+                    f"{numerics.machine_digest()} is another kind's")
     rec = json.loads((ROOT / "experiments/baselines/results.json").read_text())["tiny/hetero/fedavg@seed0"]
     printed = dict(re.findall(r"^\| (\w+)\s+\| [\d.]+\s+\| ([\d.]+)\s+\|$", p.stdout, flags=re.M))
     want = {k[len("acc/task_"):]: f"{v:.4f}" for k, v in rec["final"].items() if k.startswith("acc/task_")}

@@ -315,6 +315,9 @@ def test_a_verdict_names_the_rows_whose_seeds_mix_commits_or_come_from_a_dirty_t
     assert assess(r, c).commits == ("seeds made at several commits: `b` (2 commits), `ref` (2 commits); "
                                     "seeds from uncommitted changes: `ref`")
     assert assess(r, c).verdict_cell().endswith("; " + assess(r, c).commits)
+    r.records["a@seed0"]["git"] = None                   # made outside a git checkout
+    assert assess(r, c).commits.endswith("; seeds made outside git: `a`")
+    r.records["a@seed0"]["git"] = "c1"
     # only the seeds the claim compares: a sixth seed of b made elsewhere, with no partner in a, is not read
     r.records["b@seed3"]["git"], r.records["ref@seed1"]["git"] = "c1", "c1"
     r.records["b@seed5"] = {**r.records["b@seed4"], "seed": 5, "git": "c3"}

@@ -124,9 +124,16 @@ def test_a_record_of_other_numerics_is_stale(pico_zoo, tmp_path, capsys):
     # stale only by numerics, it still measures the row's config: † but not outdated (its claims keep a verdict)
     stale, old = results.stale_and_outdated(_plan(tmp_path))
     assert stale == {"t/zeroshot"} and old == set() == results.outdated(_plan(tmp_path))
+    from fedlab.config import ConfigError
+
+    with pytest.raises(ConfigError, match="1 of the 1 run.* would replace records made with other numerics .* pass "
+                                          "--replace-other-numerics"):
+        execute(_plan(tmp_path), results, [0], progress=False, allow_dirty=True)
+    assert "AVX512" in results.records["t/zeroshot@seed0"]["environment"]["numerics_fingerprint"]   # kept
     capsys.readouterr()
-    assert execute(_plan(tmp_path), results, [0], progress=True, allow_dirty=True) == 1
+    assert execute(_plan(tmp_path), results, [0], progress=True, allow_dirty=True, replace_other_numerics=True) == 1
     assert "[fedlab] table: 1 of them replace records made with other numerics" in capsys.readouterr().err
+    assert not stale_numerics(results.records["t/zeroshot@seed0"])
     del results.records["t/zeroshot@seed0"]["environment"]                    # made before fedlab recorded it
     assert stale_numerics(results.records["t/zeroshot@seed0"])
 

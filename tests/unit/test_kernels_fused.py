@@ -1,6 +1,6 @@
-"""The fused (torch.compile) merge passes of h_ties and ties (fedlab/aggregators/fused.py): the same
-numbers as the eager block loop, bit for bit, on updates with and without ties at the trimming threshold;
-the tie rule by hand; the mode switch."""
+"""The fused (torch.compile) merge passes of h_ties and ties (fedlab/aggregators/fused.py): the same signs and
+values within float32 rounding as the eager block loop, on updates with and without ties at the trimming
+threshold; the tie rule by hand; the mode switch."""
 from __future__ import annotations
 
 import pytest
@@ -46,27 +46,27 @@ def _both(fn, tau, mode):
 def test_the_fused_kernels_equal_the_eager_ones(name, kernel, mode):
     """The same sign (or zero) at every coordinate and values within a relative 1e-6 (measured: at most 2.4e-7,
     two float32 steps — the eager kernel's Σ_k w_k·x_k is a BLAS product with its own summation order), except,
-    for TIES, at coordinates whose elected sum Σ_k w_k τ̃_k cancels to within float32 rounding of 0: there the
-    summation order (the BLAS's, which differs between machine kinds) elects the sign, and either is right.
-    Such coordinates are counted and must stay few (the quarter-step grid makes some on purpose)."""
+    for weighted TIES, at coordinates whose elected sum Σ_k w_k τ̃_k cancels to within float32 rounding of 0: there
+    the summation order (the BLAS's, which differs between machine kinds) elects the sign, and either is right.
+    Such coordinates are counted and must stay few. Unweighted sums of these data are exact in any order, so
+    there every coordinate is compared (a sum of 0 elects +, in both kernels)."""
     tau = _updates()[name]
     w = torch.linspace(0.5, 2.0, tau.shape[0])
-    density = {"ties": 0.2, "ties weighted": 0.35, "ties keep all": 1.0}.get(kernel)
+    density = 0.35
     fn = {"h_ties": lambda t: h_ties(t),
           "h_ties all": lambda t: h_ties(t, denominator="all", r0=0.6, delta=0.3),
           "ties": lambda t: ties(t, density=0.2),
-          "ties weighted": lambda t: ties(t, density=0.35, weights=w),
+          "ties weighted": lambda t: ties(t, density=density, weights=w),
           "ties keep all": lambda t: ties(t, density=1.0)}[kernel]
     eager, got = _both(fn, tau, mode)
     sure = torch.ones_like(eager, dtype=torch.bool)
-    if density is not None:
+    if kernel == "ties weighted":   # unweighted sums of these data are exact in any order: every coordinate counts
         thr, cutoff = fused.keep_rule(tau, _keeps(tau, density))
         kept = fused._kept(tau, thr, cutoff).double()
-        wk = (w if kernel == "ties weighted" else torch.ones_like(w)).double()
-        total, scale = wk @ kept, wk @ kept.abs()
+        total, scale = w.double() @ kept, w.double() @ kept.abs()
         # the sum's sign survives any summation order (or nothing is kept there: 0 whatever the order)
         sure = (total.abs() > 1e-5 * scale) | (scale == 0)
-        assert sure.double().mean() >= 0.9      # the quarter-step grid cancels exactly at up to 4 % of coordinates
+        assert sure.double().mean() >= 0.99     # the quarter-step grid cancels at about 0.2 % of coordinates
     assert torch.equal(torch.sign(got[sure]), torch.sign(eager[sure]))
     assert torch.allclose(got[sure], eager[sure], rtol=1e-6, atol=0.0), float(
         ((got - eager)[sure].abs() / eager[sure].abs()).nan_to_num().max())

@@ -30,17 +30,35 @@ def test_the_digest_is_the_reference_machines_or_that_of_a_kind_measured_to_diff
     assert got == ref or (got[1] == got[2] and numerics.other_kind(got[1]) is not None), got
 
 
-def test_a_machine_that_computes_other_bits_puts_its_digest_in_the_fingerprint():
+REF = numerics.REFERENCE[("2.13.0", "5.23.0")][1]
+INTEL = next(iter(numerics.OTHER_KINDS[("2.13.0", "5.23.0")]))
+
+
+@pytest.fixture(autouse=True)
+def _judged_afresh():
+    """The cached fingerprints are forgotten after each test (some judge as another machine)."""
+    yield
+    numerics._fingerprint_judged.cache_clear()
+
+
+def _as_machine(monkeypatch, digest: str) -> None:
+    """This process judged as a machine whose digest is `digest`."""
+    monkeypatch.setattr(numerics, "machine_digest", lambda: digest)
+    numerics._fingerprint_judged.cache_clear()
+
+
+def test_a_machine_that_computes_other_bits_puts_its_digest_in_the_fingerprint(monkeypatch):
     env = {**numerics.environment(), "torch": "2.13.0+cpu", "transformers": "5.23.0"}
     plain = numerics.fingerprint(env)
-    assert numerics.fingerprint({**env, "digest": "62d2cfb4ab83cc70"}) == plain          # the reference's
-    assert numerics.fingerprint({**env, "digest": "052f5b469bc23f44"}) == plain + "|digest=052f5b469bc23f44"
-    # library versions without a measured reference: the versions already tell the kernels apart
-    assert numerics.fingerprint({**env, "transformers": "9.9.9", "digest": "x"}) == numerics.fingerprint(
-        {**env, "transformers": "9.9.9"})
-    here = numerics.machine_digest()
-    assert numerics.current_fingerprint().endswith("" if here in (numerics.reference() or {}).values()
-                                                   else f"|digest={here}")
+    assert numerics.fingerprint({**env, "digest": REF}) == plain                       # the reference's
+    assert numerics.fingerprint({**env, "digest": INTEL}) == plain + f"|digest={INTEL}"
+    # library versions with no measured reference: every machine's digest is part of its fingerprint
+    other = {**env, "transformers": "9.9.9"}
+    assert numerics.fingerprint({**other, "digest": REF}) == numerics.fingerprint(other) + f"|digest={REF}"
+    for digest, suffix in ((REF, ""), (INTEL, f"|digest={INTEL}")):
+        _as_machine(monkeypatch, digest)
+        assert numerics.current_fingerprint() == numerics.fingerprint(numerics.environment()) + suffix
+        assert numerics.is_reference_kind() is (digest == REF)
 
 
 def test_a_record_made_on_a_kind_that_computes_other_bits_is_stale_here():
@@ -48,7 +66,7 @@ def test_a_record_made_on_a_kind_that_computes_other_bits_is_stale_here():
 
     env = numerics.with_digest(numerics.environment())
     assert not stale_numerics({"environment": {"numerics_fingerprint": numerics.fingerprint(env)}})
-    other = "052f5b469bc23f44" if env["digest"] != "052f5b469bc23f44" else "62d2cfb4ab83cc70"
+    other = INTEL if env["digest"] != INTEL else REF
     assert stale_numerics({"environment": {"numerics_fingerprint": numerics.fingerprint({**env, "digest": other})}})
 
 
@@ -57,20 +75,26 @@ def test_records_can_be_judged_as_the_reference_kind_judges_them(monkeypatch):
     from fedlab.validation import ConfigError
 
     env = numerics.environment()
-    ref = numerics.reference()[1]
-    made_there = {"environment": {"numerics_fingerprint": numerics.fingerprint({**env, "digest": ref})}}
-    made_on_intel = {"environment": {"numerics_fingerprint": numerics.fingerprint({**env, "digest": "052f5b469bc23f44"})}}
-    monkeypatch.setenv(numerics.JUDGE_ENV, "reference")
-    assert not stale_numerics(made_there) and stale_numerics(made_on_intel)
+    made_there = {"environment": {"numerics_fingerprint": numerics.fingerprint({**env, "digest": REF})}}
+    made_on_intel = {"environment": {"numerics_fingerprint": numerics.fingerprint({**env, "digest": INTEL})}}
+    for machine in (REF, INTEL):                    # whichever kind judges, the reference view is the reference's
+        _as_machine(monkeypatch, machine)
+        monkeypatch.setenv(numerics.JUDGE_ENV, "reference")
+        assert not stale_numerics(made_there) and stale_numerics(made_on_intel)
+        monkeypatch.setenv(numerics.JUDGE_ENV, "here")
+        assert stale_numerics(made_there) is (machine != REF) and stale_numerics(made_on_intel) is (machine == REF)
     from fedlab.evidence.spotcheck import SpotCheckError, spot_check
 
+    monkeypatch.setenv(numerics.JUDGE_ENV, "reference")
     with pytest.raises(SpotCheckError, match="a spot-check re-runs them here"):    # nothing runs under that view
         spot_check(None, [], 1)
-    monkeypatch.setenv(numerics.JUDGE_ENV, "here")
-    here = numerics.machine_digest() == ref
-    assert stale_numerics(made_there) is not here and stale_numerics(made_on_intel) is here
     monkeypatch.setenv(numerics.JUDGE_ENV, "theirs")
     with pytest.raises(ConfigError, match="FEDLAB_JUDGE_NUMERICS='theirs' is not allowed; allowed: here, reference"):
+        stale_numerics(made_there)
+    monkeypatch.setenv(numerics.JUDGE_ENV, "reference")
+    monkeypatch.setattr(numerics, "REFERENCE", {})
+    numerics._fingerprint_judged.cache_clear()
+    with pytest.raises(ConfigError, match="no reference digest was measured for torch"):
         stale_numerics(made_there)
 
 
