@@ -109,7 +109,7 @@ def main(argv=None) -> int:
         seeds = seed_list(args.seeds)
     except ConfigError as e:
         ap.error(str(e))
-    from fedlab import numerics
+    from fedlab.evidence.provenance import source_environment
     from fedlab.evidence.runner import DirtyTree, check_tree
     from fedlab.methods.elsa.chains import default_split, model_dims
     from fedlab.models.zoo import load_encoder
@@ -123,8 +123,7 @@ def main(argv=None) -> int:
     layer = args.layer if args.layer is not None else default_split(model_dims(args.model)[0])[0]
     model, tok = load_encoder(args.model)
     results = {str(s): one_seed(model, tok, layer, s, args.texts) for s in seeds}
-    env = numerics.with_digest(numerics.environment(threads=1))
-    env.update(numerics_fingerprint=numerics.fingerprint(env), commit=state["commit"], clean=state["clean"])
+    env = source_environment(1, state)
     (HERE / f"results_privacy{args.out_suffix}.json").write_text(json.dumps(
         {"model": args.model, "layer": layer, "command": " ".join(["python experiments/elsa/privacy_table.py", *(argv or sys.argv[1:])]),
          "environment": env, "models": {args.model: _weights(args.model)}, "seeds": results}, indent=1))

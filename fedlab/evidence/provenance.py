@@ -82,14 +82,21 @@ def diff_sha256(diff: str) -> str:
     return hashlib.sha256(diff.encode()).hexdigest()
 
 
+def source_environment(threads: int, state: dict) -> dict:
+    """This process's numerics at `threads` (its machine digest and numerics fingerprint included) with the
+    commit and cleanliness of `state` (a `git_state()`): what every record of a number carries."""
+    from fedlab import numerics
+
+    env = numerics.with_digest(numerics.environment(threads=threads))
+    env.update(numerics_fingerprint=numerics.fingerprint(env), commit=state["commit"], clean=state["clean"])
+    return env
+
+
 def run_environment(cfg, state: dict | None = None) -> dict:
     """The environment fingerprint of a run of `cfg` in this process (numerics, libraries, source), with the
     dirty tree's diff hash; `state` is a `git_state()` already taken."""
-    from fedlab import numerics
-
     state = git_state() if state is None else state
-    env = numerics.with_digest(numerics.environment(threads=cfg.backend.threads))
-    env.update(numerics_fingerprint=numerics.fingerprint(env), commit=state["commit"], clean=state["clean"])
+    env = source_environment(cfg.backend.threads, state)
     if state["clean"] is False:
         env["diff_sha256"] = diff_sha256(state["diff"])
         env["changed"] = state["changed"]

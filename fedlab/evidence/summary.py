@@ -58,9 +58,9 @@ def row(mod, root: Path = ROOT) -> list[str]:
     assessed = assess_all(r, system)
     controls = all_controls(r, system, [a.claim for a in assessed])
     holding = sum(check(r, c).holds for c in controls)
-    seeds = sorted({a.seeds for a in assessed if a.diff is not None})
-    span = "-" if not seeds else f"{seeds[0]}" if seeds[0] == seeds[-1] else f"{seeds[0]}–{seeds[-1]}"
     shown = [a for a in assessed if a.diff is not None]
+    seeds = sorted({a.seeds for a in shown})
+    span = "-" if not seeds else f"{seeds[0]}" if seeds[0] == seeds[-1] else f"{seeds[0]}–{seeds[-1]}"
     one_commit = f"{sum(not a.commits for a in shown)} of {len(shown)}"
     link = Path(os.path.relpath(system.folder / "RESULTS.md", root)).as_posix()
     run = f"`{system.run}`<br>" if system.run else ""
