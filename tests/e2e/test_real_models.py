@@ -34,8 +34,11 @@ def test_smollm2_loads_from_gguf_and_scores_above_chance():
 
     model, tok = load_model("smollm2-135m")
     assert model.config.model_type == "llama" and model.config.num_hidden_layers == 30
-    acc = mc_accuracy(model, tok, task_examples("sentiment", "test", 40))
-    assert acc > 0.7  # templated English sentiment is easy for an instruction-tuned model
+    examples = task_examples("topic", "test", 40)
+    acc = mc_accuracy(model, tok, examples)
+    # four topics (chance 0.25): zero-shot, the instruction-tuned model names the topic of most templated
+    # sentences; a weight map that scrambles the model answers near chance
+    assert len(examples[0].choices) == 4 and acc > 0.5
 
 
 def test_fedavg_hetero_smollm2_yaml_runs(tmp_path):
@@ -103,7 +106,7 @@ def test_elsa_runs_on_minilm_split_3_2_1(tmp_path):
 
     cfg = load_config(str(ROOT / "experiments/elsa/dirichlet.yaml"), [
         "model.name=minilm-l6", "method.split=null", "data.num_clients=2", "data.partition=iid",
-        "data.mislabeled_clients=[]", "method.num_edges=1", "federation.rounds=1", "method.rho_steps=2",
+        "data.mislabeled_count=0", "data.min_client_samples=4", "method.num_edges=1", "federation.rounds=1", "method.rho_steps=2",
         "method.warmup_steps=1", "method.probe_size=8", "data.train_per_task=40", "data.test_per_task=20",
         "tracking.enabled=false", f"output_dir={tmp_path}/runs"])
     h = run_experiment(cfg, progress=False)
