@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass
 
 MIN_SEEDS = 3                   # the fewest common seeds a verdict is given on
+CLAIM_SEEDS = 5                 # the seeds every row a claim reads is to hold (`fedlab results --todo`)
 
 REPRODUCED = "reproduced"
 SMALLER = "same sign, smaller than the paper's"

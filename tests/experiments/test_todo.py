@@ -1,0 +1,108 @@
+"""`fedlab results --todo`: what the rows a system's claims read still lack, the run time it takes and the
+commands that make it (fedlab.evidence.todo)."""
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from fedlab.evidence import todo as T
+from fedlab.evidence.records import OTHER_NUMERICS, OUTDATED, Planned
+
+A, B = "a" * 40, "b" * 40
+
+
+class _Results:
+    def __init__(self, records: dict):
+        self.records = records
+
+    def runs(self, key: str) -> list[dict]:
+        return sorted((r for r in self.records.values() if r["key"] == key), key=lambda r: r["seed"])
+
+
+def _recs(row: str, made: dict[int, tuple[str, float]]) -> dict:
+    return {f"{row}@seed{s}": {"key": row, "seed": s, "git": g, "seconds": sec, "final": {"acc/mean": 0.5}}
+            for s, (g, sec) in made.items()}
+
+
+@pytest.fixture()
+def stale_at(monkeypatch):
+    """`stale_reason` as a table: {(row, seed): reason}; every other record is current."""
+    table: dict[tuple[str, int], str] = {}
+    monkeypatch.setattr(T, "stale_reason", lambda rec, cfg: table.get((rec["key"], rec["seed"])))
+    monkeypatch.setattr(Planned, "resolve", lambda self, seed, extra=(): None)
+    return table
+
+
+def test_missing_and_not_current_seeds_are_the_runs_to_make_estimated_from_the_rows_median_run_time(stale_at):
+    records = {**_recs("t/a", {0: (A, 10), 1: (A, 30), 2: (A, 20)}),
+               **_recs("t/b", {s: (A, 100) for s in range(5)}),
+               **_recs("t/done", {s: (A, 1) for s in range(5)})}
+    stale_at[("t/b", 1)] = OUTDATED
+    stale_at[("t/b", 3)] = OTHER_NUMERICS
+    plan = [Planned(k, None) for k in ("t/a", "t/b", "t/done", "t/new")]
+    got = {x.row: x for x in T.lacks(_Results(records), plan, ["t/a", "t/b", "t/done", "t/new", "t/gone"])}
+    assert (got["t/a"].missing, got["t/a"].to_run, got["t/a"].seconds) == ((3, 4), (3, 4), 40)   # median 20 s
+    assert got["t/b"].stale == {1: OUTDATED, 3: OTHER_NUMERICS} and got["t/b"].to_run == (1, 3)
+    assert got["t/b"].seconds == 200
+    assert got["t/done"].empty() and not got["t/done"].to_run
+    assert got["t/new"].missing == (0, 1, 2, 3, 4) and got["t/new"].seconds is None     # never run: unknown
+    assert not got["t/gone"].planned and not got["t/gone"].empty()
+    assert [x.row for x in T.lacks(_Results(records), plan, ["t/done", "t/a"], target=3)] == ["t/done", "t/a"]
+    assert T.lacks(_Results(records), plan, ["t/a"], target=3)[0].empty()
+
+
+def test_a_row_at_several_commits_names_where_to_re_make_which_seeds_unless_a_re_run_covers_them(stale_at):
+    records = {**_recs("t/mix", {0: (A, 1), 1: (A, 1), 2: (A, 1), 3: (B, 1), 4: (B, 1)}),
+               **_recs("t/old", {0: (A, 1), 1: (A, 1), 2: (B, 1), 3: (B, 1), 4: (B, 1)})}
+    for s in range(5):
+        stale_at[("t/old", s)] = OUTDATED            # every seed re-run at HEAD: one commit after it
+    plan = [Planned("t/mix", None), Planned("t/old", None)]
+    got = {x.row: x for x in T.lacks(_Results(records), plan, ["t/mix", "t/old"])}
+    assert (got["t/mix"].mixed.commit, got["t/mix"].mixed.seeds, got["t/mix"].to_run) == (A, (3, 4), ())
+    assert not got["t/mix"].empty()
+    assert got["t/old"].mixed is None and got["t/old"].to_run == (0, 1, 2, 3, 4)
+    stale_at[("t/mix", 0)] = OTHER_NUMERICS          # A's records no longer all current: B is the target
+    (mix,) = T.lacks(_Results(records), plan, ["t/mix"])
+    assert (mix.mixed.commit, mix.mixed.seeds, mix.to_run) == (B, (0, 1, 2), (0,))
+
+
+def test_commands_group_rows_by_their_seeds_and_replace_other_numerics_only_where_a_record_needs_it():
+    todo = T.SystemTodo("S", "experiments/s/make_tables.py", [
+        T.Lack("r/a", missing=(3, 4)), T.Lack("r/b", missing=(3, 4)),
+        T.Lack("r/c", stale={0: OTHER_NUMERICS, 1: OUTDATED}), T.Lack("r/d", stale={0: OUTDATED, 1: OUTDATED}),
+        T.Lack("r/e"), T.Lack("r/f", missing=(0,), planned=False)], [])
+    assert T.commands(todo) == [
+        "python experiments/s/make_tables.py --only 'r/a$,r/b$' --seeds 3,4",
+        "python experiments/s/make_tables.py --only 'r/c$' --seeds 0,1 --replace-other-numerics",
+        "python experiments/s/make_tables.py --only 'r/d$' --seeds 0,1"]
+
+
+def test_the_report_lists_only_rows_that_lack_something_and_the_claims_whose_control_fails():
+    done = T.SystemTodo("Done", "x.py", [T.Lack("r/a")], [])
+    assert "Every row its claims read holds seeds 0–4" in "\n".join(T.report(done))
+    todo = T.SystemTodo("S", "x.py", [T.Lack("r/a"), T.Lack("r/b", missing=(4,), per_seed=7200.0)],
+                        [("X > Y", "reference: sentiment in seed 3")])
+    text = "\n".join(T.report(todo))
+    assert "`r/a`" not in text and "| `r/b` | 4 |  |  | 2.0 h |" in text
+    assert "1 of the 2 rows" in text and "about 2.0 h" in text
+    assert "- X > Y — reference: sentiment in seed 3" in text
+
+
+def test_every_printed_command_runs_rows_of_its_tables_plan(capsys, reference_kind):
+    """On the shipped records, judged as the reference kind does: each system has its section, and every
+    command it prints selects, through the table runner's own row filter, exactly the rows it lists."""
+    from fedlab.evidence.runner import select_rows, table_parser
+    from fedlab.evidence.summary import systems
+
+    assert T.main() == 0
+    out = capsys.readouterr().out
+    mods = {m.SYSTEM.script: m.SYSTEM for m in systems()}
+    assert all(f"## {s.name} (`{script}`)" in out for script, s in mods.items())
+    lines = [ln for ln in out.splitlines() if ln.startswith("python experiments/")]
+    assert lines and "--mixed" in out
+    for line in lines:
+        script, *argv = shlex.split(line)[1:]
+        args = table_parser().parse_args(argv)
+        wanted = [p[:-1] for p in args.only.split(",")]
+        assert sorted(p.key for p in select_rows(mods[script].plan(), args.only)) == sorted(wanted)
