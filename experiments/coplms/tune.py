@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from fedlab.evidence.page import GENERATED
+from fedlab.evidence.page import GENERATED, stale_line, stale_seeds
 from fedlab.evidence.runner import Planned, Results, run_table
 
 HERE = Path(__file__).resolve().parent
@@ -56,8 +56,11 @@ def render(r: Results) -> str:
          f"Produced by `python experiments/coplms/tune.py` (seeds {', '.join(map(str, seeds)) or 'none yet'}; 2 CPU "
          "cores). Heterogeneous devices (tiny-gpt2, tiny-opt, tiny-bloom), LLM tiny-llama, λ = 1; scored on 12 "
          "held-out training rows per task (the test sets not read): the devices' mean Rouge-L ×100 on generated "
-         "answers, mean over seeds ± 95 % interval.", "",
-         "| α \\ β | " + " | ".join(GRID) + " |", "|---" * (len(GRID) + 1) + "|"]
+         "answers, mean over seeds ± 95 % interval.", ""]
+    stale = stale_line(stale_seeds(r, plan(), r.stale(plan())), "experiments/coplms/tune.py")
+    if stale:
+        L += [stale + " The choice below rests on them until they are re-run.", ""]
+    L += ["| α \\ β | " + " | ".join(GRID) + " |", "|---" * (len(GRID) + 1) + "|"]
     for a in GRID:
         L.append(f"| {a} | " + " | ".join(r.cell(_key(a, b), score, 1) for b in GRID) + " |")
     best = chosen(r)

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from fedlab.evidence.claims import differences_table
-from fedlab.evidence.page import GENERATED
+from fedlab.evidence.page import GENERATED, stale_line, stale_seeds
 from fedlab.evidence.runner import Planned, Results, run_table
 
 HERE = Path(__file__).resolve().parent
@@ -75,8 +75,12 @@ def render(r: Results) -> str:
          f"Produced by `python experiments/fedproxy/server_step.py` (seeds {', '.join(map(str, seeds)) or 'none yet'}; "
          "2 CPU cores; tiny-llama, 8 clients, one task each, κ = 0.5). The LLM's accuracy after plug-in fusion, "
          "mean over seeds ± 95 % interval; each run's command and resolved config in `server_step/results.json`.",
-         "", "## Stage 1: validation (40 held-out training prompts per task; the test sets not read)", "",
-         "| arm | η_g | validation accuracy |", "|---|---|---|"]
+         ""]
+    stale = stale_line(stale_seeds(r, plan(), r.stale(plan())), "experiments/fedproxy/server_step.py")
+    if stale:
+        L += [stale + " The choice of η_g below rests on them until they are re-run.", ""]
+    L += ["## Stage 1: validation (40 held-out training prompts per task; the test sets not read)", "",
+          "| arm | η_g | validation accuracy |", "|---|---|---|"]
     for key in [f"val/htiess/eta{e}" for e in ETAS] + [f"val/fedavg/eta{e}" for e in ("1", SQRT_K)]:
         if r.runs(key):
             arm = "H-TIES" if "/htiess/" in key else "FedAvg (proxy)"

@@ -12,6 +12,11 @@ with the run time the runs to make would take, estimated as the median recorded 
 (unknown for a row with no record), and the table command that makes them. The claims whose control fails are
 listed with the tasks and seeds it fails: more seeds do not mend them, another budget or task set does.
 
+The scripts that write a page of their own (budgets chosen on validation data, model families, tuning, server
+steps: a script that declares `OUT`) follow, each with its rows never run and its rows whose records are not
+current; their claims are the choices the tables rest on, so they have no seed target here: each script runs
+its own default seeds.
+
 Nothing is run or written. Records are judged as this machine would judge them; `FEDLAB_JUDGE_NUMERICS=reference`
 judges them as the reference machine kind does (`fedlab.numerics.judge_as`).
 """
@@ -184,6 +189,60 @@ def report(todo: SystemTodo, target: int = CLAIM_SEEDS) -> list[str]:
     return lines
 
 
+@dataclass
+class PageTodo:
+    """A script that writes a page of its own: its rows never run, and its rows' seeds not current."""
+    script: str
+    never_run: list[str]
+    stale: dict[str, tuple[int, ...]]
+    per_seed: float | None                              # median recorded run time of one seed over the script
+
+
+def page_scripts(root=None) -> list[str]:
+    """`experiments/<system>/<script>.py` of every table script that writes a page of its own (it declares OUT)."""
+    from fedlab.evidence.summary import EXPERIMENTS
+
+    return sorted(f"{p.parent.name}/{p.stem}" for p in (root or EXPERIMENTS).glob("*/*.py")
+                  if "\nOUT = " in p.read_text())
+
+
+def of_page(name: str) -> PageTodo:
+    """`name` ("elsa/budget") checked as its table would run it: rows without records, seeds not current."""
+    from fedlab.evidence.records import Results
+    from fedlab.evidence.summary import load_table
+
+    system, script = name.split("/")
+    mod = load_table(system, script=script)
+    results = Results(mod.OUT / "results.json")
+    never, stale, times = [], {}, []
+    for p in mod.plan():
+        recs = results.runs(p.key)
+        times += [s for s in map(_seconds, recs) if s is not None]
+        if not recs:
+            never.append(p.key)
+        bad = tuple(sorted(r["seed"] for r in recs if stale_reason(r, p.resolve(r["seed"])) is not None))
+        if bad:
+            stale[p.key] = bad
+    return PageTodo(f"experiments/{name}.py", never, stale, statistics.median(times) if times else None)
+
+
+def page_report(pages: list[PageTodo]) -> list[str]:
+    """The pages' todo as Markdown lines: one table row per script that lacks something."""
+    open_pages = [p for p in pages if p.never_run or p.stale]
+    lines = ["## Pages of their own (budgets, families, tuning)", ""]
+    if not open_pages:
+        return lines + ["Every row of every such script has records, all current.", ""]
+    lines += ["| script | rows never run | rows with seeds not current | one seed takes (median) |", "|---|---|---|---|"]
+    for p in open_pages:
+        never = (f"{len(p.never_run)}: " + ", ".join(f"`{k}`" for k in p.never_run[:6])
+                 + (", …" if len(p.never_run) > 6 else "")) if p.never_run else ""
+        stale = (f"{len(p.stale)} ({sum(map(len, p.stale.values()))} seeds)" if p.stale else "")
+        per = "" if p.per_seed is None else _hours(p.per_seed)
+        lines.append(f"| `python {p.script}` | {never} | {stale} | {per} |")
+    return lines + ["", "Each script, run as named, makes its rows at its own default seeds and re-runs the seeds "
+                        "not current (`--replace-other-numerics` where other numerics made them).", ""]
+
+
 def main() -> int:
     """Print every system's todo (`fedlab results --todo`)."""
     from fedlab import numerics
@@ -198,5 +257,6 @@ def main() -> int:
     print("\n".join([f"# What the claims still lack, {view}", "",
                      f"Target: seeds 0–{CLAIM_SEEDS - 1} of every row a claim reads, current, at one commit per row. "
                      f"Runs to make: about {_hours(total)} in all, one run at a time.", "",
-                     *(line for t in todos for line in report(t))]))
+                     *(line for t in todos for line in report(t)),
+                     *page_report([of_page(n) for n in page_scripts()])]))
     return 0

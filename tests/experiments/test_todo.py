@@ -106,3 +106,27 @@ def test_every_printed_command_runs_rows_of_its_tables_plan(capsys, reference_ki
         args = table_parser().parse_args(argv)
         wanted = [p[:-1] for p in args.only.split(",")]
         assert sorted(p.key for p in select_rows(mods[script].plan(), args.only)) == sorted(wanted)
+
+
+@pytest.mark.parametrize("name", ["coplms/tune", "fedproxy/server_step"])
+def test_a_choice_page_names_the_rows_whose_records_another_config_made(name, tmp_path, reference_kind):
+    """The α/β and η_g pages say which rows their choice rests on records another config made (a record whose
+    config hash is not the row's), and say nothing where every record is current."""
+    import json
+
+    from fedlab.evidence.records import Results, record_key
+    from fedlab.evidence.summary import load_table
+    from fedlab.runtime.federation import run_key
+
+    system, script = name.split("/")
+    mod = load_table(system, script=script)
+    records = json.loads((mod.OUT / "results.json").read_text())
+    p = mod.plan()[0]
+    rec = dict(records[record_key(p.key, 0)])
+    rec["method_config"] = {}                           # only the run key tells
+    current = {**rec, "config_hash": run_key(p.resolve(0))}
+    rec["config_hash"] = "0" * 10
+    for made, named in ((rec, True), (current, False)):
+        (tmp_path / "results.json").write_text(json.dumps({record_key(p.key, 0): made}))
+        text = mod.render(Results(tmp_path / "results.json"))
+        assert ("**Not current**: 1 row holds" in text and f"`{p.key}` (seed 0)" in text) == named
