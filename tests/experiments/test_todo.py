@@ -130,3 +130,13 @@ def test_a_choice_page_names_the_rows_whose_records_another_config_made(name, tm
         (tmp_path / "results.json").write_text(json.dumps({record_key(p.key, 0): made}))
         text = mod.render(Results(tmp_path / "results.json"))
         assert ("**Not current**: 1 row holds" in text and f"`{p.key}` (seed 0)" in text) == named
+
+
+def test_the_pages_section_lists_scripts_with_rows_never_run_or_not_current_only():
+    pages = [T.PageTodo("experiments/s/budget.py", [f"lr{i}/r" for i in range(8)], {"lr0/x": (0, 2)}, 90.0),
+             T.PageTodo("experiments/s/tune.py", [], {}, 60.0)]
+    text = "\n".join(T.page_report(pages))
+    assert "| `python experiments/s/budget.py` | 8: `lr0/r`, `lr1/r`, `lr2/r`, `lr3/r`, `lr4/r`, `lr5/r`, … " \
+           "| 1 (2 seeds) | 2 min |" in text
+    assert "tune.py" not in text
+    assert "Every row of every such script has records" in "\n".join(T.page_report(pages[1:]))
