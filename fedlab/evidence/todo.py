@@ -6,7 +6,7 @@ For every row a system's claims read (their own rows and their controls' rows), 
 - the seeds whose record is not current here (`records.stale_reason`: another config, other numerics or other
   zoo weights made it), with the reason;
 - whether its current seeds were made at several commits (`unify.mixed_rows`; `make_tables.py --mixed` gives
-  the commands that bring them to one);
+  the commands that bring them to one), and the seeds made from uncommitted changes or outside git;
 
 with the run time the runs to make would take, estimated as the median recorded run time of the row's seeds
 (unknown for a row with no record), and the table command that makes them. The claims whose control fails are
@@ -37,6 +37,7 @@ class Lack:
     missing: tuple[int, ...] = ()                       # target seeds without a record
     stale: dict[int, str] = field(default_factory=dict)  # seed → why its record is not current
     mixed: Mixed | None = None                          # its current seeds come from several commits
+    unclean: tuple[int, ...] = ()                       # seeds made from uncommitted changes or outside git
     per_seed: float | None = None                       # median recorded run time of one seed (None: no record)
     planned: bool = True                                # the row is in the table's plan
 
@@ -51,7 +52,7 @@ class Lack:
         return None if self.per_seed is None else self.per_seed * len(self.to_run)
 
     def empty(self) -> bool:
-        return not self.to_run and self.mixed is None and self.planned
+        return not self.to_run and self.mixed is None and not self.unclean and self.planned
 
 
 @dataclass
@@ -99,6 +100,8 @@ def lacks(results, plan, rows: list[str], target: int = CLAIM_SEEDS) -> list[Lac
         times = [s for s in map(_seconds, recs) if s is not None]
         lack = Lack(k, per_seed=statistics.median(times) if times else None, planned=k in by_key)
         lack.missing = tuple(s for s in range(target) if s not in {r["seed"] for r in recs})
+        lack.unclean = tuple(sorted(r["seed"] for r in recs if str(r.get("git")).endswith("+dirty")
+                                    or ("git" in r and r["git"] is None)))
         if lack.planned:
             for rec in recs:
                 why = stale_reason(rec, by_key[k].resolve(rec["seed"]))
@@ -164,14 +167,15 @@ def report(todo: SystemTodo, target: int = CLAIM_SEEDS) -> list[str]:
         estimate = _hours(todo.seconds) + (f", and {todo.unknown} row(s) never run" if todo.unknown else "")
         lines += [f"{len(open_rows)} of the {len(todo.lacks)} rows its claims read lack something; the runs to make "
                   f"take about {estimate} (the rows' median recorded run time per seed).", "",
-                  "| row | seeds missing | seeds not current | seeds at several commits | estimate |",
+                  "| row | seeds missing | seeds not current | seeds at several commits or not clean | estimate |",
                   "|---|---|---|---|---|"]
         for x in open_rows:
             why = sorted(set(x.stale.values()))
             stale = (f"{_seeds(sorted(x.stale))} ({'; '.join(why)})" if x.stale else "")
-            mixed = ("" if x.mixed is None else
-                     f"{len(x.mixed.commits)} commits; re-make {_seeds(x.mixed.seeds)} at "
-                     f"{(x.mixed.commit or 'HEAD')[:7]} (`--mixed`)")
+            mixed = "; ".join(w for w in (
+                x.mixed and f"{len(x.mixed.commits)} commits; re-make {_seeds(x.mixed.seeds)} at "
+                            f"{(x.mixed.commit or 'HEAD')[:7]} (`--mixed`)",
+                x.unclean and f"{_seeds(x.unclean)} made from uncommitted changes or outside git") if w)
             row = f"`{x.row}`" + ("" if x.planned else " (not in the table's plan)")
             est = "" if not x.to_run else "never run" if x.seconds is None else _hours(x.seconds)
             lines.append(f"| {row} | {_seeds(x.missing)} | {stale} | {mixed} | {est} |")

@@ -50,6 +50,10 @@ def test_missing_and_not_current_seeds_are_the_runs_to_make_estimated_from_the_r
     assert not got["t/gone"].planned and not got["t/gone"].empty()
     assert [x.row for x in T.lacks(_Results(records), plan, ["t/done", "t/a"], target=3)] == ["t/done", "t/a"]
     assert T.lacks(_Results(records), plan, ["t/a"], target=3)[0].empty()
+    records["t/done@seed2"]["git"] = A + "+dirty"
+    records["t/done@seed4"]["git"] = None
+    (done,) = T.lacks(_Results(records), plan, ["t/done"])
+    assert done.unclean == (2, 4) and not done.empty() and not done.to_run
 
 
 def test_a_row_at_several_commits_names_where_to_re_make_which_seeds_unless_a_re_run_covers_them(stale_at):
@@ -85,6 +89,8 @@ def test_the_report_lists_only_rows_that_lack_something_and_the_claims_whose_con
                         [("X > Y", "reference: sentiment in seed 3")])
     text = "\n".join(T.report(todo))
     assert "`r/a`" not in text and "| `r/b` | 4 |  |  | 2.0 h |" in text
+    dirty = "\n".join(T.report(T.SystemTodo("S", "x.py", [T.Lack("r/c", unclean=(1,))], [])))
+    assert "| `r/c` |  |  | 1 made from uncommitted changes or outside git |  |" in dirty
     assert "1 of the 2 rows" in text and "about 2.0 h" in text
     assert "- X > Y — reference: sentiment in seed 3" in text
 
