@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,15 @@ def file_lock(path: Path, optional: bool = False):
     finally:
         fcntl.flock(f, fcntl.LOCK_UN)
         f.close()
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` so that a reader, or a process killed at any moment, sees either the old file or the
+    new one, never a truncated one: written beside it, then renamed over it."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 @contextlib.contextmanager

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from fedlab.files import write_atomic
 from fedlab.runtime import overlap
 from fedlab.runtime.context import log_line
 
@@ -35,7 +36,7 @@ class RunLog:
         if metrics["round"] > self.logged:
             self.tracker.log_metrics({k: v for k, v in metrics.items() if k != "eval/pending"}, step=metrics["round"])
             self.logged = metrics["round"]
-            self.marker.write_text(str(self.logged))
+            write_atomic(self.marker, str(self.logged))     # a kill mid-write leaves the last round's marker
 
     def scores(self, rnd_done: int, metrics: dict) -> dict:
         """Scores of an evaluated round that came after its record (beside training, or on resume): into the

@@ -14,6 +14,7 @@ import torch
 
 from fedlab import interrupt
 from fedlab.config import to_yaml
+from fedlab.files import write_atomic
 from fedlab.runtime import cost
 from fedlab.runtime.context import FederationError, RoundContext, log_line
 from fedlab.runtime.evaluation import Evaluation, RunLog, _logged_round  # noqa: F401 (re-exported)
@@ -133,7 +134,7 @@ def _open_run_dir(cfg, tracker) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(to_yaml(cfg))
     if tracker.run_id:
-        (out / "mlflow_run_id").write_text(tracker.run_id)
+        write_atomic(out / "mlflow_run_id", tracker.run_id)
     return out
 
 

@@ -106,6 +106,37 @@ def test_damaged_run_folder_markers_are_said_and_survived(tmp_path, capsys):
     assert "does not hold an MLflow run id" in err and "logged_round is damaged" in err
 
 
+def test_a_kill_while_the_round_marker_is_written_leaves_the_last_rounds_marker(tmp_path, monkeypatch):
+    """`logged_round` is replaced, not rewritten in place: a process killed mid-write (here: the write truncates
+    its file, then dies) leaves the previous round's marker, so a resume does not log every round again."""
+    from pathlib import Path
+
+    from fedlab.runtime.evaluation import RunLog, _logged_round
+
+    class Tracker:
+        def __init__(self):
+            self.steps = []
+
+        def log_metrics(self, metrics, step):
+            self.steps.append(step)
+
+    log = RunLog(load_config(None, []), Tracker(), tmp_path, history=None)
+    log.round({"round": 0, "acc/mean": 0.5})
+    assert _logged_round(tmp_path / "logged_round") == 0
+    write_text = Path.write_text
+
+    def killed(path, text, *a, **k):
+        write_text(path, "")                     # opened for writing (truncated), then the process dies
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "write_text", killed)
+    with pytest.raises(KeyboardInterrupt):
+        log.round({"round": 1, "acc/mean": 0.6})
+    monkeypatch.undo()
+    assert _logged_round(tmp_path / "logged_round") == 0
+    assert log.tracker.steps == [0, 1]
+
+
 def test_resuming_into_a_store_without_the_run_is_one_line(tmp_path):
     from fedlab.tracking import make_tracker
 
