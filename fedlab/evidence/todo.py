@@ -139,7 +139,8 @@ def _seeds(seeds) -> str:
     return ",".join(map(str, seeds))
 
 
-def _hours(seconds: float) -> str:
+def hours(seconds: float) -> str:
+    """A run time in words: minutes below 0.1 h, else hours to one decimal."""
     return f"{seconds / 3600:.1f} h" if seconds >= 360 else f"{seconds / 60:.0f} min" if seconds >= 60 else "< 1 min"
 
 
@@ -164,7 +165,7 @@ def report(todo: SystemTodo, target: int = CLAIM_SEEDS) -> list[str]:
                           "commit; every control holds.", ""]
     lines = [head, ""]
     if open_rows:
-        estimate = _hours(todo.seconds) + (f", and {todo.unknown} row(s) never run" if todo.unknown else "")
+        estimate = hours(todo.seconds) + (f", and {todo.unknown} row(s) never run" if todo.unknown else "")
         lines += [f"{len(open_rows)} of the {len(todo.lacks)} rows its claims read lack something; the runs to make "
                   f"take about {estimate} (the rows' median recorded run time per seed).", "",
                   "| row | seeds missing | seeds not current | seeds at several commits or not clean | estimate |",
@@ -177,7 +178,7 @@ def report(todo: SystemTodo, target: int = CLAIM_SEEDS) -> list[str]:
                             f"{(x.mixed.commit or 'HEAD')[:7]} (`--mixed`)",
                 x.unclean and f"{_seeds(x.unclean)} made from uncommitted changes or outside git") if w)
             row = f"`{x.row}`" + ("" if x.planned else " (not in the table's plan)")
-            est = "" if not x.to_run else "never run" if x.seconds is None else _hours(x.seconds)
+            est = "" if not x.to_run else "never run" if x.seconds is None else hours(x.seconds)
             lines.append(f"| {row} | {_seeds(x.missing)} | {stale} | {mixed} | {est} |")
         cmds = commands(todo)
         if cmds:
@@ -241,7 +242,7 @@ def page_report(pages: list[PageTodo]) -> list[str]:
         never = (f"{len(p.never_run)}: " + ", ".join(f"`{k}`" for k in p.never_run[:6])
                  + (", …" if len(p.never_run) > 6 else "")) if p.never_run else ""
         stale = (f"{len(p.stale)} ({sum(map(len, p.stale.values()))} seeds)" if p.stale else "")
-        per = "" if p.per_seed is None else _hours(p.per_seed)
+        per = "" if p.per_seed is None else hours(p.per_seed)
         lines.append(f"| `python {p.script}` | {never} | {stale} | {per} |")
     return lines + ["", "Each script, run as named, makes its rows at its own default seeds and re-runs the seeds "
                         "not current (`--replace-other-numerics` where other numerics made them).", ""]
@@ -260,7 +261,7 @@ def main() -> int:
     total = sum(t.seconds for t in todos)
     print("\n".join([f"# What the claims still lack, {view}", "",
                      f"Target: seeds 0–{CLAIM_SEEDS - 1} of every row a claim reads, current, at one commit per row. "
-                     f"Runs to make: about {_hours(total)} in all, one run at a time.", "",
+                     f"Runs to make: about {hours(total)} in all, one run at a time.", "",
                      *(line for t in todos for line in report(t)),
                      *page_report([of_page(n) for n in page_scripts()])]))
     return 0

@@ -97,13 +97,24 @@ def test_the_summary_has_one_row_per_system_from_its_records(tmp_path, monkeypat
     # hand-made records: another config made them (the plan is empty, so none is outdated) and ref fails seed 1
     rows = summary.table(mods, tmp_path)
     assert rows[2] == ("| **Toy**: a toy | `fedlab run toy.yaml`<br>`python " + str(folder / "make_tables.py")
-                       + "` | 2 no control | 0 of 1 | 3 | 2 of 2 | [experiments/toy/RESULTS.md](experiments/toy/RESULTS.md) |")
+                       + "` | 2 no control | 0 of 1 | 3 | 2 of 2 | none | [experiments/toy/RESULTS.md](experiments/toy/RESULTS.md) |")
     # both claims read row a: its seeds made at two commits leave neither at one clean commit per row
     r.records = {k: {**rec, "git": "c2" if k == "a@seed2" else "c1"} for k, rec in r.records.items()}
     r.save()
-    assert "| 3 | 0 of 2 | [experiments/toy/" in summary.table(mods, tmp_path)[2]
+    assert "| 3 | 0 of 2 | none | [experiments/toy/" in summary.table(mods, tmp_path)[2]
     r.records = {k: {**rec, "git": "c1"} for k, rec in r.records.items()}
     r.save()
+    # with row a in the plan: its hand-made records are another config's (no run key), and seeds 3, 4 are missing
+    import types
+
+    r.records = {k: {**rec, "seconds": 720.0} for k, rec in r.records.items()}
+    r.save()
+    planned = types.SimpleNamespace(SYSTEM=dataclasses.replace(mods[0].SYSTEM, plan=lambda: [Planned("a", None)]))
+    assert "| 2 of 2 | 5 in 1 row (about 1.0 h) | [experiments/toy/" in summary.table([planned], tmp_path)[2]
+    planned.SYSTEM = dataclasses.replace(planned.SYSTEM, plan=lambda: [Planned("a", None), Planned("new", None)])
+    mods[0].SYSTEM.claims(None).append(Claim("new above a", "T2", "1 vs 0 (+1.0)", "new", "a", lambda rec: 0.0))
+    assert "| 10 in 2 rows (about 1.0 h; 1 never run) |" in summary.table([planned], tmp_path)[2]
+    mods[0].SYSTEM.claims(None).pop()
     # the overview is written into RESULTS.md and between the README's markers, and nothing else changes
     (tmp_path / "README.md").write_text("# Toy\n\n<!-- summary: written by fedlab.evidence -->\n<!-- /summary -->\nend\n")
     assert set(summary.stale(tmp_path)) == {tmp_path / "RESULTS.md", tmp_path / "README.md"}
