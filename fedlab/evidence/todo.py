@@ -13,7 +13,7 @@ with the run time the runs to make would take, estimated as the median recorded 
 listed with the tasks and seeds it fails: more seeds do not mend them, another budget or task set does.
 
 The scripts that write a page of their own (budgets chosen on validation data, model families, tuning, server
-steps: a script that declares `OUT`) follow, each with its rows never run and its rows whose records are not
+steps: a script that declares `OUT`, `scripts.page_scripts`) follow, each with its rows never run and its rows whose records are not
 current; their claims are the choices the tables rest on, so they have no seed target here: each script runs
 its own default seeds.
 
@@ -203,18 +203,10 @@ class PageTodo:
     per_seed: float | None                              # median recorded run time of one seed over the script
 
 
-def page_scripts(root=None) -> list[str]:
-    """`experiments/<system>/<script>.py` of every table script that writes a page of its own (it declares OUT)."""
-    from fedlab.evidence.summary import EXPERIMENTS
-
-    return sorted(f"{p.parent.name}/{p.stem}" for p in (root or EXPERIMENTS).glob("*/*.py")
-                  if "\nOUT = " in p.read_text())
-
-
 def of_page(name: str) -> PageTodo:
     """`name` ("elsa/budget") checked as its table would run it: rows without records, seeds not current."""
     from fedlab.evidence.records import Results
-    from fedlab.evidence.summary import load_table
+    from fedlab.evidence.scripts import load_table
 
     system, script = name.split("/")
     mod = load_table(system, script=script)
@@ -251,7 +243,7 @@ def page_report(pages: list[PageTodo]) -> list[str]:
 def main() -> int:
     """Print every system's todo (`fedlab results --todo`)."""
     from fedlab import numerics
-    from fedlab.evidence.summary import systems
+    from fedlab.evidence.scripts import page_scripts, systems
 
     todos = [of_system(mod.SYSTEM) for mod in systems()]
     view = ("as the reference machine kind judges them" if numerics.judge_as() == "reference" else

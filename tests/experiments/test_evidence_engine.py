@@ -218,7 +218,7 @@ VALIDATION_PAGES = ["coplms/budget", "coplms/family", "coplms/tune", "elsa/budge
 def test_every_validation_page_script_is_checked():
     """Every table script that writes a page of its own (it declares OUT; `fedlab results --todo` lists them too)
     is in VALIDATION_PAGES."""
-    from fedlab.evidence.todo import page_scripts
+    from fedlab.evidence.scripts import page_scripts
 
     assert page_scripts() == sorted(VALIDATION_PAGES)
 

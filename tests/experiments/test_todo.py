@@ -99,7 +99,7 @@ def test_every_printed_command_runs_rows_of_its_tables_plan(capsys, reference_ki
     """On the shipped records, judged as the reference kind does: each system has its section, and every
     command it prints selects, through the table runner's own row filter, exactly the rows it lists."""
     from fedlab.evidence.runner import select_rows, table_parser
-    from fedlab.evidence.summary import systems
+    from fedlab.evidence.scripts import systems
 
     assert T.main() == 0
     out = capsys.readouterr().out
@@ -121,7 +121,7 @@ def test_a_choice_page_names_the_rows_whose_records_another_config_made(name, tm
     import json
 
     from fedlab.evidence.records import Results, record_key
-    from fedlab.evidence.summary import load_table
+    from fedlab.evidence.scripts import load_table
     from fedlab.runtime.federation import run_key
 
     system, script = name.split("/")

@@ -144,6 +144,7 @@ def test_registering_a_taken_name_fails():
     from fedlab import registry
     from fedlab.validation import MethodConfig
 
+    assert "fedavg" in registry.method_names()      # the built-in methods registered (a fresh process has not yet)
     with pytest.raises(ValueError, match="already registered"):
         registry.register_method("fedavg", MethodConfig, "somewhere.else:Other")
 
