@@ -530,8 +530,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.set_defaults(fn=cmd_eval)
     rs = sub.add_parser("results", help="every system's claims by verdict, from the records: RESULTS.md and the "
                         "README's summary; then the check that prose quotes only generated numbers")
-    rs.add_argument("--check", action="store_true", help="write nothing; exit 1 where the summary on disk differs")
-    rs.add_argument("--todo", action="store_true", help="write nothing; print, per system, what the rows its claims "
+    rs_mode = rs.add_mutually_exclusive_group()
+    rs_mode.add_argument("--check", action="store_true", help="write nothing; exit 1 where the summary on disk differs")
+    rs_mode.add_argument("--todo", action="store_true", help="write nothing; print, per system, what the rows its claims "
                     "read lack (seeds missing, not current here, at several commits), the estimated run time and "
                     "the table commands that make them, and the claims whose control fails")
     rs.set_defaults(fn=cmd_results)

@@ -78,7 +78,7 @@ def render(r: Results) -> str:
          ""]
     stale = stale_line(stale_seeds(r, plan(), r.stale(plan())), "experiments/fedproxy/server_step.py")
     if stale:
-        L += [stale + " The choice of η_g below rests on them until they are re-run.", ""]
+        L += [stale + " The choice of η_g below rests on the `val/` rows among them until they are re-run.", ""]
     L += ["## Stage 1: validation (40 held-out training prompts per task; the test sets not read)", "",
           "| arm | η_g | validation accuracy |", "|---|---|---|"]
     for key in [f"val/htiess/eta{e}" for e in ETAS] + [f"val/fedavg/eta{e}" for e in ("1", SQRT_K)]:

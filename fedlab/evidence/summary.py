@@ -44,7 +44,8 @@ def row(mod, root: Path = ROOT) -> list[str]:
     runs, never = sum(len(x.to_run) for x in lacking), sum(x.seconds is None for x in lacking)
     to_make = "none" if not runs else (
         f"{runs} in {len(lacking)} row{'s' if len(lacking) != 1 else ''} (about "
-        f"{todo.hours(sum(x.seconds or 0.0 for x in lacking))}" + (f"; {never} never run" if never else "") + ")")
+        f"{todo.hours(sum(x.seconds or 0.0 for x in lacking))}"
+        + (f"; {never} with no recorded run time" if never else "") + ")")
     link = Path(os.path.relpath(system.folder / "RESULTS.md", root)).as_posix()
     run = f"`{system.run}`<br>" if system.run else ""
     return [f"**{system.name}**: {system.paper}", f"{run}`python {system.script}`", verdict_counts(assessed),

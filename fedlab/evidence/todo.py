@@ -25,33 +25,43 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from fedlab.evidence.provenance import git_state
 from fedlab.evidence.records import OTHER_NUMERICS, stale_reason
-from fedlab.evidence.unify import Mixed, mixed_rows
+from fedlab.evidence.unify import Mixed, _clean, _commit, _seconds, mixed_rows
 from fedlab.evidence.verdicts import CLAIM_SEEDS
 
 
 @dataclass
 class Lack:
-    """One row a system's claims read, with what it lacks."""
+    """One row a system's claims read, with what it lacks and where its runs are to be made so that the row ends
+    at one commit: at HEAD, or (`at`) at the one clean commit that made all of its current seeds, in a worktree
+    merged back, for a row that only misses seeds."""
     row: str
     missing: tuple[int, ...] = ()                       # target seeds without a record
     stale: dict[int, str] = field(default_factory=dict)  # seed → why its record is not current
-    mixed: Mixed | None = None                          # its current seeds come from several commits
+    rerun: tuple[int, ...] = ()                         # current seeds re-made at HEAD so the row ends at one commit
+    at: str | None = None                               # the commit to make `missing` at (None: HEAD)
+    mixed: Mixed | None = None                          # nothing to run, but its seeds come from several commits
     unclean: tuple[int, ...] = ()                       # seeds made from uncommitted changes or outside git
     per_seed: float | None = None                       # median recorded run time of one seed (None: no record)
     planned: bool = True                                # the row is in the table's plan
 
     @property
     def to_run(self) -> tuple[int, ...]:
-        """The seeds a table run would make: the missing ones and those whose record is not current."""
-        return tuple(sorted({*self.missing, *self.stale}))
+        """The seeds to make: the missing ones, those whose record is not current, and `rerun`."""
+        return tuple(sorted({*self.missing, *self.stale, *self.rerun}))
 
     @property
     def seconds(self) -> float | None:
-        """The estimated run time of `to_run` (None when the row has no recorded run time to go by)."""
-        return None if self.per_seed is None else self.per_seed * len(self.to_run)
+        """The estimated run time of `to_run` and of the `mixed` re-makes (None when the row has runs to make and
+        no recorded run time to go by)."""
+        again = self.mixed.seconds if self.mixed is not None and self.mixed.commit else 0.0
+        if not self.to_run:
+            return again
+        return None if self.per_seed is None else self.per_seed * len(self.to_run) + again
 
     def empty(self) -> bool:
+        """Nothing to make, one clean commit, and in the plan."""
         return not self.to_run and self.mixed is None and not self.unclean and self.planned
 
 
@@ -62,23 +72,18 @@ class SystemTodo:
     script: str
     lacks: list[Lack]
     no_control: list[tuple[str, str]]                   # (claim, "control: task in seeds …; …")
+    folder: str = ""                                    # the table's folder, relative to the repository root
+    plan_keys: tuple[str, ...] = ()                     # every row of the table's plan
 
     @property
     def seconds(self) -> float:
-        return sum(x.seconds or 0.0 for x in self.lacks)
+        """The estimated run time of every planned row's runs."""
+        return sum(x.seconds or 0.0 for x in self.lacks if x.planned)
 
     @property
     def unknown(self) -> int:
-        """Rows with runs to make and no recorded run time to estimate them by."""
-        return sum(1 for x in self.lacks if x.to_run and x.seconds is None)
-
-
-def _seconds(rec: dict) -> float | None:
-    try:
-        s = float(rec.get("seconds"))
-    except (TypeError, ValueError):
-        return None
-    return s if s > 0 and s == s and s != float("inf") else None
+        """Planned rows with runs to make and no recorded run time to estimate them by."""
+        return sum(1 for x in self.lacks if x.planned and x.to_run and x.seconds is None)
 
 
 def claim_rows(claims) -> list[str]:
@@ -89,33 +94,46 @@ def claim_rows(claims) -> list[str]:
                                                                            for r in ctl.rows))))
 
 
-def lacks(results, plan, rows: list[str], target: int = CLAIM_SEEDS) -> list[Lack]:
-    """What each of `rows` lacks in `results` (a `records.Results`) for `plan` (the table's `Planned` rows):
-    every row, empty ones included, in the order given."""
+def lacks(results, plan, rows: list[str], target: int = CLAIM_SEEDS, head: str | None = None) -> list[Lack]:
+    """What each of `rows` lacks in `results` (a `records.Results`) for `plan` (the table's `Planned` rows), and
+    where to make it so that each row ends at one clean commit: a row with a record not current, or with current
+    seeds at several commits or not clean, is made whole at HEAD (`head`: HEAD's commit, asked of git when None);
+    a row that only misses seeds makes them at the clean commit of its current seeds; a row with nothing to run
+    whose seeds mix commits is `mixed` (`unify.mixed_rows`: `make_tables.py --mixed` re-makes them). Every row,
+    empty ones included, in the order given."""
+    head = git_state()["commit"] if head is None else head
     by_key = {p.key: p for p in plan}
     current: dict[tuple[str, int], bool] = {}
     out = []
     for k in rows:
         recs = results.runs(k)
-        times = [s for s in map(_seconds, recs) if s is not None]
+        times = [s for s in map(_seconds, recs) if s > 0]
         lack = Lack(k, per_seed=statistics.median(times) if times else None, planned=k in by_key)
         lack.missing = tuple(s for s in range(target) if s not in {r["seed"] for r in recs})
         lack.unclean = tuple(sorted(r["seed"] for r in recs if str(r.get("git")).endswith("+dirty")
                                     or ("git" in r and r["git"] is None)))
+        made: dict[int, str | None] = {}
         if lack.planned:
             for rec in recs:
                 why = stale_reason(rec, by_key[k].resolve(rec["seed"]))
                 current[(k, rec["seed"])] = why is None
                 if why is not None:
                     lack.stale[rec["seed"]] = why
+                else:
+                    made[rec["seed"]] = _commit(rec)
+        commits = set(made.values())
+        one = next(iter(commits)) if len(commits) == 1 and _clean(next(iter(commits))) else None
+        if lack.stale or (lack.missing and commits and one is None):
+            lack.rerun = tuple(s for s, c in sorted(made.items()) if c != head)
+            lack.unclean = tuple(s for s in lack.unclean if s not in lack.rerun)
+        elif lack.missing and one is not None and one != head:
+            lack.at = one
         out.append(lack)
-    planned = [x.row for x in out if x.planned]
+    planned = [x.row for x in out if x.planned and not x.to_run]
     mixed = {m.row: m for m in mixed_rows(results.records, planned,
                                            lambda rec: current.get((rec["key"], rec["seed"]), False))}
     for x in out:
-        m = mixed.get(x.row)
-        # a row whose seeds to re-make at HEAD are all re-run anyway needs nothing more to reach one commit
-        x.mixed = None if m is None or (m.commit is None and set(m.seeds) <= set(x.to_run)) else m
+        x.mixed = mixed.get(x.row)
     return out
 
 
@@ -132,7 +150,11 @@ def of_system(system) -> SystemTodo:
         if a.verdict.word == NO_CONTROL:
             fails = "; ".join(f"{st.control.name}: {st.failing()}" for st in a.control or () if not st.holds)
             no_control.append((a.claim.claim, fails))
-    return SystemTodo(system.name, system.script, lacks(results, system.plan(), claim_rows(claims)), no_control)
+    from fedlab.files import canonical
+
+    plan = system.plan()
+    return SystemTodo(system.name, system.script, lacks(results, plan, claim_rows(claims)), no_control,
+                      canonical(system.folder), tuple(p.key for p in plan))
 
 
 def _seeds(seeds) -> str:
@@ -144,20 +166,41 @@ def hours(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 360 else f"{seconds / 60:.0f} min" if seconds >= 60 else "< 1 min"
 
 
-def commands(todo: SystemTodo) -> list[str]:
-    """The table commands that make every row's runs to make: rows with the same seeds to run share one, and
-    `--replace-other-numerics` is given where a record it replaces was made with other numerics."""
-    groups: dict[tuple[tuple[int, ...], bool], list[str]] = {}
+def replaces_other_numerics() -> bool:
+    """Whether the commands may replace records made with other numerics: on the reference kind, or when judging
+    as it (the commands are then the reference kind's to run); not on another kind, whose numbers would replace
+    the reference kind's records."""
+    from fedlab import numerics
+
+    return numerics.judge_as() == "reference" or numerics.is_reference_kind()
+
+
+def commands(todo: SystemTodo, replace_other: bool = True) -> list[str]:
+    """The commands that make every planned row's runs: rows made at HEAD with the same seeds share one table
+    command (`--rerun` where current seeds are re-made so the row ends at one commit; `--replace-other-numerics`
+    where a replaced record was made with other numerics and `replace_other`); a row made at an older commit gets
+    a worktree there, the run, and the merge back (`unify.commands`)."""
+    from fedlab.evidence.unify import commands as at_commit
+    from fedlab.evidence.unify import takes_exact_only
+
+    groups: dict[tuple[tuple[int, ...], bool, bool], list[str]] = {}
+    elsewhere = []
     for x in todo.lacks:
-        if x.to_run and x.planned:
-            other = any(why == OTHER_NUMERICS for why in x.stale.values())
-            groups.setdefault((x.to_run, other), []).append(x.row)
+        if not (x.to_run and x.planned):
+            continue
+        if x.at is not None:
+            m = Mixed(x.row, x.at, x.missing, x.seconds or 0.0, {x.at: 0})
+            elsewhere += at_commit(m, todo.script, todo.folder, todo.plan_keys, takes_exact_only(x.at))
+            continue
+        other = replace_other and any(why == OTHER_NUMERICS for why in x.stale.values())
+        groups.setdefault((x.to_run, bool(x.rerun), other), []).append(x.row)
     return [f"python {todo.script} --only '{','.join(r + '$' for r in rows)}' --seeds {_seeds(seeds)}"
-            + (" --replace-other-numerics" if other else "") for (seeds, other), rows in groups.items()]
+            + (" --rerun" if rerun else "") + (" --replace-other-numerics" if other else "")
+            for (seeds, rerun, other), rows in groups.items()] + elsewhere
 
 
-def report(todo: SystemTodo, target: int = CLAIM_SEEDS) -> list[str]:
-    """One system's todo as Markdown lines."""
+def report(todo: SystemTodo, target: int = CLAIM_SEEDS, replace_other: bool = True) -> list[str]:
+    """One system's todo as Markdown lines (`replace_other`: `commands`)."""
     open_rows = [x for x in todo.lacks if not x.empty()]
     head = f"## {todo.name} (`{todo.script}`)"
     if not open_rows and not todo.no_control:
@@ -165,11 +208,12 @@ def report(todo: SystemTodo, target: int = CLAIM_SEEDS) -> list[str]:
                           "commit; every control holds.", ""]
     lines = [head, ""]
     if open_rows:
-        estimate = hours(todo.seconds) + (f", and {todo.unknown} row(s) never run" if todo.unknown else "")
+        estimate = hours(todo.seconds) + (f", and {todo.unknown} row(s) with no recorded run time" if todo.unknown
+                                          else "")
         lines += [f"{len(open_rows)} of the {len(todo.lacks)} rows its claims read lack something; the runs to make "
                   f"take about {estimate} (the rows' median recorded run time per seed).", "",
-                  "| row | seeds missing | seeds not current | seeds at several commits or not clean | estimate |",
-                  "|---|---|---|---|---|"]
+                  "| row | seeds missing | seeds not current | seeds at several commits or not clean | made at | estimate |",
+                  "|---|---|---|---|---|---|"]
         for x in open_rows:
             why = sorted(set(x.stale.values()))
             stale = (f"{_seeds(sorted(x.stale))} ({'; '.join(why)})" if x.stale else "")
@@ -178,9 +222,12 @@ def report(todo: SystemTodo, target: int = CLAIM_SEEDS) -> list[str]:
                             f"{(x.mixed.commit or 'HEAD')[:7]} (`--mixed`)",
                 x.unclean and f"{_seeds(x.unclean)} made from uncommitted changes or outside git") if w)
             row = f"`{x.row}`" + ("" if x.planned else " (not in the table's plan)")
-            est = "" if not x.to_run else "never run" if x.seconds is None else hours(x.seconds)
-            lines.append(f"| {row} | {_seeds(x.missing)} | {stale} | {mixed} | {est} |")
-        cmds = commands(todo)
+            est = ("" if not x.to_run and x.mixed is None else "no recorded run time" if x.seconds is None
+                   else hours(x.seconds))
+            where = ("" if not x.to_run else f"{x.at[:7]} (a worktree)" if x.at else
+                     f"HEAD (re-makes {_seeds(x.rerun)} too)" if x.rerun else "HEAD")
+            lines.append(f"| {row} | {_seeds(x.missing)} | {stale} | {mixed} | {where} | {est} |")
+        cmds = commands(todo, replace_other)
         if cmds:
             lines += ["", "```bash", *cmds, "```"]
         if any(x.mixed for x in open_rows):
@@ -205,21 +252,21 @@ class PageTodo:
 
 def of_page(name: str) -> PageTodo:
     """`name` ("elsa/budget") checked as its table would run it: rows without records, seeds not current."""
+    from fedlab.evidence.page import stale_seeds
     from fedlab.evidence.records import Results
     from fedlab.evidence.scripts import load_table
 
     system, script = name.split("/")
     mod = load_table(system, script=script)
     results = Results(mod.OUT / "results.json")
-    never, stale, times = [], {}, []
-    for p in mod.plan():
+    never, times = [], []
+    plan = mod.plan()
+    for p in plan:
         recs = results.runs(p.key)
-        times += [s for s in map(_seconds, recs) if s is not None]
+        times += [s for s in map(_seconds, recs) if s > 0]
         if not recs:
             never.append(p.key)
-        bad = tuple(sorted(r["seed"] for r in recs if stale_reason(r, p.resolve(r["seed"])) is not None))
-        if bad:
-            stale[p.key] = bad
+    stale = {k: tuple(v) for k, v in stale_seeds(results, plan, results.stale(plan)).items()}
     return PageTodo(f"experiments/{name}.py", never, stale, statistics.median(times) if times else None)
 
 
@@ -237,7 +284,8 @@ def page_report(pages: list[PageTodo]) -> list[str]:
         per = "" if p.per_seed is None else hours(p.per_seed)
         lines.append(f"| `python {p.script}` | {never} | {stale} | {per} |")
     return lines + ["", "Each script, run as named, makes its rows at its own default seeds and re-runs the seeds "
-                        "not current (`--replace-other-numerics` where other numerics made them).", ""]
+                        "not current (rows with fewer seeds than its default are not counted here; its page says "
+                        "which seeds each row holds).", ""]
 
 
 def main() -> int:
@@ -251,9 +299,15 @@ def main() -> int:
                                              f" (numerics digest {numerics.machine_digest()}, not the reference "
                                              f"kind's: {numerics.JUDGE_ENV}=reference judges as the reference)"))
     total = sum(t.seconds for t in todos)
+    replace = replaces_other_numerics()
+    warn = [] if replace else [
+        "This machine is not the reference kind: run here, these commands would replace records the reference kind "
+        "made with this machine's numbers. The table scripts refuse to without `--replace-other-numerics`, which "
+        "the commands below leave out.", ""]
     print("\n".join([f"# What the claims still lack, {view}", "",
-                     f"Target: seeds 0–{CLAIM_SEEDS - 1} of every row a claim reads, current, at one commit per row. "
-                     f"Runs to make: about {hours(total)} in all, one run at a time.", "",
-                     *(line for t in todos for line in report(t)),
+                     f"Target: seeds 0–{CLAIM_SEEDS - 1} of every row a claim reads, current, at one clean commit per "
+                     f"row. The claims' runs take about {hours(total)} in all, one run at a time (the pages of their "
+                     "own, below, come on top).", "", *warn,
+                     *(line for t in todos for line in report(t, replace_other=replace)),
                      *page_report([of_page(n) for n in page_scripts()])]))
     return 0

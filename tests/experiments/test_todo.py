@@ -41,34 +41,61 @@ def test_missing_and_not_current_seeds_are_the_runs_to_make_estimated_from_the_r
     stale_at[("t/b", 1)] = OUTDATED
     stale_at[("t/b", 3)] = OTHER_NUMERICS
     plan = [Planned(k, None) for k in ("t/a", "t/b", "t/done", "t/new")]
-    got = {x.row: x for x in T.lacks(_Results(records), plan, ["t/a", "t/b", "t/done", "t/new", "t/gone"])}
+    got = {x.row: x for x in T.lacks(_Results(records), plan, ["t/a", "t/b", "t/done", "t/new", "t/gone"], head=A)}
     assert (got["t/a"].missing, got["t/a"].to_run, got["t/a"].seconds) == ((3, 4), (3, 4), 40)   # median 20 s
+    assert got["t/a"].at is None                         # its seeds were made at HEAD: made there
     assert got["t/b"].stale == {1: OUTDATED, 3: OTHER_NUMERICS} and got["t/b"].to_run == (1, 3)
-    assert got["t/b"].seconds == 200
+    assert got["t/b"].seconds == 200 and got["t/b"].rerun == ()
     assert got["t/done"].empty() and not got["t/done"].to_run
     assert got["t/new"].missing == (0, 1, 2, 3, 4) and got["t/new"].seconds is None     # never run: unknown
     assert not got["t/gone"].planned and not got["t/gone"].empty()
-    assert [x.row for x in T.lacks(_Results(records), plan, ["t/done", "t/a"], target=3)] == ["t/done", "t/a"]
-    assert T.lacks(_Results(records), plan, ["t/a"], target=3)[0].empty()
+    assert [x.row for x in T.lacks(_Results(records), plan, ["t/done", "t/a"], target=3, head=A)] == ["t/done", "t/a"]
+    assert T.lacks(_Results(records), plan, ["t/a"], target=3, head=A)[0].empty()
     records["t/done@seed2"]["git"] = A + "+dirty"
     records["t/done@seed4"]["git"] = None
-    (done,) = T.lacks(_Results(records), plan, ["t/done"])
+    (done,) = T.lacks(_Results(records), plan, ["t/done"], head=A)
     assert done.unclean == (2, 4) and not done.empty() and not done.to_run
 
 
-def test_a_row_at_several_commits_names_where_to_re_make_which_seeds_unless_a_re_run_covers_them(stale_at):
+def test_each_row_is_made_where_it_ends_at_one_clean_commit(stale_at):
+    """Missing seeds of a row made at one older commit are made there; a row with a record not current, or with
+    current seeds at several commits, is made whole at HEAD (its current seeds made elsewhere re-made)."""
+    H = "h" * 40
+    records = {**_recs("t/old", {0: (A, 10), 1: (A, 10), 2: (A, 10)}),
+               **_recs("t/stale", {0: (A, 10), 1: (B, 10), 2: (H, 10)}),
+               **_recs("t/two", {0: (A, 10), 1: (B, 10)})}
+    stale_at[("t/stale", 1)] = OUTDATED
+    plan = [Planned(k, None) for k in ("t/old", "t/stale", "t/two")]
+    got = {x.row: x for x in T.lacks(_Results(records), plan, ["t/old", "t/stale", "t/two"], head=H)}
+    assert (got["t/old"].at, got["t/old"].to_run, got["t/old"].rerun) == (A, (3, 4), ())
+    assert (got["t/stale"].at, got["t/stale"].rerun, got["t/stale"].to_run) == (None, (0,), (0, 1, 3, 4))
+    assert (got["t/two"].at, got["t/two"].rerun, got["t/two"].to_run) == (None, (0, 1), (0, 1, 2, 3, 4))
+    assert got["t/old"].seconds == 20 and got["t/two"].seconds == 50
+    todo = T.SystemTodo("S", "experiments/s/make_tables.py", list(got.values()), [], "experiments/s",
+                        ("t/old", "t/stale", "t/two"))
+    lines = T.commands(todo)
+    assert lines[:2] == ["python experiments/s/make_tables.py --only 't/stale$' --seeds 0,1,3,4 --rerun",
+                         "python experiments/s/make_tables.py --only 't/two$' --seeds 0,1,2,3,4 --rerun"]
+    assert lines[2:] == [f"[ -d ../wt-aaaaaaa ] || git worktree add --detach ../wt-aaaaaaa {A}",
+                         "(cd ../wt-aaaaaaa && PYTHONPATH=$PWD python experiments/s/make_tables.py --only 't/old' "
+                         "--seeds 3,4 --rerun)",
+                         "python experiments/s/make_tables.py --merge-from ../wt-aaaaaaa/experiments/s --only "
+                         "'t/old$' --render-only"]                # 'aaa…' is no commit git knows: a prefix
+
+
+def test_a_row_at_several_commits_with_nothing_to_run_names_where_to_re_make_which_seeds(stale_at):
     records = {**_recs("t/mix", {0: (A, 1), 1: (A, 1), 2: (A, 1), 3: (B, 1), 4: (B, 1)}),
                **_recs("t/old", {0: (A, 1), 1: (A, 1), 2: (B, 1), 3: (B, 1), 4: (B, 1)})}
     for s in range(5):
         stale_at[("t/old", s)] = OUTDATED            # every seed re-run at HEAD: one commit after it
     plan = [Planned("t/mix", None), Planned("t/old", None)]
-    got = {x.row: x for x in T.lacks(_Results(records), plan, ["t/mix", "t/old"])}
+    got = {x.row: x for x in T.lacks(_Results(records), plan, ["t/mix", "t/old"], head=A)}
     assert (got["t/mix"].mixed.commit, got["t/mix"].mixed.seeds, got["t/mix"].to_run) == (A, (3, 4), ())
-    assert not got["t/mix"].empty()
+    assert not got["t/mix"].empty() and got["t/mix"].seconds == 2     # the re-makes' recorded time
     assert got["t/old"].mixed is None and got["t/old"].to_run == (0, 1, 2, 3, 4)
-    stale_at[("t/mix", 0)] = OTHER_NUMERICS          # A's records no longer all current: B is the target
-    (mix,) = T.lacks(_Results(records), plan, ["t/mix"])
-    assert (mix.mixed.commit, mix.mixed.seeds, mix.to_run) == (B, (0, 1, 2), (0,))
+    stale_at[("t/mix", 0)] = OTHER_NUMERICS          # a record not current: the whole row at HEAD instead
+    (mix,) = T.lacks(_Results(records), plan, ["t/mix"], head=A)
+    assert mix.mixed is None and (mix.rerun, mix.to_run) == ((3, 4), (0, 3, 4))
 
 
 def test_commands_group_rows_by_their_seeds_and_replace_other_numerics_only_where_a_record_needs_it():
@@ -80,6 +107,8 @@ def test_commands_group_rows_by_their_seeds_and_replace_other_numerics_only_wher
         "python experiments/s/make_tables.py --only 'r/a$,r/b$' --seeds 3,4",
         "python experiments/s/make_tables.py --only 'r/c$' --seeds 0,1 --replace-other-numerics",
         "python experiments/s/make_tables.py --only 'r/d$' --seeds 0,1"]
+    # on a machine of another kind the commands leave the flag out (the report says why)
+    assert T.commands(todo, replace_other=False)[1] == "python experiments/s/make_tables.py --only 'r/c$,r/d$' --seeds 0,1"
 
 
 def test_the_report_lists_only_rows_that_lack_something_and_the_claims_whose_control_fails():
@@ -88,9 +117,9 @@ def test_the_report_lists_only_rows_that_lack_something_and_the_claims_whose_con
     todo = T.SystemTodo("S", "x.py", [T.Lack("r/a"), T.Lack("r/b", missing=(4,), per_seed=7200.0)],
                         [("X > Y", "reference: sentiment in seed 3")])
     text = "\n".join(T.report(todo))
-    assert "`r/a`" not in text and "| `r/b` | 4 |  |  | 2.0 h |" in text
+    assert "`r/a`" not in text and "| `r/b` | 4 |  |  | HEAD | 2.0 h |" in text
     dirty = "\n".join(T.report(T.SystemTodo("S", "x.py", [T.Lack("r/c", unclean=(1,))], [])))
-    assert "| `r/c` |  |  | 1 made from uncommitted changes or outside git |  |" in dirty
+    assert "| `r/c` |  |  | 1 made from uncommitted changes or outside git |  |  |" in dirty
     assert "1 of the 2 rows" in text and "about 2.0 h" in text
     assert "- X > Y — reference: sentiment in seed 3" in text
 
@@ -106,7 +135,7 @@ def test_every_printed_command_runs_rows_of_its_tables_plan(capsys, reference_ki
     mods = {m.SYSTEM.script: m.SYSTEM for m in systems()}
     assert all(f"## {s.name} (`{script}`)" in out for script, s in mods.items())
     lines = [ln for ln in out.splitlines() if ln.startswith("python experiments/")]
-    assert lines and "--mixed" in out
+    assert lines
     for line in lines:
         script, *argv = shlex.split(line)[1:]
         args = table_parser().parse_args(argv)
