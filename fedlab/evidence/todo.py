@@ -13,9 +13,9 @@ with the run time the runs to make would take, estimated as the median recorded 
 listed with the tasks and seeds it fails: more seeds do not mend them, another budget or task set does.
 
 The scripts that write a page of their own (budgets chosen on validation data, model families, tuning, server
-steps: a script that declares `OUT`, `scripts.page_scripts`) follow, each with its rows never run and its rows whose records are not
-current; their claims are the choices the tables rest on, so they have no seed target here: each script runs
-its own default seeds.
+steps: a script that declares `OUT`, `scripts.page_scripts`) follow, each with its rows never run and its rows
+whose records are not current; their claims are the choices the tables rest on, so they have no seed target
+here: each script runs its own default seeds.
 
 Nothing is run or written. Records are judged as this machine would judge them; `FEDLAB_JUDGE_NUMERICS=reference`
 judges them as the reference machine kind does (`fedlab.numerics.judge_as`).
@@ -142,19 +142,16 @@ def of_system(system) -> SystemTodo:
     from fedlab.evidence.page import assess_all
     from fedlab.evidence.records import Results
     from fedlab.evidence.verdicts import NO_CONTROL
-
-    results = Results(system.folder / "results.json")
-    claims = system.claims(results)
-    no_control = []
-    for a in assess_all(results, system):
-        if a.verdict.word == NO_CONTROL:
-            fails = "; ".join(f"{st.control.name}: {st.failing()}" for st in a.control or () if not st.holds)
-            no_control.append((a.claim.claim, fails))
     from fedlab.files import canonical
 
+    results = Results(system.folder / "results.json")
+    assessed = assess_all(results, system)
+    no_control = [(a.claim.claim, "; ".join(f"{st.control.name}: {st.failing()}" for st in a.control or ()
+                                            if not st.holds))
+                  for a in assessed if a.verdict.word == NO_CONTROL]
     plan = system.plan()
-    return SystemTodo(system.name, system.script, lacks(results, plan, claim_rows(claims)), no_control,
-                      canonical(system.folder), tuple(p.key for p in plan))
+    return SystemTodo(system.name, system.script, lacks(results, plan, claim_rows([a.claim for a in assessed])),
+                      no_control, canonical(system.folder), tuple(p.key for p in plan))
 
 
 def _seeds(seeds) -> str:
