@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import weakref
 from pathlib import Path
 
 import torch
 
+from fedlab.files import write_atomic
 from fedlab.home import fedlab_home
 
 SCORER_VERSION = 3     # 2: choice scores carry top/<task>, the most frequent answer's share; 3: EM SNI-normalised
@@ -155,14 +155,10 @@ def store(key: str, scores: dict) -> None:
     """Written to a temporary file and renamed: two runs filling the same key leave one whole file."""
     stats["misses"] += 1
     folder = cache_dir() / key[:2]
-    tmp = folder / f".{key}.{os.getpid()}.tmp"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(scores))
-        os.replace(tmp, folder / f"{key}.json")
+        write_atomic(folder / f"{key}.json", json.dumps(scores))
     except OSError as e:      # the cache only saves time: a place that cannot hold the entry costs a re-score
-        if tmp.is_file():
-            tmp.unlink()
         if not _SAID:
             _SAID.append(str(e))
             import sys

@@ -135,6 +135,7 @@ def test_a_kill_while_the_round_marker_is_written_leaves_the_last_rounds_marker(
     monkeypatch.undo()
     assert _logged_round(tmp_path / "logged_round") == 0
     assert log.tracker.steps == [0, 1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["logged_round"]     # no temporary file left beside it
 
 
 def test_resuming_into_a_store_without_the_run_is_one_line(tmp_path):

@@ -125,3 +125,23 @@ def test_a_lora_models_digest_is_the_same_in_another_process():
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
     assert len(outs) == 1 and "q_proj" in outs.pop()
+
+
+def test_an_entry_that_cannot_be_written_is_said_once_and_leaves_no_file(empty_cache, monkeypatch, capsys):
+    """A full disk (here: every write fails) costs a re-score: one line on stderr for the first failure, no
+    half-written or temporary file in the cache, and nothing read back."""
+    from pathlib import Path
+
+    def full(path, text, *a, **k):
+        Path.open(path, "w").close()            # the file is made, then the write fails
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cache, "_SAID", [])
+    with monkeypatch.context() as m:
+        m.setattr(Path, "write_text", full)
+        cache.store("ab" + "0" * 62, {"acc/category": 0.5})
+        cache.store("ab" + "1" * 62, {"acc/category": 0.5})
+    err = capsys.readouterr().err
+    assert err.count("eval.cache: cannot write") == 1 and "No space left on device" in err
+    assert list(empty_cache.rglob("*")) == [empty_cache / "ab"]
+    assert cache.load("ab" + "0" * 62) is None and cache.stats["hits"] == 0
