@@ -93,10 +93,7 @@ def commits_line(results, keys=None) -> str:
 
 def stale_seeds(results, plan: list, stale: set[str]) -> dict[str, list[int]]:
     """Per row of `stale`, the seeds whose records are not current (`records.stale_reason`)."""
-    from fedlab.evidence.records import stale_reason
-
-    return {p.key: sorted(rec["seed"] for rec in results.runs(p.key)
-                          if stale_reason(rec, p.resolve(rec.get("seed", 0))) is not None)
+    return {p.key: sorted(rec["seed"] for rec in results.runs(p.key) if results.why_stale(p, rec) is not None)
             for p in plan if p.key in stale}
 
 

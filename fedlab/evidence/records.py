@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from fedlab.evidence.stats import fmt_ci
-from fedlab.files import file_lock
+from fedlab.files import file_lock, write_atomic
 
 ROOT = Path(__file__).resolve().parents[2]
 # the per-round numbers a record keeps (for learning curves): accuracy and generated-answer Rouge-L of the
@@ -69,6 +68,7 @@ class Results:
         self.meta: dict = data.get("_meta", {})
         self.records: dict[str, dict] = {k: v for k, v in data.items() if k != "_meta"}
         self._loaded = dict(self.records)      # what this object read, to tell its own writes apart
+        self._why: dict[tuple[Planned, str], str | None] = {}     # `why_stale`'s answers
 
     def _read(self) -> dict:
         """The file's records ({} when there is none); a damaged file is one line (`fedlab.files`)."""
@@ -90,9 +90,7 @@ class Results:
             mine = {k: v for k, v in self.records.items() if self._loaded.get(k) is not v}
             self.records = {**{k: v for k, v in disk.items() if k != "_meta"}, **mine}
             self.meta = {**disk.get("_meta", {}), **self.meta}
-            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"_meta": self.meta, **self.records}, indent=1, sort_keys=False))
-            tmp.replace(self.path)
+            write_atomic(self.path, json.dumps({"_meta": self.meta, **self.records}, indent=1, sort_keys=False))
             self._loaded = dict(self.records)
 
     def runs(self, key: str) -> list[dict]:
@@ -160,14 +158,24 @@ class Results:
                 out[t] = "constant"
         return out
 
+    def why_stale(self, p: Planned, rec: dict) -> str | None:
+        """`stale_reason` of `rec` (a record of row `p`) against the config `p` resolves to for its seed, asked
+        once per row and record content: a page asks it of every record for its marks, its verdicts and what
+        the claims lack, and each ask would resolve the config again. A record replaced or changed is asked
+        again."""
+        key = (p, json.dumps(rec, sort_keys=True, default=str))
+        if key not in self._why:
+            self._why[key] = stale_reason(rec, p.resolve(rec.get("seed", 0)))
+        return self._why[key]
+
     def stale_and_outdated(self, plan: list[Planned]) -> tuple[set[str], set[str]]:
-        """(`stale`, `outdated`) of `plan` in one pass that resolves each record's config once (`stale_reason`),
-        for a table that marks the first with † and gives no verdict on the second."""
+        """(`stale`, `outdated`) of `plan` in one pass (`why_stale`), for a table that marks the first with † and
+        gives no verdict on the second."""
         stale: set[str] = set()
         old: set[str] = set()
         for p in plan:
             for rec in self.runs(p.key):
-                why = stale_reason(rec, p.resolve(rec.get("seed", 0)))
+                why = self.why_stale(p, rec)
                 if why is not None:
                     stale.add(p.key)
                     if why == OUTDATED:
@@ -184,7 +192,7 @@ class Results:
         """Keys of rows with a record made by another config than the one the script would run now (`outdated`):
         the subset of `stale` whose numbers answer another question, so a claim on them gets no verdict (records
         stale only by numerics or weights still measure the row's config, and keep theirs)."""
-        return {p.key for p in plan for rec in self.runs(p.key) if outdated(rec, p.resolve(rec.get("seed", 0)))}
+        return {p.key for p in plan for rec in self.runs(p.key) if self.why_stale(p, rec) == OUTDATED}
 
     def label(self, key: str, default: str = "") -> str:
         runs = self.runs(key)

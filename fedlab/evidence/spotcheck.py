@@ -63,14 +63,12 @@ def draw(results, plan, k: int, seed: int, max_seconds: float | None = None) -> 
     """K (Planned, record) pairs drawn with `random.Random(seed)` from the current records of `plan` (those this
     table would not run again: `records.stale_reason` is None), only those whose recorded wall time is at most
     `max_seconds` when given."""
-    from fedlab.evidence.records import stale_reason
-
     pool = []
     for p in plan:
         for rec in results.runs(p.key):
             if max_seconds is not None and not (rec.get("seconds") or 0) <= max_seconds:
                 continue
-            if stale_reason(rec, p.resolve(rec["seed"])) is None:
+            if results.why_stale(p, rec) is None:
                 pool.append((p, rec))
     return random.Random(seed).sample(pool, min(k, len(pool)))
 

@@ -26,7 +26,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from fedlab.evidence.provenance import git_state
-from fedlab.evidence.records import OTHER_NUMERICS, stale_reason
+from fedlab.evidence.records import OTHER_NUMERICS
 from fedlab.evidence.unify import Mixed, _clean, _commit, _seconds, mixed_rows
 from fedlab.evidence.verdicts import CLAIM_SEEDS
 
@@ -115,7 +115,7 @@ def lacks(results, plan, rows: list[str], target: int = CLAIM_SEEDS, head: str |
         made: dict[int, str | None] = {}
         if lack.planned:
             for rec in recs:
-                why = stale_reason(rec, by_key[k].resolve(rec["seed"]))
+                why = results.why_stale(by_key[k], rec)
                 current[(k, rec["seed"])] = why is None
                 if why is not None:
                     lack.stale[rec["seed"]] = why

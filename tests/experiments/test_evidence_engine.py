@@ -611,3 +611,23 @@ def test_a_budget_page_says_why_each_task_is_validated_on_training_rows(tmp_path
     drawn = "\n".join(budget.section(Results(tmp_path / "results.json"), grid(False), "R"))
     assert ("none asking what a test item asks; on rows held out of the training data for recall, whose test sets "
             "ask about nearly all of those people;") in drawn
+
+
+def test_a_records_staleness_is_resolved_once_until_the_record_is_replaced(tmp_path, monkeypatch):
+    """`Results.why_stale` resolves a row's config once per seed however often a page asks (marks, verdicts,
+    what the claims lack), and asks again of a record that a run replaced."""
+    from fedlab.evidence import records as R
+    from fedlab.evidence.page import stale_seeds
+
+    r = records(tmp_path, {"row": [0.5, 0.6]})
+    p = Planned("row", None)
+    resolved = []
+    monkeypatch.setattr(Planned, "resolve", lambda self, seed, extra=(): resolved.append(seed) or seed)
+    monkeypatch.setattr(R, "stale_reason", lambda rec, cfg: "stale" if rec["final"]["acc/mean"] < 0.55 else None)
+    assert r.stale_and_outdated([p]) == ({"row"}, set()) and r.stale([p]) == {"row"} and r.outdated([p]) == set()
+    assert stale_seeds(r, [p], {"row"}) == {"row": [0]}
+    assert sorted(resolved) == [0, 1]
+    r.records["row@seed0"] = {"key": "row", "seed": 0, "final": {"acc/mean": 0.7}}       # seed 0 run again
+    assert r.stale([p]) == set() and sorted(resolved) == [0, 0, 1]
+    r.records["row@seed1"]["final"]["acc/mean"] = 0.5                                  # changed in place
+    assert r.stale([p]) == {"row"} and sorted(resolved) == [0, 0, 1, 1]

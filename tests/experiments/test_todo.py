@@ -6,18 +6,19 @@ import shlex
 
 import pytest
 
+from fedlab.evidence import records as R
 from fedlab.evidence import todo as T
-from fedlab.evidence.records import OTHER_NUMERICS, OUTDATED, Planned
+from fedlab.evidence.records import OTHER_NUMERICS, OUTDATED, Planned, Results
 
 A, B = "a" * 40, "b" * 40
 
 
-class _Results:
+class _Results(Results):
+    """Records held in memory, not read from a file."""
+
     def __init__(self, records: dict):
         self.records = records
-
-    def runs(self, key: str) -> list[dict]:
-        return sorted((r for r in self.records.values() if r["key"] == key), key=lambda r: r["seed"])
+        self._why = {}
 
 
 def _recs(row: str, made: dict[int, tuple[str, float]]) -> dict:
@@ -29,7 +30,7 @@ def _recs(row: str, made: dict[int, tuple[str, float]]) -> dict:
 def stale_at(monkeypatch):
     """`stale_reason` as a table: {(row, seed): reason}; every other record is current."""
     table: dict[tuple[str, int], str] = {}
-    monkeypatch.setattr(T, "stale_reason", lambda rec, cfg: table.get((rec["key"], rec["seed"])))
+    monkeypatch.setattr(R, "stale_reason", lambda rec, cfg: table.get((rec["key"], rec["seed"])))
     monkeypatch.setattr(Planned, "resolve", lambda self, seed, extra=(): None)
     return table
 
