@@ -26,6 +26,7 @@ from pathlib import Path
 from fedlab.evidence import verdicts as V
 from fedlab.evidence.collapse import Collapse, Shares, of_records
 from fedlab.evidence.controls import Control, Status, check
+from fedlab.evidence.provenance import made_dirty, made_outside_git
 from fedlab.evidence.verdicts import MIN_SEEDS, Verdict
 
 BEGIN, END = "<!-- claims: written by fedlab.evidence -->", "<!-- /claims -->"
@@ -198,9 +199,9 @@ def commit_words(results, keys, seeds) -> str:
         commits = {rec.get("git") for rec in recs}
         if len(commits) > 1:
             mixed.append(f"`{k}` ({len(commits)} commits)")
-        if any(str(g).endswith("+dirty") for g in commits):
+        if any(map(made_dirty, recs)):
             dirty.append(f"`{k}`")
-        if any("git" in rec and rec["git"] is None for rec in recs):     # recorded, and made outside git
+        if any(map(made_outside_git, recs)):
             outside.append(f"`{k}`")
     return "; ".join(w for w in (mixed and "seeds made at several commits: " + ", ".join(mixed),
                                  dirty and "seeds from uncommitted changes: " + ", ".join(dirty),

@@ -24,7 +24,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fedlab.evidence.provenance import run_git
+from fedlab.evidence.provenance import made_dirty, run_git
 from fedlab.evidence.records import ROOT, Planned, Results, record_key, stale_reason
 
 NOT_A_ROW = "no row of this table by that key (or outside --only)"
@@ -157,7 +157,7 @@ def _untraceable(rec: dict, allow_dirty: bool, known: dict[str, bool]) -> str | 
     git = rec.get("git")
     if not git:
         return None if allow_dirty else "made outside a git checkout (--allow-dirty takes it)"
-    if str(git).endswith("+dirty") and not allow_dirty:
+    if made_dirty(rec) and not allow_dirty:
         return "made from uncommitted changes (--allow-dirty takes it, with its patch)"
     if not commit_known(str(git).removesuffix("+dirty"), known):
         return "made at a commit this checkout does not hold (git fetch it first)"

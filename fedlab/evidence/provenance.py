@@ -26,6 +26,17 @@ def affects_numbers(path: str) -> bool:
     return not (p.name in NOT_CODE_NAMES or p.suffix in NOT_CODE_SUFFIXES or p.parts[:1] == ("mlruns",))
 
 
+def made_dirty(record: dict) -> bool:
+    """A table record made from uncommitted changes: its `git` is `<commit>+dirty`."""
+    return str(record.get("git")).endswith("+dirty")
+
+
+def made_outside_git(record: dict) -> bool:
+    """A table record made outside a git checkout: its `git` is recorded, as null (a record without the field
+    was made before fedlab recorded it, and is not counted)."""
+    return "git" in record and record["git"] is None
+
+
 def run_git(where: Path, *args: str) -> subprocess.CompletedProcess:
     """`git -C where args…`, its output as text (raises OSError without git, TimeoutExpired after 30 s)."""
     return subprocess.run(["git", "-C", str(where), *args], capture_output=True, text=True, timeout=30)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from fedlab.evidence.provenance import git_state
+from fedlab.evidence.provenance import git_state, made_dirty, made_outside_git
 from fedlab.evidence.records import OTHER_NUMERICS
 from fedlab.evidence.unify import Mixed, _clean, _commit, _seconds, mixed_rows
 from fedlab.evidence.verdicts import CLAIM_SEEDS
@@ -110,8 +110,7 @@ def lacks(results, plan, rows: list[str], target: int = CLAIM_SEEDS, head: str |
         times = [s for s in map(_seconds, recs) if s > 0]
         lack = Lack(k, per_seed=statistics.median(times) if times else None, planned=k in by_key)
         lack.missing = tuple(s for s in range(target) if s not in {r["seed"] for r in recs})
-        lack.unclean = tuple(sorted(r["seed"] for r in recs if str(r.get("git")).endswith("+dirty")
-                                    or ("git" in r and r["git"] is None)))
+        lack.unclean = tuple(sorted(r["seed"] for r in recs if made_dirty(r) or made_outside_git(r)))
         made: dict[int, str | None] = {}
         if lack.planned:
             for rec in recs:
