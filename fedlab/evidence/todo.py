@@ -175,24 +175,26 @@ def commands(todo: SystemTodo, replace_other: bool = True) -> list[str]:
     """The commands that make every planned row's runs: rows made at HEAD with the same seeds share one table
     command (`--rerun` where current seeds are re-made so the row ends at one commit; `--replace-other-numerics`
     where a replaced record was made with other numerics and `replace_other`); a row made at an older commit gets
-    a worktree there, the run, and the merge back (`unify.commands`)."""
-    from fedlab.evidence.unify import commands as at_commit
-    from fedlab.evidence.unify import takes_exact_only
+    a worktree there, the run, and the merge back, one of each for the rows that share a commit and seeds
+    (`unify.rows_commands`)."""
+    from fedlab.evidence.unify import rows_commands, takes_exact_only
 
     groups: dict[tuple[tuple[int, ...], bool, bool], list[str]] = {}
-    elsewhere = []
+    elsewhere: dict[tuple[str, tuple[int, ...]], list[str]] = {}
     for x in todo.lacks:
         if not (x.to_run and x.planned):
             continue
         if x.at is not None:
-            m = Mixed(x.row, x.at, x.missing, x.seconds or 0.0, {x.at: 0})
-            elsewhere += at_commit(m, todo.script, todo.folder, todo.plan_keys, takes_exact_only(x.at))
+            elsewhere.setdefault((x.at, x.missing), []).append(x.row)
             continue
         other = replace_other and any(why == OTHER_NUMERICS for why in x.stale.values())
         groups.setdefault((x.to_run, bool(x.rerun), other), []).append(x.row)
     return [f"python {todo.script} --only '{','.join(r + '$' for r in rows)}' --seeds {_seeds(seeds)}"
             + (" --rerun" if rerun else "") + (" --replace-other-numerics" if other else "")
-            for (seeds, rerun, other), rows in groups.items()] + elsewhere
+            for (seeds, rerun, other), rows in groups.items()] + [
+        line for (commit, seeds), rows in elsewhere.items()
+        for line in rows_commands(rows, commit, seeds, todo.script, todo.folder, todo.plan_keys,
+                                  takes_exact_only(commit))]
 
 
 def report(todo: SystemTodo, target: int = CLAIM_SEEDS, replace_other: bool = True) -> list[str]:

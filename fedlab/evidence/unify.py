@@ -128,15 +128,22 @@ def commands(m: Mixed, script: str, folder: str, plan_keys, exact: bool) -> list
     this checkout (made when missing) and merge them back into the table in `folder` (relative to the root).
     `exact`: the runner at that commit takes `KEY$`; where it does not, the row is given as a prefix and the
     other rows of today's plan (`plan_keys`) it would also run are named."""
-    wt = worktree(m.commit)
-    others = sorted(k for k in plan_keys if k != m.row and k.startswith(m.row))
-    pattern = f"{m.row}$" if exact else m.row
-    seeds = ",".join(map(str, m.seeds))
-    lines = [f"[ -d {wt} ] || git worktree add --detach {wt} {m.commit}",
+    return rows_commands([m.row], m.commit, m.seeds, script, folder, plan_keys, exact)
+
+
+def rows_commands(rows: list[str], commit: str, seeds, script: str, folder: str, plan_keys,
+                  exact: bool) -> list[str]:
+    """`commands` for several rows made at one commit with the same seeds: one worktree, one table run of
+    every row (`--only` takes comma-separated patterns at every commit a record names) and one merge."""
+    wt = worktree(commit)
+    others = sorted(k for k in plan_keys if k not in rows and any(k.startswith(r) for r in rows))
+    pattern = ",".join(f"{r}$" if exact else r for r in rows)
+    seeds = ",".join(map(str, seeds))
+    lines = [f"[ -d {wt} ] || git worktree add --detach {wt} {commit}",
              f"(cd {wt} && PYTHONPATH=$PWD python {script} --only '{pattern}' --seeds {seeds} --rerun)",
-             f"python {script} --merge-from {wt}/{folder} --only '{m.row}$' --render-only"]
+             f"python {script} --merge-from {wt}/{folder} --only '{','.join(r + '$' for r in rows)}' --render-only"]
     if not exact and others:
-        lines.insert(1, f"# {m.commit[:7]} reads --only as a prefix: it also runs {', '.join(others)} at seeds {seeds}")
+        lines.insert(1, f"# {commit[:7]} reads --only as a prefix: it also runs {', '.join(others)} at seeds {seeds}")
     return lines
 
 

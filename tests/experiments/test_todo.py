@@ -84,6 +84,28 @@ def test_each_row_is_made_where_it_ends_at_one_clean_commit(stale_at):
                          "'t/old$' --render-only"]                # 'aaa…' is no commit git knows: a prefix
 
 
+def test_rows_that_miss_the_same_seeds_at_one_commit_share_one_worktree_run_and_merge(stale_at):
+    """Two rows made at commit A that miss seeds 3 and 4 are made by one run there and one merge; a third row at A
+    that misses other seeds, and one at B, get their own."""
+    records = {**_recs("t/x", {s: (A, 10) for s in range(3)}), **_recs("t/y", {s: (A, 10) for s in range(3)}),
+               **_recs("t/z", {s: (A, 10) for s in range(4)}), **_recs("t/w", {s: (B, 10) for s in range(3)}),
+               **_recs("t/xl", {s: (A, 10) for s in range(5)})}
+    keys = ("t/x", "t/y", "t/z", "t/w", "t/xl")
+    got = T.lacks(_Results(records), [Planned(k, None) for k in keys], list(keys[:4]), head="h" * 40)
+    lines = T.commands(T.SystemTodo("S", "experiments/s/make_tables.py", got, [], "experiments/s", keys))
+    runs = [line for line in lines if "--rerun" in line]
+    assert runs == ["(cd ../wt-aaaaaaa && PYTHONPATH=$PWD python experiments/s/make_tables.py --only 't/x,t/y' "
+                    "--seeds 3,4 --rerun)",
+                    "(cd ../wt-aaaaaaa && PYTHONPATH=$PWD python experiments/s/make_tables.py --only 't/z' --seeds 4 "
+                    "--rerun)",
+                    "(cd ../wt-bbbbbbb && PYTHONPATH=$PWD python experiments/s/make_tables.py --only 't/w' --seeds 3,4 "
+                    "--rerun)"]
+    assert "python experiments/s/make_tables.py --merge-from ../wt-aaaaaaa/experiments/s --only 't/x$,t/y$' " \
+           "--render-only" in lines
+    # 'aaa…' is no commit git knows, so its runner reads --only as prefixes: t/x also runs t/xl, and says so
+    assert "# aaaaaaa reads --only as a prefix: it also runs t/xl at seeds 3,4" in lines
+    assert sum(line.startswith("[ -d ../wt-aaaaaaa ]") for line in lines) == 2
+
 def test_a_row_at_several_commits_with_nothing_to_run_names_where_to_re_make_which_seeds(stale_at):
     records = {**_recs("t/mix", {0: (A, 1), 1: (A, 1), 2: (A, 1), 3: (B, 1), 4: (B, 1)}),
                **_recs("t/old", {0: (A, 1), 1: (A, 1), 2: (B, 1), 3: (B, 1), 4: (B, 1)})}
