@@ -230,8 +230,10 @@ def body(r: Results) -> list[str]:
                      f"{fmt(r1.get('client_kept'))} |")
         L.append("")
     if r.runs("real/hetero/fedmkt"):
-        L += ["## With a real LLM: SmolLM2-135M-Instruct on the server (hetero_smollm2.yaml; 40 training and 50 test "
-              "items per task, 3 rounds)", "",
+        cfg = next(p for p in plan() if p.key == "real/hetero/fedmkt").resolve(0)
+        L += [f"## With a real LLM: SmolLM2-135M-Instruct on the server (hetero_smollm2.yaml; "
+              f"{cfg.data.train_per_task} training and {cfg.data.test_per_task} test items per task, "
+              f"{cfg.federation.rounds} rounds)", "",
               "| row | LLM zero-shot | LLM final | SLMs zero-shot (mean of 4) | SLMs final |", "|---|---|---|---|---|",
               f"| FedMKT | {r.cell('real/hetero/fedmkt', llm('zero'))} | {r.cell('real/hetero/fedmkt', llm('final'))} | "
               f"{r.cell('real/hetero/fedmkt', slm('zero'))} | {r.cell('real/hetero/fedmkt', slm('final'))} |"]

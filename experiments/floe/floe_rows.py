@@ -73,6 +73,11 @@ def plan() -> list[Planned]:
             for key, label, over in BASELINES + FLOE + EXPERTS + HETERO + REAL]
 
 
+def items_per_task(key: str) -> int:
+    """The test items per task the row `key` of the plan is scored on (its resolved `data.test_per_task`)."""
+    return next(p for p in plan() if p.key == key).resolve(0).data.test_per_task
+
+
 def summarize(cfg, h) -> dict:
     """Per run, over its training rounds: devices trained per round, their mean rank, the simulated clock."""
     rounds = [r for r in h.rounds if r.get("round", 0) >= 1]

@@ -14,6 +14,7 @@ from floe_rows import (
     FLOE,
     MC_TASKS,
     TASKS,
+    items_per_task,
     per_task_metric,
     plan,
     share_metric,
@@ -135,7 +136,8 @@ def real_table(r: Results, stale: set[str] | None = None) -> list[str]:
 
     def m(key):
         return " †" if key in stale else ""
-    out = ["", "## A real cloud LLM: SmolLM2-135M-Instruct fused with tiny-llama-s experts (60 items per task)", "",
+    out = ["", "## A real cloud LLM: SmolLM2-135M-Instruct fused with tiny-llama-s experts "
+                f"({items_per_task(k)} items per task)", "",
            "| model | accuracy (MC) | Rouge-L |", "|---|---|---|",
            f"| LLM-only (SmolLM2 zero-shot){m('floe/real/llm_base')} | {r.final('floe/real/llm_base', 'acc/mean')} | "
            f"{r.final('floe/real/llm_base', 'rougeL/mean')} |",

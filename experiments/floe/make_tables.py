@@ -29,8 +29,8 @@ from floe_rows import *
 from floe_rows import _mean_over_rounds
 from floe_sections import *
 
-INTRO = ("Accuracy on recall and sentiment, Rouge-L on describe, food and friend, 300 test items per task drawn per "
-         "seed (the real-LLM rows: 60). † marks a row made by another config than the script now runs. \"wall s\" is "
+INTRO = ("Accuracy on recall and sentiment, Rouge-L on describe, food and friend, {items} test items per task drawn "
+         "per seed (the real-LLM rows: {real_items}). † marks a row made by another config than the script now runs. \"wall s\" is "
          "each run's elapsed time as recorded, beside whatever else the machine ran then: not a benchmark. The paper's "
          "numbers are BBH accuracy (Gemma-2B SLM, Gemma-7B LLM; Table III's printed averages); it reports no Rouge-L, "
          "so the Rouge-L claims carry its sign only.")
@@ -40,7 +40,7 @@ def intro() -> str:
     """The page's opening paragraph, with the tasks left out of the claims and why."""
     gone = "".join(f" **{t}** is scored and shown but left out of every claim, its control and the claims' "
                    f"means: {why} (`budget/RESULTS.md`)." for t, why in left_out().items())
-    return INTRO + gone
+    return INTRO.format(items=items_per_task("floe/slm_base"), real_items=items_per_task("floe/real/floe")) + gone
 
 
 def render(r: Results) -> str:
