@@ -52,10 +52,16 @@ class Lack:
         return tuple(sorted({*self.missing, *self.stale, *self.rerun}))
 
     @property
+    def remake(self) -> tuple[int, ...]:
+        """The seeds `--mixed` re-makes so that the row's seeds come from one commit (at the commit that made most
+        of them, or the whole row at HEAD where no commit qualifies)."""
+        return () if self.mixed is None else self.mixed.seeds
+
+    @property
     def seconds(self) -> float | None:
-        """The estimated run time of `to_run` and of the `mixed` re-makes (None when the row has runs to make and
-        no recorded run time to go by)."""
-        again = self.mixed.seconds if self.mixed is not None and self.mixed.commit else 0.0
+        """The estimated run time of `to_run` and of the `remake` (None when the row has runs to make and no
+        recorded run time to go by)."""
+        again = self.mixed.seconds if self.mixed is not None else 0.0
         if not self.to_run:
             return again
         return None if self.per_seed is None else self.per_seed * len(self.to_run) + again
@@ -74,6 +80,16 @@ class SystemTodo:
     no_control: list[tuple[str, str]]                   # (claim, "control: task in seeds …; …")
     folder: str = ""                                    # the table's folder, relative to the repository root
     plan_keys: tuple[str, ...] = ()                     # every row of the table's plan
+
+    @property
+    def making(self) -> list[Lack]:
+        """The planned rows with runs to make: seeds to run, or seeds to re-make at one commit."""
+        return [x for x in self.lacks if x.planned and (x.to_run or x.remake)]
+
+    @property
+    def runs(self) -> int:
+        """How many runs `making` takes, re-makes included."""
+        return sum(len(x.to_run) + len(x.remake) for x in self.making)
 
     @property
     def seconds(self) -> float:
@@ -140,11 +156,16 @@ def of_system(system) -> SystemTodo:
     """`system`'s (a `page.System`) lacks and its claims whose control fails."""
     from fedlab.evidence.page import assess_all
     from fedlab.evidence.records import Results
+
+    results = Results(system.folder / "results.json")
+    return of_assessed(system, results, assess_all(results, system))
+
+
+def of_assessed(system, results, assessed) -> SystemTodo:
+    """`of_system` from `system`'s records (`results`) and its claims as `page.assess_all` assessed them."""
     from fedlab.evidence.verdicts import NO_CONTROL
     from fedlab.files import canonical
 
-    results = Results(system.folder / "results.json")
-    assessed = assess_all(results, system)
     no_control = [(a.claim.claim, "; ".join(f"{st.control.name}: {st.failing()}" for st in a.control or ()
                                             if not st.holds))
                   for a in assessed if a.verdict.word == NO_CONTROL]

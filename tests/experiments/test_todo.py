@@ -198,3 +198,25 @@ def test_the_pages_section_lists_scripts_with_rows_never_run_or_not_current_only
            "| 1 (2 seeds) | 2 min |" in text
     assert "tune.py" not in text
     assert "Every row of every such script has records" in "\n".join(T.page_report(pages[1:]))
+
+
+def test_the_overviews_column_counts_the_runs_and_re_makes_that_todo_totals(stale_at, monkeypatch):
+    """The overview's "runs its claims lack" and `--todo` give one figure: missing seeds and the seeds a row's
+    re-make at one commit takes, at the rows' recorded run times."""
+    import types
+
+    from fedlab.evidence import Claim, Control, System, summary
+
+    records = {**_recs("t/a", {0: (A, 10), 1: (A, 10), 2: (A, 10), 3: (B, 30), 4: (B, 30)}),
+               **_recs("t/b", {0: (A, 10), 1: (A, 10), 2: (A, 10)}),
+               **_recs("t/ref", {s: (A, 10) for s in range(5)})}
+    ref = Control("ref learns", ("t/ref",), ("t",), lambda rec, t: 1.0, lambda rec, t: 0.5, "0.5")
+    claim = Claim("a above b", "T1", "61 vs 51 (+10.0)", "t/a", "t/b", lambda rec: rec["final"]["acc/mean"],
+                  control=ref)
+    plan = [Planned(k, None) for k in ("t/a", "t/b", "t/ref")]
+    system = System("Toy", "a toy system", "experiments/toy/make_tables.py", lambda: plan, lambda _r: [claim])
+    monkeypatch.setattr(R, "Results", lambda path: _Results(records))
+    todo = T.of_system(system)
+    assert [(x.row, x.to_run, x.remake) for x in todo.making] == [("t/a", (), (3, 4)), ("t/b", (3, 4), ())]
+    assert (todo.runs, todo.seconds) == (4, 80.0)          # t/a's re-make: its recorded 60 s; t/b: 2 × 10 s
+    assert summary.row(types.SimpleNamespace(SYSTEM=system))[6] == "4 in 2 rows (about 1 min)"
