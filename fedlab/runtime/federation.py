@@ -18,6 +18,7 @@ from fedlab.files import write_atomic
 from fedlab.runtime import cost
 from fedlab.runtime.context import FederationError, RoundContext, log_line
 from fedlab.runtime.evaluation import Evaluation, RunLog, _logged_round  # noqa: F401 (re-exported)
+from fedlab.runtime.heartbeat import Heartbeat
 from fedlab.runtime.resident import clear_residents
 
 __all__ = ["FederationError", "History", "run_dir", "run_federation", "run_key"]
@@ -166,9 +167,11 @@ def _checkpoint(path: Path, rnd: int, method, backend, history, tracker, evaluat
                             "pending_eval": evaluation.pending()})
 
 
-def _train_round(rnd: int, ctx, method, evaluation, cfg, rounds: int, budget) -> tuple[dict, str | None]:
+def _train_round(rnd: int, ctx, method, evaluation, cfg, rounds: int, budget,
+                 beat: Heartbeat | None = None) -> tuple[dict, str | None]:
     """One round: the method's round, its metrics and time split, and its evaluation when due; (record, why the
-    run stops after it: the method's stopping rule or the communication budget; None: it goes on)."""
+    run stops after it: the method's stopping rule or the communication budget; None: it goes on). `beat`: the
+    round's progress lines, told when training gives way to evaluation."""
     t0 = time.perf_counter()
     ctx.log({"bytes/down": 0, "bytes/up": 0})
     method.run_round(rnd, ctx)
@@ -183,6 +186,8 @@ def _train_round(rnd: int, ctx, method, evaluation, cfg, rounds: int, budget) ->
     t_eval = time.perf_counter()
     evaluation.arrived()
     if due:
+        if beat is not None:
+            beat.phase("evaluating")
         m.update(evaluation.score(rnd, ctx, last))
     if due or evaluation.beside is not None:
         m["time/eval"] = time.perf_counter() - t_eval
@@ -231,6 +236,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True,
     clear_residents()
     context = lambda rnd: RoundContext(rnd, backend, cfg, num_clients, method, tracker, out)  # noqa: E731
     evaluation = Evaluation(cfg, method, context, log, rounds, progress)
+    beat = Heartbeat(rounds, progress)
     budget = cost.Budget(cfg, history)
     completed = 0                       # the last round whose checkpoint is written (0: none yet)
     try:        # whatever fails or stops the run, no second process is left behind (except below)
@@ -244,7 +250,8 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True,
         if completed == 0:                                     # zero-shot, and the method's start
             t0 = time.perf_counter()
             ctx = context(0)
-            m = {"round": 0, **evaluation.score(0, ctx, last=rounds == 0)}
+            with beat.round(0, "evaluating (zero-shot)"):
+                m = {"round": 0, **evaluation.score(0, ctx, last=rounds == 0)}
             m["time/eval"] = time.perf_counter() - t0
             if method.trains:
                 method.begin(ctx)
@@ -255,7 +262,8 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True,
                 log_line(_progress(method, m, rounds, time.perf_counter() - t0) + "  (zero-shot)")
             interrupt.check("before round 1 completed")
         for rnd in range(completed + 1, rounds + 1):
-            m, stop = _train_round(rnd, context(rnd), method, evaluation, cfg, rounds, budget)
+            with beat.round(rnd, "training"):
+                m, stop = _train_round(rnd, context(rnd), method, evaluation, cfg, rounds, budget, beat)
             t_book = time.perf_counter()
             history.rounds.append(m)
             _checkpoint(ckpt_path, rnd, method, backend, history, tracker, evaluation)
@@ -275,6 +283,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True,
         if isinstance(e, interrupt.Interrupted) and e.after_round is None and completed > 0:
             e.after_round = completed       # a second signal cut a round short: the last checkpoint stands
         raise
-    _finish(cfg, method, context, tracker, history, rounds, t_run, target_reference)
+    with beat.round(rounds, "the method's end-of-run models"):
+        _finish(cfg, method, context, tracker, history, rounds, t_run, target_reference)
     backend.shutdown()
     return history
