@@ -57,7 +57,7 @@ def render(r: Results) -> str:
          "cores). Heterogeneous devices (tiny-gpt2, tiny-opt, tiny-bloom), LLM tiny-llama, λ = 1; scored on 12 "
          "held-out training rows per task (the test sets not read): the devices' mean Rouge-L ×100 on generated "
          "answers, mean over seeds ± 95 % interval.", ""]
-    stale = stale_line(stale_seeds(r, plan(), r.stale(plan())), "experiments/coplms/tune.py")
+    stale = stale_line(stale_seeds(r, plan(), r.stale(plan())), "experiments/coplms/tune.py", claims=False)
     if stale:
         L += [stale + " The choice below rests on them until they are re-run.", ""]
     L += ["| α \\ β | " + " | ".join(GRID) + " |", "|---" * (len(GRID) + 1) + "|"]

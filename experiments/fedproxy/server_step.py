@@ -76,7 +76,7 @@ def render(r: Results) -> str:
          "2 CPU cores; tiny-llama, 8 clients, one task each, κ = 0.5). The LLM's accuracy after plug-in fusion, "
          "mean over seeds ± 95 % interval; each run's command and resolved config in `server_step/results.json`.",
          ""]
-    stale = stale_line(stale_seeds(r, plan(), r.stale(plan())), "experiments/fedproxy/server_step.py")
+    stale = stale_line(stale_seeds(r, plan(), r.stale(plan())), "experiments/fedproxy/server_step.py", claims=False)
     if stale:
         L += [stale + " The choice of η_g below rests on the `val/` rows among them until they are re-run.", ""]
     L += ["## Stage 1: validation (40 held-out training prompts per task; the test sets not read)", "",

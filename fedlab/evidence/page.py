@@ -97,10 +97,11 @@ def stale_seeds(results, plan: list, stale: set[str]) -> dict[str, list[int]]:
             for p in plan if p.key in stale}
 
 
-def stale_line(seeds: dict[str, list[int]], script: str) -> str:
+def stale_line(seeds: dict[str, list[int]], script: str, claims: bool = True) -> str:
     """The header's line naming the rows whose records are not current (another config, other numerics or other
     zoo weights made them: `records.stale_reason`), with those records' seeds and the command that re-runs them,
-    so that no page shows such a row's numbers without saying so; empty when every row is current."""
+    so that no page shows such a row's numbers without saying so; empty when every row is current. `claims`:
+    the page judges claims, and the line says what happens to a claim on such a row."""
     if not seeds:
         return ""
     one = len(seeds) == 1
@@ -111,8 +112,9 @@ def stale_line(seeds: dict[str, list[int]], script: str) -> str:
                f"`python {script} --only 'ROW$' --seeds SEEDS` re-runs a row's")
     return (f"**Not current**: {len(seeds)} row{'' if one else 's'} hold{'s' if one else ''} records made by another "
             f"config, other numerics or other zoo weights than the script runs now: {rows}. "
-            f"{'Its' if one else 'Their'} cells show those records' numbers, and a claim comparing "
-            f"{'it' if one else 'one of them'} has no verdict (*stale*) where another config made them. {command}.")
+            f"{'Its' if one else 'Their'} cells show those records' numbers"
+            + (f", and a claim comparing {'it' if one else 'one of them'} has no verdict (*stale*) where another "
+               "config made them" if claims else "") + f". {command}.")
 
 
 def page(results, system: System, intro: str, body: list[str], outdated: set[str] | None = None,

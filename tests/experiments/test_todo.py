@@ -188,6 +188,7 @@ def test_a_choice_page_names_the_rows_whose_records_another_config_made(name, tm
         (tmp_path / "results.json").write_text(json.dumps({record_key(p.key, 0): made}))
         text = mod.render(Results(tmp_path / "results.json"))
         assert ("**Not current**: 1 row holds" in text and f"`{p.key}` (seed 0)" in text) == named
+        assert "claim" not in text.split("**Not current**")[-1].split("\n")[0]     # the page judges no claims
 
 
 def test_the_pages_section_lists_scripts_with_rows_never_run_or_not_current_only():
