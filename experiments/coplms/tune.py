@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+from fedlab.config import load_config
 from fedlab.evidence.page import GENERATED, stale_line, stale_seeds
 from fedlab.evidence.runner import Planned, Results, run_table
 
@@ -22,6 +23,7 @@ OUT = HERE / "tune"
 GRID = ("0.25", "0.5", "0.75")
 METRIC = "rougeL/mean"            # the devices' mean Rouge-L on generated answers (every task)
 VAL = ("data.evaluate_on=validation", "data.validation_per_task=12", "data.alpha=1.0")
+SEEDS = 3                         # every pair's seeds before a choice is made
 
 
 def _key(alpha: str, beta: str) -> str:
@@ -29,7 +31,7 @@ def _key(alpha: str, beta: str) -> str:
 
 
 def chosen(r: Results | None = None) -> tuple[str, str] | None:
-    """(α, β) with the best mean validation Rouge-L over seeds, once every pair of the grid has 3 seeds."""
+    """(α, β) with the best mean validation Rouge-L over seeds, once every pair of the grid has `SEEDS` seeds."""
     path = OUT / "results.json"
     if r is None and not path.is_file():
         return None
@@ -38,7 +40,7 @@ def chosen(r: Results | None = None) -> tuple[str, str] | None:
     for a in GRID:
         for b in GRID:
             v = r.values(_key(a, b), lambda rec: rec["final"].get(METRIC))
-            if len(v) < 3:
+            if len(v) < SEEDS:
                 return None
             means[(a, b)] = sum(v) / len(v)
     return max(means, key=means.get)
@@ -52,11 +54,12 @@ def plan() -> list[Planned]:
 def render(r: Results) -> str:
     score = lambda rec: None if rec["final"].get(METRIC) is None else 100 * rec["final"][METRIC]  # noqa: E731
     seeds = sorted({rec["seed"] for rec in r.records.values()})
+    cfg = plan()[0].resolve(0)
     L = [GENERATED, "# Co-PLMs: α and β on a validation split", "",
          f"Produced by `python experiments/coplms/tune.py` (seeds {', '.join(map(str, seeds)) or 'none yet'}; 2 CPU "
-         "cores). Heterogeneous devices (tiny-gpt2, tiny-opt, tiny-bloom), LLM tiny-llama, λ = 1; scored on 12 "
-         "held-out training rows per task (the test sets not read): the devices' mean Rouge-L ×100 on generated "
-         "answers, mean over seeds ± 95 % interval.", ""]
+         f"cores). Heterogeneous devices ({', '.join(cfg.model.clients)}), LLM {cfg.model.name}, λ = "
+         f"{cfg.data.alpha:g}; scored on {cfg.data.validation_per_task} held-out training rows per task (the test "
+         "sets not read): the devices' mean Rouge-L ×100 on generated answers, mean over seeds ± 95 % interval.", ""]
     stale = stale_line(stale_seeds(r, plan(), r.stale(plan())), "experiments/coplms/tune.py", claims=False)
     if stale:
         L += [stale + " The choice below rests on them until they are re-run.", ""]
@@ -64,8 +67,10 @@ def render(r: Results) -> str:
     for a in GRID:
         L.append(f"| {a} | " + " | ".join(r.cell(_key(a, b), score, 1) for b in GRID) + " |")
     best = chosen(r)
+    yaml = load_config(str(HERE / "hetero.yaml"))
     L += ["", f"Chosen: α = {best[0]}, β = {best[1]} (the Co-PLMs rows of `make_tables.py` run at it)." if best
-          else "The grid is not complete yet (3 seeds per pair): `make_tables.py` runs the YAML's α = β = 0.5."]
+          else f"The grid is not complete yet ({SEEDS} seeds per pair): `make_tables.py` runs hetero.yaml's α = "
+               f"{yaml.method.alpha:g}, β = {yaml.method.beta:g}."]
     return "\n".join(L) + "\n"
 
 
