@@ -19,13 +19,15 @@ import math
 import sys
 from pathlib import Path
 
+from fedlab.config import load_config
 from fedlab.evidence.claims import differences_table
 from fedlab.evidence.page import GENERATED, stale_line, stale_seeds
 from fedlab.evidence.runner import Planned, Results, run_table
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "server_step"
-K = 8                                           # clients in hetero.yaml
+HETERO = load_config(str(HERE / "hetero.yaml"))
+K = HETERO.data.num_clients
 ETAS = ("0.25", "0.5", "1", "2")                # H-TIES on validation
 SQRT_K = f"{math.sqrt(K):.3f}"
 METRIC = "llm/acc/mean"
@@ -73,13 +75,14 @@ def render(r: Results) -> str:
     seeds = sorted({rec["seed"] for rec in r.records.values()})
     L = [GENERATED, "# FedProxy: the server step size η_g (heterogeneous embedded setting)", "",
          f"Produced by `python experiments/fedproxy/server_step.py` (seeds {', '.join(map(str, seeds)) or 'none yet'}; "
-         "2 CPU cores; tiny-llama, 8 clients, one task each, κ = 0.5). The LLM's accuracy after plug-in fusion, "
+         f"2 CPU cores; {HETERO.model.name}, {K} clients, one task each, κ = {HETERO.method.kappa:g}). The LLM's accuracy after plug-in fusion, "
          "mean over seeds ± 95 % interval; each run's command and resolved config in `server_step/results.json`.",
          ""]
     stale = stale_line(stale_seeds(r, plan(), r.stale(plan())), "experiments/fedproxy/server_step.py", claims=False)
     if stale:
         L += [stale + " The choice of η_g below rests on the `val/` rows among them until they are re-run.", ""]
-    L += ["## Stage 1: validation (40 held-out training prompts per task; the test sets not read)", "",
+    val = plan()[0].resolve(0).data.validation_per_task
+    L += [f"## Stage 1: validation ({val} held-out training prompts per task; the test sets not read)", "",
           "| arm | η_g | validation accuracy |", "|---|---|---|"]
     for key in [f"val/htiess/eta{e}" for e in ETAS] + [f"val/fedavg/eta{e}" for e in ("1", SQRT_K)]:
         if r.runs(key):
