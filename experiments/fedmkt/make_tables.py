@@ -233,8 +233,13 @@ def body(r: Results) -> list[str]:
         cfg = next(p for p in plan() if p.key == "real/hetero/fedmkt").resolve(0)
         L += [f"## With a real LLM: SmolLM2-135M-Instruct on the server (hetero_smollm2.yaml; "
               f"{cfg.data.train_per_task} training and {cfg.data.test_per_task} test items per task, "
-              f"{cfg.federation.rounds} rounds)", "",
-              "| row | LLM zero-shot | LLM final | SLMs zero-shot (mean of 4) | SLMs final |", "|---|---|---|---|---|",
+              f"{cfg.federation.rounds} rounds)", ""]
+        old = sorted(k for k in r.outdated(plan()) if k.startswith("real/"))
+        if old:
+            L += [f"Another config made the records of {', '.join(f'`{k}`' for k in old)} (the page's *Not current* "
+                  "line): their cells answer that config's question, not the one the heading states, until the rows "
+                  "are re-run.", ""]
+        L += ["| row | LLM zero-shot | LLM final | SLMs zero-shot (mean of 4) | SLMs final |", "|---|---|---|---|---|",
               f"| FedMKT | {r.cell('real/hetero/fedmkt', llm('zero'))} | {r.cell('real/hetero/fedmkt', llm('final'))} | "
               f"{r.cell('real/hetero/fedmkt', slm('zero'))} | {r.cell('real/hetero/fedmkt', slm('final'))} |"]
         if r.runs("real/centralized"):
