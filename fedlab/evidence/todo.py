@@ -26,7 +26,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from fedlab.evidence.provenance import git_state, made_dirty, made_outside_git
-from fedlab.evidence.records import OTHER_NUMERICS
+from fedlab.evidence.records import OTHER_NUMERICS, OUTDATED
 from fedlab.evidence.unify import Mixed, _clean, _commit, _seconds, mixed_rows
 from fedlab.evidence.verdicts import CLAIM_SEEDS
 
@@ -44,6 +44,7 @@ class Lack:
     mixed: Mixed | None = None                          # nothing to run, but its seeds come from several commits
     unclean: tuple[int, ...] = ()                       # seeds made from uncommitted changes or outside git
     per_seed: float | None = None                       # median recorded run time of one seed (None: no record)
+    timed_elsewhere: bool = False                       # every record `per_seed` comes from another config made
     planned: bool = True                                # the row is in the table's plan
 
     @property
@@ -136,6 +137,8 @@ def lacks(results, plan, rows: list[str], target: int = CLAIM_SEEDS, head: str |
                     lack.stale[rec["seed"]] = why
                 else:
                     made[rec["seed"]] = _commit(rec)
+        timed = [r["seed"] for r in recs if _seconds(r) > 0]
+        lack.timed_elsewhere = bool(timed) and all(lack.stale.get(t) == OUTDATED for t in timed)
         commits = set(made.values())
         one = next(iter(commits)) if len(commits) == 1 and _clean(next(iter(commits))) else None
         if lack.stale or (lack.missing and commits and one is None):
@@ -242,7 +245,7 @@ def report(todo: SystemTodo, target: int = CLAIM_SEEDS, replace_other: bool = Tr
                 x.unclean and f"{_seeds(x.unclean)} made from uncommitted changes or outside git") if w)
             row = f"`{x.row}`" + ("" if x.planned else " (not in the table's plan)")
             est = ("" if not x.to_run and x.mixed is None else "no recorded run time" if x.seconds is None
-                   else hours(x.seconds))
+                   else hours(x.seconds) + (" (another config's run time)" if x.timed_elsewhere else ""))
             where = ("" if not x.to_run else f"{x.at[:7]} (a worktree)" if x.at else
                      f"HEAD (re-makes {_seeds(x.rerun)} too)" if x.rerun else "HEAD")
             lines.append(f"| {row} | {_seeds(x.missing)} | {stale} | {mixed} | {where} | {est} |")

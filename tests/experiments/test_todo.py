@@ -47,6 +47,7 @@ def test_missing_and_not_current_seeds_are_the_runs_to_make_estimated_from_the_r
     assert got["t/a"].at is None                         # its seeds were made at HEAD: made there
     assert got["t/b"].stale == {1: OUTDATED, 3: OTHER_NUMERICS} and got["t/b"].to_run == (1, 3)
     assert got["t/b"].seconds == 200 and got["t/b"].rerun == ()
+    assert not got["t/a"].timed_elsewhere and not got["t/b"].timed_elsewhere     # timed by a current record too
     assert got["t/done"].empty() and not got["t/done"].to_run
     assert got["t/new"].missing == (0, 1, 2, 3, 4) and got["t/new"].seconds is None     # never run: unknown
     assert not got["t/gone"].planned and not got["t/gone"].empty()
@@ -221,3 +222,16 @@ def test_the_overviews_column_counts_the_runs_and_re_makes_that_todo_totals(stal
     assert [(x.row, x.to_run, x.remake) for x in todo.making] == [("t/a", (), (3, 4)), ("t/b", (3, 4), ())]
     assert (todo.runs, todo.seconds) == (4, 80.0)          # t/a's re-make: its recorded 60 s; t/b: 2 × 10 s
     assert summary.row(types.SimpleNamespace(SYSTEM=system))[6] == "4 in 2 rows (about 1 min)"
+
+
+def test_an_estimate_from_records_another_config_made_says_so(stale_at):
+    """A row whose every timed record another config made (its YAML changed, e.g. more test items) is estimated
+    from those runs, and its estimate says whose run time it is."""
+    records = _recs("t/c", {s: (A, 600) for s in range(3)})
+    for s in range(3):
+        stale_at[("t/c", s)] = OUTDATED
+    (c,) = T.lacks(_Results(records), [Planned("t/c", None)], ["t/c"], head=A)
+    assert c.timed_elsewhere and c.to_run == (0, 1, 2, 3, 4) and c.seconds == 3000
+    lines = T.report(T.SystemTodo("S", "experiments/s/make_tables.py", [c], [], "experiments/s", ("t/c",)))
+    assert any(line.startswith("| `t/c` |") and line.endswith("| HEAD | 0.8 h (another config's run time) |")
+               for line in lines), lines
