@@ -329,7 +329,9 @@ def main() -> int:
     print("\n".join([f"# What the claims still lack, {view}", "",
                      f"Target: seeds 0–{CLAIM_SEEDS - 1} of every row a claim reads, current, at one clean commit per "
                      f"row. The claims' runs take about {hours(total)} in all, one run at a time (the pages of their "
-                     "own, below, come on top).", "", *warn,
+                     "own, below, come on top, and first: a row that takes its setting from a page — a budget's "
+                     "rate, Co-PLMs' α and β — is re-configured when the page's choice moves, and its records are "
+                     "then not current).", "", *warn,
                      *(line for t in todos for line in report(t, replace_other=replace)),
                      *page_report([of_page(n) for n in page_scripts()])]))
     return 0
