@@ -132,12 +132,30 @@ def test_a_config_asking_for_other_numerics_than_the_process_is_refused_in_one_l
         load_config(None, ["numerics=fast"])
 
 
+def test_the_square_root_check_counts_the_values_not_correctly_rounded():
+    """`numerics.sqrt_rounding` counts against IEEE's correctly rounded float32 square root: numpy's is, and one
+    that moves every fourth result by one unit in the last place loses those."""
+    import numpy as np
+    import torch
+
+    n = numerics.SQRT_VALUES
+    assert numerics.sqrt_rounding(lambda x: torch.from_numpy(np.sqrt(x.numpy()))) == (n, n)
+
+    def off_by_one_ulp(x):
+        y = torch.from_numpy(np.sqrt(x.numpy())).clone()
+        y[::4] = torch.nextafter(y[::4], torch.tensor(float("inf")))
+        return y
+
+    assert numerics.sqrt_rounding(off_by_one_ulp) == (n - n // 4, n)
+
+
 def test_doctor_prints_the_digests(capsys):
     from fedlab.cli import main
 
     code = main(["doctor"])
     out = capsys.readouterr().out
     assert "digest threads=1: " in out and "digest threads=2: " in out and "cpu: " in out
+    assert f"torch.sqrt: correctly rounded in {numerics.sqrt_rounding()[0]} of {numerics.SQRT_VALUES} values" in out
     from fedlab import idle_threads
 
     assert f"OpenMP idle threads (fedlab/idle_threads.py): {idle_threads.decision}\n" in out
