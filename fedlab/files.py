@@ -53,15 +53,18 @@ def file_lock(path: Path, optional: bool = False):
 
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` so that a reader, or a process killed at any moment, sees either the old file or the
-    new one, never a truncated one: written beside it (`.NAME.PID.tmp`), then renamed over it. A write that fails
+    new one, never a truncated one: written beside it (`.NAME.PID.THREAD.tmp`), then renamed over it. A write that fails
     (a full disk, a folder that cannot be written) removes its temporary file and raises the OSError."""
+    import threading
+
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         tmp.write_text(text)
         os.replace(tmp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):      # the write's own error is the one to report
+            tmp.unlink(missing_ok=True)
         raise
 
 

@@ -7,7 +7,7 @@
 SLM's (L_slm = β·L_kt + (1 − β)·CE). Each (α, β) of the grid runs the heterogeneous setting (tiny-gpt2, tiny-opt,
 tiny-bloom; LLM tiny-llama; λ = 1) with `data.evaluate_on=validation`: 12 of each task's 120 training rows are held
 out (seeded) and score the runs, the test sets are not read. The choice is the pair with the best mean device
-Rouge-L over seeds, once every pair has 3 seeds; `make_tables.py` then runs Co-PLMs' rows at it (and says so)."""
+Rouge-L over seeds, once every pair has `SEEDS` seeds; `make_tables.py` then runs Co-PLMs' rows at it (and says so)."""
 from __future__ import annotations
 
 import json

@@ -31,6 +31,7 @@ K = HETERO.data.num_clients
 ETAS = ("0.25", "0.5", "1", "2")                # H-TIES on validation
 SQRT_K = f"{math.sqrt(K):.3f}"
 METRIC = "llm/acc/mean"
+SEEDS = 3                                       # every validation row's seeds before η_g is chosen
 VAL = ("data.evaluate_on=validation", "data.validation_per_task=40")
 ARMS = {  # key: (label, YAML, overrides)
     "htiess": ("FedProxy (H-TIES)", HERE / "hetero.yaml", ()),
@@ -40,12 +41,12 @@ ARMS = {  # key: (label, YAML, overrides)
 
 
 def chosen_eta(r: Results | None = None) -> str | None:
-    """The H-TIES η_g with the best mean validation accuracy, once every validation row has 3 seeds."""
+    """The H-TIES η_g with the best mean validation accuracy, once every validation row has `SEEDS` seeds."""
     r = r or Results(OUT / "results.json")
     means = {}
     for eta in ETAS:
         v = r.values(f"val/htiess/eta{eta}", lambda rec: rec["final"].get(METRIC))
-        if len(v) < 3:
+        if len(v) < SEEDS:
             return None
         means[eta] = sum(v) / len(v)
     return max(means, key=means.get)
@@ -75,7 +76,8 @@ def render(r: Results) -> str:
     seeds = sorted({rec["seed"] for rec in r.records.values()})
     L = [GENERATED, "# FedProxy: the server step size η_g (heterogeneous embedded setting)", "",
          f"Produced by `python experiments/fedproxy/server_step.py` (seeds {', '.join(map(str, seeds)) or 'none yet'}; "
-         f"2 CPU cores; {HETERO.model.name}, {K} clients, one task each, κ = {HETERO.method.kappa:g}). The LLM's accuracy after plug-in fusion, "
+         f"2 CPU cores; {HETERO.model.name}, {K} clients, one task each, κ = {HETERO.method.kappa:g}). "
+         "The LLM's accuracy after plug-in fusion, "
          "mean over seeds ± 95 % interval; each run's command and resolved config in `server_step/results.json`.",
          ""]
     stale = stale_line(stale_seeds(r, plan(), r.stale(plan())), "experiments/fedproxy/server_step.py", claims=False)

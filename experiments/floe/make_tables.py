@@ -30,7 +30,8 @@ from floe_rows import _mean_over_rounds
 from floe_sections import *
 
 INTRO = ("Accuracy on recall and sentiment, Rouge-L on describe, food and friend, {items} test items per task drawn "
-         "per seed (the real-LLM rows: {real_items}). † marks a row made by another config than the script now runs. \"wall s\" is "
+         "per seed (the real-LLM rows: {real_items}). † marks a row made by another config than the script now "
+         "runs. \"wall s\" is "
          "each run's elapsed time as recorded, beside whatever else the machine ran then: not a benchmark. The paper's "
          "numbers are BBH accuracy (Gemma-2B SLM, Gemma-7B LLM; Table III's printed averages); it reports no Rouge-L, "
          "so the Rouge-L claims carry its sign only.")

@@ -9,7 +9,8 @@ For every row a system's claims read (their own rows and their controls' rows), 
   the commands that bring them to one), and the seeds made from uncommitted changes or outside git;
 
 with the run time the runs to make would take, estimated as the median recorded run time of the row's seeds
-(unknown for a row with no record), and the table command that makes them. The claims whose control fails are
+(unknown for a row with no record; marked where every timed record was made by another config), plus the
+recorded run time of the seeds a re-make at one commit takes, and the table command that makes them. The claims whose control fails are
 listed with the tasks and seeds it fails: more seeds do not mend them, another budget or task set does.
 
 The scripts that write a page of their own (budgets chosen on validation data, model families, tuning, server
@@ -233,7 +234,8 @@ def report(todo: SystemTodo, target: int = CLAIM_SEEDS, replace_other: bool = Tr
         estimate = hours(todo.seconds) + (f", and {todo.unknown} row(s) with no recorded run time" if todo.unknown
                                           else "")
         lines += [f"{len(open_rows)} of the {len(todo.lacks)} rows its claims read lack something; the runs to make "
-                  f"take about {estimate} (the rows' median recorded run time per seed).", "",
+                  f"take about {estimate} (the rows' median recorded run time per seed, and the recorded run time "
+                  "of the seeds a re-make at one commit takes).", "",
                   "| row | seeds missing | seeds not current | seeds at several commits or not clean | made at | estimate |",
                   "|---|---|---|---|---|---|"]
         for x in open_rows:

@@ -33,7 +33,10 @@ NONFINITE = "non-finite values in "      # the start of screen_uploads' reason f
 
 
 def log_line(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+    """One line on stderr, written in one call, so that a line another thread writes (a round's progress lines)
+    cannot land between the message and its newline."""
+    sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
 
 
 def screen_uploads(rnd: int, results: dict, check_upload, asked=None) -> tuple[dict, dict[int, str]]:

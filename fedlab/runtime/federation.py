@@ -252,9 +252,10 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True,
             ctx = context(0)
             with beat.round(0, "evaluating (zero-shot)"):
                 m = {"round": 0, **evaluation.score(0, ctx, last=rounds == 0)}
-            m["time/eval"] = time.perf_counter() - t0
-            if method.trains:
-                method.begin(ctx)
+                m["time/eval"] = time.perf_counter() - t0
+                if method.trains:
+                    beat.phase("the method's start")
+                    method.begin(ctx)
             m.update(ctx.round_metrics())
             history.rounds.append(m)
             log.round(m)
@@ -277,7 +278,8 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True,
                 log_line(f"[fedlab] stopped after round {rnd} of {rounds}: {stop}")
                 tracker.set_tags({"fedlab.stopped": stop})
                 break
-        evaluation.finish()
+        with beat.round(rounds, "waiting for the evaluations scored beside training"):
+            evaluation.finish()
     except BaseException as e:
         evaluation.off()
         if isinstance(e, interrupt.Interrupted) and e.after_round is None and completed > 0:

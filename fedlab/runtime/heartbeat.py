@@ -14,8 +14,8 @@ EVERY = 60.0        # seconds between two lines of one round
 
 
 class Heartbeat:
-    """`with beat.round(rnd):` runs the block under it; `beat.phase("evaluating")` names what the round does now.
-    Off (`on` False: a run without progress lines) it does nothing."""
+    """`with beat.round(rnd, "training"):` runs the block under it; `beat.phase("evaluating")` names what the
+    round does now. Off (`on` False: a run without progress lines) it does nothing."""
 
     def __init__(self, rounds: int, on: bool, every: float | None = None):
         self.rounds, self.on, self.every = rounds, on, EVERY if every is None else every

@@ -1,5 +1,5 @@
 """Progress lines while a round runs (`fedlab.runtime.heartbeat`): a long evaluation is not silence."""
-import time
+import threading
 
 import pytest
 
@@ -7,23 +7,54 @@ from fedlab.runtime import heartbeat
 from fedlab.runtime.heartbeat import Heartbeat
 
 
-def test_a_round_says_what_it_does_and_for_how_long_until_it_ends(capsys):
-    beat = Heartbeat(rounds=3, on=True, every=0.05)
+@pytest.fixture()
+def lines(monkeypatch):
+    """The lines the heartbeat writes, and an event set at each."""
+    got: list[str] = []
+    said = threading.Event()
+
+    def log_line(msg):
+        got.append(msg)
+        said.set()
+
+    monkeypatch.setattr(heartbeat, "log_line", log_line)
+    return got, said
+
+
+def _beating() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("fedlab-heartbeat-")]
+
+
+def test_a_round_says_what_it_does_and_for_how_long_until_it_ends(lines):
+    got, said = lines
+    beat = Heartbeat(rounds=3, on=True, every=0.01)
     with beat.round(2, "training"):
-        time.sleep(0.12)
+        assert said.wait(10)
         beat.phase("evaluating")
-        time.sleep(0.12)
-    lines = capsys.readouterr().err.splitlines()
-    assert lines[0].startswith("[fedlab] round 2/3: training (") and lines[0].endswith("s so far)")
-    assert lines[-1].startswith("[fedlab] round 2/3: evaluating (")
-    time.sleep(0.12)
-    assert capsys.readouterr().err == ""                    # the block has ended: no line after it
+        n = len(got)
+        while len(got) == n:
+            said.clear()
+            assert said.wait(10)
+    assert got[0].startswith("[fedlab] round 2/3: training (") and got[0].endswith("s so far)")
+    assert got[-1].startswith("[fedlab] round 2/3: evaluating (")
+    assert not _beating()                                   # the block has ended: its thread with it
+    said.clear()
+    assert not said.wait(0.05)                              # and no line after it
 
 
-def test_a_run_without_progress_lines_gets_none(capsys):
-    with Heartbeat(rounds=1, on=False, every=0.01).round(1, "training"):
-        time.sleep(0.05)
-    assert capsys.readouterr().err == ""
+def test_the_lines_stop_when_the_round_fails():
+    beat = Heartbeat(rounds=1, on=True, every=0.01)
+    with pytest.raises(RuntimeError), beat.round(1, "training"):
+        assert _beating() == ["fedlab-heartbeat-1"]
+        raise RuntimeError("a client failed")
+    assert not _beating()
+
+
+def test_a_run_without_progress_lines_gets_none(lines):
+    got, _ = lines
+    with Heartbeat(rounds=1, on=False, every=0.001).round(1, "training"):
+        assert not _beating()
+    assert got == []
 
 
 @pytest.mark.federation
