@@ -156,3 +156,11 @@ def test_first_run_benchmark_times_the_readmes_command_and_its_split(tmp_path):
     rows = [ln for ln in page.read_text().splitlines() if ln.startswith(("| 2 (the YAML's)", "| 1 "))]
     assert len(rows) == 2 and all("client fits" in r and "evaluation" in r for r in rows), rows
     assert len({r.split("|")[4] for r in rows}) == 1          # the same accuracies on 2 threads and 1
+
+
+@pytest.mark.slow   # about a minute: four fresh processes each compute the digest at 1 and 2 threads
+def test_numerics_vendor_benchmark_runs_and_the_rounded_vector_math_is_vendor_independent():
+    out = _run("benchmarks/numerics_vendor.py")
+    assert "1. the pin, this CPU" in out and "torch.sqrt correctly rounded" in out
+    if "cpuid_fault" in Path("/proc/cpuinfo").read_text().split():
+        assert "3 and 4 print one digest" in out
