@@ -110,11 +110,13 @@ def test_the_summary_has_one_row_per_system_from_its_records(tmp_path, monkeypat
     r.records = {k: {**rec, "seconds": 720.0} for k, rec in r.records.items()}
     r.save()
     planned = types.SimpleNamespace(SYSTEM=dataclasses.replace(mods[0].SYSTEM, plan=lambda: [Planned("a", None)]))
-    assert "| 2 of 2 | 5 in 1 row (about 1.0 h) | [experiments/toy/" in summary.table([planned], tmp_path)[2]
+    assert "| 2 of 2 | 5 in 1 row (about 1.0 h; 1 timed by another config's runs) | [experiments/toy/" in \
+        summary.table([planned], tmp_path)[2]
     planned.SYSTEM = dataclasses.replace(planned.SYSTEM, plan=lambda: [Planned("a", None), Planned("new", None)])
     mods[0].SYSTEM.claims(None).append(Claim("new above a", "T2", "1 vs 0 (+1.0)", "new", "a", lambda rec: 0.0))
     try:
-        assert "| 10 in 2 rows (about 1.0 h; 1 with no recorded run time) |" in summary.table([planned], tmp_path)[2]
+        assert "| 10 in 2 rows (about 1.0 h; 1 with no recorded run time; 1 timed by another config's runs) |" in \
+            summary.table([planned], tmp_path)[2]
     finally:
         mods[0].SYSTEM.claims(None).pop()
     # the overview is written into RESULTS.md and between the README's markers, and nothing else changes
