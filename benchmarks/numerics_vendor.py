@@ -16,7 +16,12 @@ path: the CPU's own arithmetic. 3 and 4 printing one digest says that, with the 
 and an AMD-identified one run the same kernels to the same bits: a candidate for a pin no vendor changes (to be
 confirmed on an AMD CPU, where 3 should print that digest too).
 
-    python benchmarks/numerics_vendor.py --out benchmarks/results/numerics_vendor.md
+    python benchmarks/numerics_vendor.py --zoo pico-llama,pico-gpt2,pico-opt,pico-bloom,pico-qwen2,pico-bert \
+        --out benchmarks/results/numerics_vendor.md
+
+`--zoo` also pretrains those zoo models from their recipes under 3 and 4 (`fedlab zoo build NAME --rebuild` in an
+empty `FEDLAB_HOME`) and compares the weights' sha256: the zoo's own operations beyond the digest's (GPT-2's GELU,
+Bloom's ALiBi, BERT's masked LM, ...).
 
 Needs a C compiler; rows 2 and 4 need Linux's CPUID faulting (`cpuid_fault` in /proc/cpuinfo)."""
 from __future__ import annotations
@@ -64,6 +69,21 @@ def measure(preload: list[Path]) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def zoo_weights(name: str, preload: list[Path]) -> tuple[str, str]:
+    """(the sha256 prefixes of `name`'s weights and of its tokenizer file) pretrained in a fresh process with
+    `preload`, in an empty fedlab home."""
+    with tempfile.TemporaryDirectory() as home:
+        env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "FEDLAB_NUMERICS")}
+        env.update(FEDLAB_HOME=home, LD_PRELOAD=":".join(map(str, preload)))
+        p = subprocess.run([sys.executable, "-m", "fedlab.cli", "zoo", "build", name, "--rebuild"],
+                           capture_output=True, text=True, env=env)
+        meta = Path(home) / "zoo" / name / "meta.json"
+        if p.returncode != 0 or not meta.is_file():
+            sys.exit(f"numerics_vendor: zoo build {name} failed: {last_line(p.stderr or p.stdout)}")
+        m = json.loads(meta.read_text())
+        return m["weights_sha256"][:12], m["files"]["tokenizer.json"]["sha256"][:12]
+
+
 def cpuid_faulting() -> bool:
     try:
         return "cpuid_fault" in Path("/proc/cpuinfo").read_text().split()
@@ -74,6 +94,7 @@ def cpuid_faulting() -> bool:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="also write the report as a generated Markdown page here")
+    ap.add_argument("--zoo", default="", help="comma-separated zoo models to pretrain under settings 3 and 4")
     args = ap.parse_args(argv)
     from fedlab import numerics
 
@@ -95,6 +116,9 @@ def main(argv=None) -> int:
             d1, d2 = m["digest"]
             rows.append([name, m["capability"], d1, d2, f"{m['sqrt']} of {numerics.SQRT_VALUES}",
                          "yes" if ref and d1 == ref.get(1) and d2 == ref.get(2) else "no"])
+        zoo = [z.strip() for z in args.zoo.split(",") if z.strip()]
+        built = [(z, zoo_weights(z, settings[2][1]), zoo_weights(z, settings[3][1]) if emulate else None)
+                 for z in zoo]
     report.emit(f"The reference kind's digest: {ref.get(1, 'none measured for these library versions')}.")
     report.emit("")
     report.emit(table(rows, ["setting", "ATen", "digest, 1 thread", "digest, 2 threads", "torch.sqrt correctly rounded",
@@ -106,6 +130,19 @@ def main(argv=None) -> int:
         report.emit("3 and 4 " + ("print one digest: with the vector math rounded once, this CPU and an AMD-identified "
                                   "one compute the same bits." if same else
                                   "differ: something besides the vector math still follows the CPU's identity."))
+    if built:
+        report.emit("")
+        report.emit("Zoo models pretrained from their recipes under 3 and 4 (weights sha256, first 12 hex digits):")
+        report.emit("")
+        def verdict(a, b):
+            if b is None:
+                return "-"
+            if a[1] != b[1]:
+                return "- (the tokenizers trained differ: a per-process vocabulary order, not the CPU)"
+            return "yes" if a[0] == b[0] else "no"
+
+        report.emit(table([[z, a[0], b[0] if b else "-", verdict(a, b)] for z, a, b in built],
+                          ["model", "3: this CPU", "4: AMD's CPUID", "equal"]))
     if args.out:
         report.write(args.out)
     return 0

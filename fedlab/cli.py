@@ -165,6 +165,12 @@ def _compare_with_shipped(name: str, meta: dict) -> str:
                 f"({e['fingerprint']}, now {meta.get('fingerprint')}): ship these with `fedlab zoo ship {name}`")
     if got == e["weights_sha256"]:
         return f"weights {got[:12]}: EQUAL to the shipped ones (this machine builds the reference weights)"
+    tok = lambda files: (files or {}).get("tokenizer.json", {}).get("sha256")  # noqa: E731
+    if tok(meta.get("files")) and tok(e.get("files")) and tok(meta.get("files")) != tok(e.get("files")):
+        return (f"weights {got[:12]}: DIFFER from the shipped {e['weights_sha256'][:12]} (same recipe, but the "
+                "tokenizer trained here is not the shipped one: the Hugging Face tokenizers trainer gave part of its "
+                "vocabulary other ids in this process — WordPiece's '##' alphabet takes a per-process order — so the "
+                "weights differ on any machine). Runs keep loading the shipped tokenizer and weights")
     return (f"weights {got[:12]}: DIFFER from the shipped {e['weights_sha256'][:12]} (same recipe; this machine "
             "computes otherwise: see `fedlab doctor`). Runs keep loading the shipped weights")
 

@@ -100,3 +100,17 @@ def test_rebuild_says_whether_the_weights_equal_the_shipped_ones(tmp_path, monke
     else:
         assert "EQUAL to the shipped ones" in out or "DIFFER from the shipped" in out
     assert zoo.resolve("pico-gpt2") == str(shipped.SHIPPED / "pico-gpt2")   # runs keep the shipped weights
+
+
+def test_a_rebuild_whose_tokenizer_differs_says_so_not_that_the_cpu_computes_otherwise():
+    """A WordPiece tokenizer (the BERT encoders') takes part of its vocabulary's ids in a per-process order, so
+    its rebuilt weights differ on every machine: the line names the tokenizer, not the CPU."""
+    from fedlab.cli import _compare_with_shipped
+
+    e = shipped.entry("pico-bert")
+    same_tok = {"fingerprint": e["fingerprint"], "weights_sha256": "0" * 64, "files": e["files"]}
+    assert "see `fedlab doctor`" in _compare_with_shipped("pico-bert", same_tok)
+    other_tok = {**same_tok, "files": {**e["files"], "tokenizer.json": {"sha256": "1" * 64, "bytes": 1}}}
+    line = _compare_with_shipped("pico-bert", other_tok)
+    assert "the tokenizer trained here is not the shipped one" in line and "fedlab doctor" not in line
+    assert "EQUAL" in _compare_with_shipped("pico-bert", {**other_tok, "weights_sha256": e["weights_sha256"]})
