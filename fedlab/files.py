@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +54,8 @@ def file_lock(path: Path, optional: bool = False):
 
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` so that a reader, or a process killed at any moment, sees either the old file or the
-    new one, never a truncated one: written beside it (`.NAME.PID.THREAD.tmp`), then renamed over it. A write that fails
-    (a full disk, a folder that cannot be written) removes its temporary file and raises the OSError."""
-    import threading
-
+    new one, never a truncated one: written beside it (`.NAME.PID.THREAD.tmp`), then renamed over it. A write
+    that fails (a full disk, a folder that cannot be written) removes its temporary file and raises the OSError."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:

@@ -41,11 +41,10 @@ def row(mod, root: Path = ROOT) -> list[str]:
 
     lacks = todo.of_assessed(system, r, assessed)
     making = lacks.making
-    elsewhere = sum(x.timed_elsewhere for x in making)
     to_make = "none" if not making else (
         f"{lacks.runs} in {len(making)} row{'s' if len(making) != 1 else ''} (about {todo.hours(lacks.seconds)}"
         + (f"; {lacks.unknown} with no recorded run time" if lacks.unknown else "")
-        + (f"; {elsewhere} timed by another config's runs" if elsewhere else "") + ")")
+        + (f"; {lacks.timed_elsewhere} timed by another config's runs" if lacks.timed_elsewhere else "") + ")")
     link = Path(os.path.relpath(system.folder / "RESULTS.md", root)).as_posix()
     run = f"`{system.run}`<br>" if system.run else ""
     return [f"**{system.name}**: {system.paper}", f"{run}`python {system.script}`", verdict_counts(assessed),

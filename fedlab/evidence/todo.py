@@ -10,8 +10,9 @@ For every row a system's claims read (their own rows and their controls' rows), 
 
 with the run time the runs to make would take, estimated as the median recorded run time of the row's seeds
 (unknown for a row with no record; marked where every timed record was made by another config), plus the
-recorded run time of the seeds a re-make at one commit takes, and the table command that makes them. The claims whose control fails are
-listed with the tasks and seeds it fails: more seeds do not mend them, another budget or task set does.
+recorded run time of the seeds a re-make at one commit takes, and the table command that makes them. The claims
+whose control fails are listed with the tasks and seeds it fails: more seeds do not mend them, another budget or
+task set does.
 
 The scripts that write a page of their own (budgets chosen on validation data, model families, tuning, server
 steps: a script that declares `OUT`, `scripts.page_scripts`) follow, each with its rows never run and its rows
@@ -99,6 +100,11 @@ class SystemTodo:
         return sum(x.seconds or 0.0 for x in self.lacks if x.planned)
 
     @property
+    def timed_elsewhere(self) -> int:
+        """Rows of `making` whose estimate comes from runs another config made."""
+        return sum(x.timed_elsewhere for x in self.making)
+
+    @property
     def unknown(self) -> int:
         """Planned rows with runs to make and no recorded run time to estimate them by."""
         return sum(1 for x in self.lacks if x.planned and x.to_run and x.seconds is None)
@@ -125,8 +131,8 @@ def lacks(results, plan, rows: list[str], target: int = CLAIM_SEEDS, head: str |
     out = []
     for k in rows:
         recs = results.runs(k)
-        times = [s for s in map(_seconds, recs) if s > 0]
-        lack = Lack(k, per_seed=statistics.median(times) if times else None, planned=k in by_key)
+        timed = [r for r in recs if _seconds(r) > 0]
+        lack = Lack(k, per_seed=statistics.median(map(_seconds, timed)) if timed else None, planned=k in by_key)
         lack.missing = tuple(s for s in range(target) if s not in {r["seed"] for r in recs})
         lack.unclean = tuple(sorted(r["seed"] for r in recs if made_dirty(r) or made_outside_git(r)))
         made: dict[int, str | None] = {}
@@ -138,8 +144,7 @@ def lacks(results, plan, rows: list[str], target: int = CLAIM_SEEDS, head: str |
                     lack.stale[rec["seed"]] = why
                 else:
                     made[rec["seed"]] = _commit(rec)
-        timed = [r["seed"] for r in recs if _seconds(r) > 0]
-        lack.timed_elsewhere = bool(timed) and all(lack.stale.get(t) == OUTDATED for t in timed)
+        lack.timed_elsewhere = bool(timed) and all(lack.stale.get(r["seed"]) == OUTDATED for r in timed)
         commits = set(made.values())
         one = next(iter(commits)) if len(commits) == 1 and _clean(next(iter(commits))) else None
         if lack.stale or (lack.missing and commits and one is None):
