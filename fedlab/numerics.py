@@ -21,8 +21,13 @@ thread; both are part of the record. `digest()` is the computation of `shared/to
 transformers 5.23.0: a machine whose digest equals it computes fedlab's operations bit for bit alike.
 
 A machine kind that prints another digest under the pin computes other bits (`OTHER_KINDS` lists those
-measured). Its digest becomes part of the numerics fingerprint of what it records (`fingerprint`), so its
-records and the reference kind's are stale on each other's machines: neither passes for the other's numbers.
+measured). Its digest becomes part of the numerics fingerprint of what it records (`fingerprint`), so each record
+names the kind that computed it (`kind_of`), and its digits reproduce on machines of that kind. The records of
+every *measured* kind (`measured_fingerprints`) are current on every machine: a kind changes a run's last bits,
+which training carries further as it carries any rounding, not what a method does, so the tables read the
+records of both kinds alike, and a spot-check re-runs only the records of this machine's kind. Records of
+unmeasured numerics (another mode, unmeasured library versions or CPU kind) are current only where they were
+made.
 
 This module imports torch (and fedlab.validation) only inside functions: fedlab/__init__.py runs it first.
 """
@@ -44,9 +49,10 @@ PINNED_CAPABILITY = "AVX2"
 
 # numerics_digest.py on the reference machine: {(torch, transformers): {threads: digest}}
 REFERENCE = {("2.13.0", "5.23.0"): {1: "62d2cfb4ab83cc70", 2: "62d2cfb4ab83cc70"}}
+REFERENCE_KIND = "AMD EPYC (AVX2, the reference)"
 # numerics_digest.py on machine kinds measured to compute other bits under the pin: {(torch, transformers):
 # {digest: kind}}. On them the pin still makes a run's bits independent of its thread count (1 and 2 alike).
-OTHER_KINDS = {("2.13.0", "5.23.0"): {"052f5b469bc23f44": "Intel Xeon (AVX-512), pinned, at 1 and 2 threads"}}
+OTHER_KINDS = {("2.13.0", "5.23.0"): {"052f5b469bc23f44": "Intel Xeon (AVX-512)"}}
 
 
 def mode() -> str:
@@ -146,6 +152,48 @@ def is_reference_kind() -> bool:
     """Whether this machine computes like the reference machine: its digest is the reference's for this
     process's torch and transformers (False where none was measured)."""
     return machine_digest() in (reference() or {}).values()
+
+
+def is_measured_kind() -> bool:
+    """Whether this machine computes like a measured kind (the reference or one of `OTHER_KINDS`) under the pin:
+    its records are then current on every machine."""
+    return mode() == "pinned" and in_force() and machine_digest() in _measured(*_versions_now())
+
+
+def _versions_now() -> tuple[str, str]:
+    import torch
+    import transformers
+
+    return _versions(torch.__version__, transformers.__version__)
+
+
+def _measured(torch_version: str, transformers_version: str) -> dict[str, str]:
+    """{digest: kind} of every kind measured under the pin with these library versions, the reference first."""
+    key = (torch_version, transformers_version)
+    return {**{d: REFERENCE_KIND for d in REFERENCE.get(key, {}).values()}, **OTHER_KINDS.get(key, {})}
+
+
+@functools.lru_cache(maxsize=1)
+def measured_fingerprints() -> dict[str, str]:
+    """{numerics fingerprint: kind} of a pinned run on every measured kind with this process's libraries: the
+    records whose fingerprint is one of these are current on every machine (`records.stale_numerics`)."""
+    env = {**environment(), "capability": PINNED_CAPABILITY, "numerics": "pinned"}
+    return {fingerprint({**env, "digest": d}): kind for d, kind in _measured(*_versions_now()).items()}
+
+
+def kind_of(env: dict | None) -> str | None:
+    """The measured kind whose pinned numerics made a record with environment `env` (its `numerics_fingerprint`
+    and library versions): `REFERENCE_KIND` or a name from `OTHER_KINDS`; None for unmeasured numerics or a
+    record without an environment."""
+    env = env or {}
+    then = env.get("numerics_fingerprint")
+    if not then:
+        return None
+    base = {**env, "capability": PINNED_CAPABILITY, "numerics": "pinned"}
+    for d, kind in _measured(*_versions(env.get("torch"), env.get("transformers"))).items():
+        if fingerprint({**base, "digest": d}) == then:
+            return kind
+    return None
 
 
 def with_digest(env: dict) -> dict:
@@ -277,18 +325,22 @@ def report() -> tuple[list[str], bool]:
         kind = other_kind(d) if want is not None and d != want else None
         verdict = ("no reference for these library versions" if want is None else
                    "equal to the reference" if d == want else f"DIFFERS from the reference {want}"
-                   + (f"; measured before on: {kind}" if kind else ""))
+                   + (f"; measured before on: {kind}, pinned, at 1 and 2 threads" if kind else ""))
         lines.append(f"digest threads={t}: {d} ({verdict})")
     exact, n = sqrt_rounding()
     lines.append(f"torch.sqrt: correctly rounded in {exact} of {n} values"
                  + ("" if exact == n else
                     " (as when MKL's vector math takes its non-Intel path: docs/reproducibility.md)"))
-    lines.append("this machine computes fedlab's operations like the reference machine (AMD EPYC, AVX2): "
-                 "recorded tables reproduce here to the last digit" if same else
-                 "this machine does not compute like the reference machine: recorded numbers may differ in the "
-                 "last digits or more (FEDLAB_NUMERICS=native, another torch/transformers, or a CPU of another "
-                 "vendor, on which MKL runs other kernels and its vector math other approximations); records "
-                 "made here carry its digest in their numerics fingerprint, so the "
-                 "shipped tables' records are stale here and records made here are stale on the reference kind "
-                 f"({JUDGE_ENV}=reference renders the shipped pages as the reference kind judges their records)")
+    kind = _measured(*_versions_now()).get(machine_digest()) if mode() == "pinned" and in_force() else None
+    lines.append("this machine computes fedlab's operations like the reference machine (AMD EPYC, AVX2): records "
+                 "made on the reference kind reproduce here to the last digit" if same else
+                 f"this machine computes like the measured kind {kind}, not like the reference machine: records made "
+                 "on its kind reproduce here to the last digit, the reference kind's differ in the last digits or "
+                 "more; the records of every measured kind are current on every machine and the tables read them "
+                 "alike (each record names its kind; docs/reproducibility.md)" if kind else
+                 "this machine does not compute like the reference machine or any measured kind: recorded numbers "
+                 "may differ in the last digits or more (FEDLAB_NUMERICS=native, another torch/transformers, or a "
+                 "CPU of another vendor, on which MKL runs other kernels and its vector math other "
+                 "approximations); records made here carry its digest in their numerics fingerprint and are "
+                 "current only on this kind until its digest is measured into fedlab/numerics.py OTHER_KINDS")
     return lines, same

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from fedlab.config import load_config
-from fedlab.evidence.page import GENERATED, stale_line, stale_seeds
+from fedlab.evidence.page import GENERATED, kinds_line, stale_line, stale_seeds
 from fedlab.evidence.runner import Planned, Results, run_table
 
 HERE = Path(__file__).resolve().parent
@@ -60,6 +60,7 @@ def render(r: Results) -> str:
          f"cores). Heterogeneous devices ({', '.join(cfg.model.clients)}), LLM {cfg.model.name}, λ = "
          f"{cfg.data.alpha:g}; scored on {cfg.data.validation_per_task} held-out training rows per task (the test "
          "sets not read): the devices' mean Rouge-L ×100 on generated answers, mean over seeds ± 95 % interval.", ""]
+    L += [kinds_line(r, {p.key for p in plan()}), ""] if r.records else []
     stale = stale_line(stale_seeds(r, plan(), r.stale(plan())), "experiments/coplms/tune.py", claims=False)
     if stale:
         L += [stale + " The choice below rests on them until they are re-run.", ""]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from fedlab.config import load_config
 from fedlab.evidence.claims import differences_table
-from fedlab.evidence.page import GENERATED, stale_line, stale_seeds
+from fedlab.evidence.page import GENERATED, kinds_line, stale_line, stale_seeds
 from fedlab.evidence.runner import Planned, Results, run_table
 
 HERE = Path(__file__).resolve().parent
@@ -80,6 +80,7 @@ def render(r: Results) -> str:
          "The LLM's accuracy after plug-in fusion, "
          "mean over seeds ± 95 % interval; each run's command and resolved config in `server_step/results.json`.",
          ""]
+    L += [kinds_line(r, {p.key for p in plan()}), ""] if r.records else []
     stale = stale_line(stale_seeds(r, plan(), r.stale(plan())), "experiments/fedproxy/server_step.py", claims=False)
     if stale:
         L += [stale + " The choice of η_g below rests on the `val/` rows among them until they are re-run.", ""]

@@ -338,9 +338,10 @@ def page(results, grid: Grid, title: str, script: str, doc: str | None, what: st
          records: str = "budget/results.json", every_seed: bool = False, claims: str | None = "the table's claims") -> str:
     """A budget script's RESULTS.md: its title, where it comes from (`script`, e.g. experiments/floe/budget.py,
     and its `records`), the first paragraph of its docstring `doc`, and `section`."""
-    from fedlab.evidence.page import GENERATED
+    from fedlab.evidence.page import GENERATED, kinds_line
 
+    machines = kinds_line(results)
     lines = [GENERATED, f"# {title}", "",
              f"Written by `python {script}` from `{records}`. " + (doc or "").split("\n\n")[0].replace("\n", " "),
-             "", *section(results, grid, what, choose, every_seed, claims)]
+             "", *([machines, ""] if machines else []), *section(results, grid, what, choose, every_seed, claims)]
     return "\n".join(lines) + "\n"

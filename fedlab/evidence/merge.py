@@ -5,11 +5,12 @@ An incoming record joins only when it is one this table would not run again and 
 table's plan (and in `--only`; every seed it holds, not only `--seeds`), it was made from a committed tree at a
 commit this checkout holds (`--allow-dirty` also takes a dirty tree's record, with its patch, checked against
 the record's sha256, and one made outside git), and it is current (`fedlab.evidence.records.stale_reason`: the config
-the row resolves to now, this machine's numerics, the zoo weights a run here would load). Where both files hold
-a current record of the same (row, seed) from two runs, this file's stays and the two are compared — final,
-zero-shot and per-round numbers: with pinned numerics they are equal, so a difference is a reproducibility
-failure, and the table script exits 1 after rendering. Final metrics only one of the two logs are a failure
-too when both records come from one commit; from two commits they are what the later code logs besides, not
+the row resolves to now, this machine's numerics or a measured kind's, the zoo weights a run here would load).
+Where both files hold a current record of the same (row, seed) from two runs, this file's stays; made with the
+same numerics, the two are compared — final, zero-shot and per-round numbers: with pinned numerics they are
+equal, so a difference is a reproducibility failure, and the table script exits 1 after rendering (made by two
+machine kinds, they differ in their last digits or more, and are not compared). Final metrics only one of the
+two logs are a failure too when both records come from one commit; from two commits they are what the later code logs besides, not
 numbers the two disagree on: where the incoming record holds every metric of this file's with the same values
 and more besides, it takes the place of this file's (`extended`, its patch copied as an added record's is).
 A row whose records here were made at several commits takes the incoming ones with the same numbers when that
@@ -44,6 +45,7 @@ class MergeReport:
     agree: list[str] = field(default_factory=list)         # both current, two runs, the same numbers
     extended: list[str] = field(default_factory=list)      # the same numbers, the incoming one logs more: it is kept
     unified: list[str] = field(default_factory=list)       # the same numbers, taken so that the row is at one commit
+    other_kind: list[str] = field(default_factory=list)    # both current, made by two machine kinds: this one stays
     differ: dict[str, list[str]] = field(default_factory=dict)   # both current: what differs between them
     skipped: dict[str, list[str]] = field(default_factory=dict)  # reason → keys
 
@@ -56,7 +58,9 @@ class MergeReport:
                f"record, {len(self.same)} already here, {len(self.agree)} held here too with the same numbers, "
                f"{len(self.extended)} replaced by a record with the same numbers and more metrics, "
                f"{len(self.unified)} replaced by one with the same numbers so that its row is at one commit, "
-               f"{len(self.differ)} held here with OTHER numbers, {sum(map(len, self.skipped.values()))} skipped"]
+               + (f"{len(self.other_kind)} held here by a record of another machine kind (kept: two kinds' digits "
+                  "are not compared), " if self.other_kind else "")
+               + f"{len(self.differ)} held here with OTHER numbers, {sum(map(len, self.skipped.values()))} skipped"]
         for key, what in self.differ.items():
             out.append(f"[fedlab]   REPRODUCIBILITY FAILURE {key}: the same config and numerics gave other numbers "
                        f"({', '.join(what[:4])}{', …' if len(what) > 4 else ''}); this file's record is kept")
@@ -194,6 +198,9 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
             report.same.append(k)
             continue
         mine_current = mine is not None and stale_reason(mine, cfg) is None
+        if mine_current and _fingerprint(mine) != _fingerprint(rec):
+            report.other_kind.append(k)     # two kinds' digits: equal only by chance, so not compared
+            continue
         if mine_current:
             what = differing(mine, rec)
             only_mine, only_theirs = one_sided(mine, rec)
@@ -227,6 +234,11 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
     if report.added or report.replaced or report.extended or report.unified:
         results.save()
     return report
+
+
+def _fingerprint(rec: dict) -> str | None:
+    """The numerics fingerprint a record was made with (`fedlab.numerics.fingerprint`)."""
+    return (rec.get("environment") or {}).get("numerics_fingerprint")
 
 
 def _bring_patch(rec: dict, source: Path, results: Results) -> None:

@@ -91,6 +91,26 @@ def commits_line(results, keys=None) -> str:
             "seeds made at different commits.")
 
 
+def kinds_line(results, keys=None) -> str:
+    """Which machine kinds made the records (of the rows in `keys` when given), with how many each: a record's
+    digits reproduce on a machine of its kind (`numerics.kind_of`); the records of every measured kind are current
+    on every machine and the claims read them alike. Empty when there are no records."""
+    from collections import Counter
+
+    from fedlab import numerics
+
+    made = Counter(numerics.kind_of(rec.get("environment")) for rec in results.records.values()
+                   if keys is None or rec["key"] in keys)
+    if not made:
+        return ""
+    where = [(n, f"on {kind}") for kind, n in sorted(made.items(), key=lambda x: (-x[1], str(x[0])))
+             if kind is not None] + ([(made[None], "with numerics no measured kind computes")] if made[None] else [])
+    return ("**Machines**: " + ", ".join(f"{n} record{'s' if n != 1 else ''} made {w}" if i == 0 else f"{n} {w}"
+                                         for i, (n, w) in enumerate(where))
+            + ". A record's digits reproduce on a machine of its kind (`fedlab doctor` names this machine's); the "
+              "claims read every measured kind's records alike.")
+
+
 def stale_seeds(results, plan: list, stale: set[str]) -> dict[str, list[int]]:
     """Per row of `stale`, the seeds whose records are not current (`records.stale_reason`)."""
     return {p.key: sorted(rec["seed"] for rec in results.runs(p.key) if results.why_stale(p, rec) is not None)
@@ -139,8 +159,9 @@ def page(results, system: System, intro: str, body: list[str], outdated: set[str
              f"Written by `python {system.script} --render-only` from `results.json` ({len(results.records)} records, "
              f"seeds {', '.join(map(str, seeds)) or 'none yet'}); {system.paper}. Each cell: the mean over seeds ± the "
              "half-width of its 95 % t-interval. " + spot_check_line(results), "", intro, "",
-             f"**Claims**: {verdict_counts(assessed)}. **Controls**: {holding} of {len(controls)} hold. "
-             + commits_line(results, {p.key for p in plan}), "",
+             " ".join(x for x in (f"**Claims**: {verdict_counts(assessed)}. **Controls**: {holding} of "
+                                  f"{len(controls)} hold.", commits_line(results, {p.key for p in plan}),
+                                  kinds_line(results, {p.key for p in plan})) if x), "",
              *([stale_line(stale_seeds(results, plan, stale), system.script), ""] if stale else []),
              "## Controls", "",
              "A claim is judged only where the reference it rests on learns every task the claim reads, in every "

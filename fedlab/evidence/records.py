@@ -241,7 +241,8 @@ def keep_diff(folder: Path, record: dict, diff: str) -> None:
 
 
 OUTDATED = "made by another config than the row resolves to now"      # `stale_reason` of an `outdated` record
-OTHER_NUMERICS = "made with other numerics (another CPU kind, numerics mode or library versions)"
+OTHER_NUMERICS = ("made with other numerics (a CPU kind not measured, another numerics mode or other library "
+                  "versions)")
 
 
 def stale_reason(record: dict, cfg) -> str | None:
@@ -276,14 +277,17 @@ def method_drift(record: dict, cfg) -> list[str]:
 
 
 def stale_numerics(record: dict) -> bool:
-    """A record computed by other kernels than this process would use: its numerics fingerprint (instruction
-    set in force, numerics mode, torch / transformers / tokenizers versions, and the machine's digest where
-    that is not the reference machine's: `fedlab.numerics.fingerprint`) differs from this process's, or it has
-    none (made before fedlab recorded it)."""
+    """A record computed by numerics that are neither this process's nor a measured kind's: its numerics
+    fingerprint (instruction set in force, numerics mode, torch / transformers / tokenizers versions, and the
+    machine's digest where that is not the reference machine's: `fedlab.numerics.fingerprint`) is not this
+    process's, nor that of a pinned run on a measured machine kind with these libraries
+    (`numerics.measured_fingerprints`: the reference kind and `OTHER_KINDS`), or it has none (made before fedlab
+    recorded it). A record of another measured kind is current: its digits reproduce on its own kind
+    (`numerics.kind_of`), and the tables read every measured kind's records alike."""
     from fedlab import numerics
 
     then = (record.get("environment") or {}).get("numerics_fingerprint")
-    return then != numerics.current_fingerprint()
+    return then != numerics.current_fingerprint() and then not in numerics.measured_fingerprints()
 
 
 def stale_models(record: dict) -> list[str]:

@@ -161,8 +161,9 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
     """Run every (row, seed) the results do not hold for the current config, weights and numerics, `jobs` at a
     time (default: as many as the cores allow for the runs' threads), saving each record as its run ends;
     returns how many ran. A dirty tree is refused (`DirtyTree`) unless `allow_dirty` (`check_tree`). Runs that
-    would replace records made with other numerics (another machine kind, numerics mode or library versions) are
-    refused unless `replace_other_numerics`: the records a table ships are the reference kind's."""
+    would replace records made with other numerics (a machine kind not measured, another numerics mode or other
+    library versions: those of every measured kind are current) are refused unless `replace_other_numerics`: they
+    are someone's numbers, which a run here does not reproduce."""
     from fedlab.parallel import default_jobs, run_many
 
     todo, other_numerics = [], 0
@@ -185,8 +186,9 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
                           f"nothing ({len(todo)} run(s) to make here); unset it to run them")
     if other_numerics and not replace_other_numerics:
         raise ConfigError(f"{other_numerics} of the {len(todo)} run(s) to make would replace records made with other "
-                          "numerics than this machine's (another machine kind, numerics mode or library versions: "
-                          "`fedlab doctor`), with this machine's numbers; pass --replace-other-numerics to replace "
+                          "numerics than this machine's (a machine kind not measured, another numerics mode or "
+                          "other library versions: `fedlab doctor`), with this machine's numbers; pass "
+                          "--replace-other-numerics to replace "
                           "them, or --render-only to render the records as they are")
     check_tree(allow_dirty, results.path.parent)
     jobs = default_jobs([c for *_, c in todo]) if jobs is None else jobs
@@ -240,8 +242,9 @@ def table_parser(title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2)) ->
     ap.add_argument("--allow-dirty", action="store_true", help="run from a tree with uncommitted changes: each "
                     "record keeps the diff (its sha256, and the patch in diffs/)")
     ap.add_argument("--replace-other-numerics", action="store_true",
-                    help="re-run rows whose records were made with other numerics (another machine kind, numerics "
-                         "mode or library versions: `fedlab doctor`), replacing them with this machine's numbers")
+                    help="re-run rows whose records were made with other numerics (a machine kind not measured, "
+                         "another numerics mode or other library versions: `fedlab doctor`), replacing them with "
+                         "this machine's numbers")
     ap.add_argument("--merge-from", action="append", default=[], metavar="PATH",
                     help="first take the records another clone or machine made of this table (its results.json, "
                     "or its table folder) that this table would not run again and can trace: rows of the plan "

@@ -1,8 +1,9 @@
 """Spot-check reproduction: re-run K recorded (row, seed) pairs, drawn at random, at HEAD and compare every final
 metric with the record (`make_tables.py --spot-check K`).
 
-With pinned numerics a run of the same config on the same weights gives the same numbers, so any difference is a
-reproducibility failure. Metrics that measure this machine's wall clock (MEASURED) are left out, and those
+With pinned numerics a run of the same config on the same weights gives the same numbers on a machine of the
+kind that made the record, so any difference is a reproducibility failure; only records of this machine's kind are
+drawn. Metrics that measure this machine's wall clock (MEASURED) are left out, and those
 computed outside the pin (OUTSIDE_PIN) are compared to a relative tolerance; a metric the
 record holds and the re-run does not is a failure, one only the re-run logs (newer code logs more) is not. The
 outcome (commit, date, the pairs and what differed) is kept in results.json's `_meta.spot_check` and shown in the
@@ -61,12 +62,18 @@ def compare(record: dict, final: dict) -> list[str]:
 
 def draw(results, plan, k: int, seed: int, max_seconds: float | None = None) -> list[tuple]:
     """K (Planned, record) pairs drawn with `random.Random(seed)` from the current records of `plan` (those this
-    table would not run again: `records.stale_reason` is None), only those whose recorded wall time is at most
-    `max_seconds` when given."""
+    table would not run again: `records.stale_reason` is None) that this machine's numerics made (a record of
+    another measured kind is current, but its digits reproduce on its own kind: `numerics.kind_of`), only those
+    whose recorded wall time is at most `max_seconds` when given."""
+    from fedlab import numerics
+
+    here = numerics.current_fingerprint()
     pool = []
     for p in plan:
         for rec in results.runs(p.key):
             if max_seconds is not None and not (rec.get("seconds") or 0) <= max_seconds:
+                continue
+            if (rec.get("environment") or {}).get("numerics_fingerprint") != here:
                 continue
             if results.why_stale(p, rec) is None:
                 pool.append((p, rec))
@@ -88,7 +95,7 @@ def spot_check(results, plan, k: int, seed: int | None = None, max_seconds: floa
     seed = random.SystemRandom().randrange(2 ** 31) if seed is None else seed
     picks = draw(results, plan, k, seed, max_seconds)
     if not picks:
-        raise SpotCheckError("--spot-check: no current record to re-run"
+        raise SpotCheckError("--spot-check: no current record made with this machine's numerics to re-run"
                              + (f" of at most {max_seconds:g} s" if max_seconds is not None else ""))
     commit = provenance.git_state()["commit"]
     cfgs = [p.resolve(rec["seed"]) for p, rec in picks]

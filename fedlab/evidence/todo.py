@@ -193,12 +193,12 @@ def hours(seconds: float) -> str:
 
 
 def replaces_other_numerics() -> bool:
-    """Whether the commands may replace records made with other numerics: on the reference kind, or when judging
-    as it (the commands are then the reference kind's to run); not on another kind, whose numbers would replace
-    the reference kind's records."""
+    """Whether the commands may replace records made with other numerics (a kind not measured, another mode or
+    other libraries): on a measured kind (`numerics.is_measured_kind`), whose records are current everywhere, or
+    when judging as the reference kind; not on an unmeasured kind, whose numbers are current only there."""
     from fedlab import numerics
 
-    return numerics.judge_as() == "reference" or numerics.is_reference_kind()
+    return numerics.judge_as() == "reference" or numerics.is_measured_kind()
 
 
 def commands(todo: SystemTodo, replace_other: bool = True) -> list[str]:
@@ -324,15 +324,15 @@ def main() -> int:
 
     todos = [of_system(mod.SYSTEM) for mod in systems()]
     view = ("as the reference machine kind judges them" if numerics.judge_as() == "reference" else
-            "as this machine judges them" + ("" if numerics.is_reference_kind() else
-                                             f" (numerics digest {numerics.machine_digest()}, not the reference "
-                                             f"kind's: {numerics.JUDGE_ENV}=reference judges as the reference)"))
+            "as this machine judges them" + ("" if numerics.is_measured_kind() else
+                                             f" (numerics digest {numerics.machine_digest()}, of no measured kind: "
+                                             f"{numerics.JUDGE_ENV}=reference judges as the reference)"))
     total = sum(t.seconds for t in todos)
     replace = replaces_other_numerics()
     warn = [] if replace else [
-        "This machine is not the reference kind: run here, these commands would replace records the reference kind "
-        "made with this machine's numbers. The table scripts refuse to without `--replace-other-numerics`, which "
-        "the commands below leave out.", ""]
+        "This machine is of no measured kind: its records are current only here, and the table scripts refuse to "
+        "replace records of unmeasured numerics with them without `--replace-other-numerics`, which the commands "
+        "below leave out.", ""]
     print("\n".join([f"# What the claims still lack, {view}", "",
                      f"Target: seeds 0–{CLAIM_SEEDS - 1} of every row a claim reads, current, at one clean commit per "
                      f"row. The claims' runs take about {hours(total)} in all, one run at a time (the pages of their "

@@ -141,15 +141,21 @@ def test_the_spot_check_compares_every_final_metric_but_the_measured_ones():
         "acc/mean: 0.5 recorded, 0.51 now", "gone (not logged now)"]
 
 
-def test_the_spot_check_draws_current_records_at_random_within_the_time_asked(tmp_path, monkeypatch):
+def test_the_spot_check_draws_current_records_of_this_kind_at_random_within_the_time_asked(tmp_path, monkeypatch):
+    from fedlab import numerics
     from fedlab.evidence import records as R
     from fedlab.evidence import spotcheck
 
+    here = numerics.current_fingerprint()
+    other = next(f for f in numerics.measured_fingerprints() if f != here)     # another measured kind's
     r = Results(tmp_path / "results.json")
-    plan = [Planned(f"row{i}", None) for i in range(4)]
-    for i in range(4):
+    plan = [Planned(f"row{i}", None) for i in range(5)]
+    for i in range(5):
         for s in range(3):
-            r.records[f"row{i}@seed{s}"] = {"key": f"row{i}", "seed": s, "seconds": 10.0 * (i + 1), "final": {}}
+            r.records[f"row{i}@seed{s}"] = {"key": f"row{i}", "seed": s, "seconds": 10.0 * (i + 1) % 40,
+                                            "final": {}, "environment": {"numerics_fingerprint": here}}
+    for s in range(3):      # current, but made on another kind: its digits reproduce there, not here
+        r.records[f"row4@seed{s}"]["environment"]["numerics_fingerprint"] = other
     monkeypatch.setattr(Planned, "resolve", lambda self, seed, extra=(): None)
     monkeypatch.setattr(R, "stale_reason", lambda rec, cfg: None if rec["key"] != "row0" else "stale")
     picks = spotcheck.draw(r, plan, 3, seed=7, max_seconds=30.0)
@@ -633,3 +639,21 @@ def test_a_records_staleness_is_resolved_once_until_the_record_is_replaced(tmp_p
     assert r.stale([p]) == set() and sorted(resolved) == [0, 0, 1]
     r.records["row@seed1"]["final"]["acc/mean"] = 0.5                                  # changed in place
     assert r.stale([p]) == {"row"} and sorted(resolved) == [0, 0, 1, 1]
+
+
+def test_the_machines_line_counts_each_kinds_records_of_the_plans_rows(tmp_path):
+    from fedlab import numerics
+    from fedlab.evidence.page import kinds_line
+
+    by_kind = {kind: f for f, kind in numerics.measured_fingerprints().items()}
+    intel = by_kind["Intel Xeon (AVX-512)"]
+    r = Results(tmp_path / "results.json")
+    assert kinds_line(r) == ""
+    for i, fp in enumerate([by_kind[numerics.REFERENCE_KIND]] * 3 + [intel, "unmeasured"]):
+        r.records[f"a@seed{i}"] = {"key": "a", "seed": i, "environment": {
+            "numerics_fingerprint": fp, **numerics.environment()}}
+    r.records["gone@seed0"] = {**r.records["a@seed3"], "key": "gone"}
+    line = kinds_line(r, {"a"})
+    assert line.startswith(f"**Machines**: 3 records made on {numerics.REFERENCE_KIND}, 1 on Intel Xeon (AVX-512), "
+                           "1 with numerics no measured kind computes. ")
+    assert kinds_line(r).startswith(f"**Machines**: 3 records made on {numerics.REFERENCE_KIND}, 2 on Intel")

@@ -114,6 +114,27 @@ def test_merge_takes_what_this_table_would_accept_and_compares_what_both_hold(tm
     assert len(only.skipped["no row of this table by that key (or outside --only)"]) == 11
 
 
+def test_a_record_both_hold_from_two_measured_kinds_is_kept_here_and_not_compared(tmp_path):
+    from fedlab import numerics
+    from fedlab.evidence.merge import merge_records
+
+    fa, _ = ROWS
+    other = next(f for f in numerics.measured_fingerprints() if f != numerics.current_fingerprint())
+    here, there = tmp_path / "here" / "results.json", tmp_path / "there" / "results.json"
+    _write(here, {"t/fedavg@seed0": _record(fa, 0, 0.5, "mine0"), "t/fedavg@seed1": _record(fa, 1, 0.6, "mine1")})
+    theirs = {"t/fedavg@seed0": _record(fa, 0, 0.55, "their0", environment={"numerics_fingerprint": other}),
+              "t/fedavg@seed1": _record(fa, 1, 0.65, "their1"),           # this kind, other numbers: a failure
+              "t/fedavg@seed2": _record(fa, 2, 0.7, "their2", environment={"numerics_fingerprint": other})}
+    _write(there, theirs)
+    report = merge_records(Results(here), there, ROWS)
+    assert report.other_kind == ["t/fedavg@seed0"] and list(report.differ) == ["t/fedavg@seed1"]
+    assert report.added == ["t/fedavg@seed2"]                    # another measured kind's record is current here
+    saved = json.loads(here.read_text())
+    assert saved["t/fedavg@seed0"]["run_id"] == "mine0" and saved["t/fedavg@seed2"]["run_id"] == "their2"
+    assert "1 held here by a record of another machine kind (kept: two kinds' digits are not compared)" in \
+        "\n".join(report.lines())
+
+
 def test_merge_keeps_this_files_meta_and_brings_a_dirty_records_patch_when_allowed(tmp_path):
     from fedlab.evidence.merge import merge_records
 

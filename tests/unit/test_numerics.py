@@ -61,13 +61,39 @@ def test_a_machine_that_computes_other_bits_puts_its_digest_in_the_fingerprint(m
         assert numerics.is_reference_kind() is (digest == REF)
 
 
-def test_a_record_made_on_a_kind_that_computes_other_bits_is_stale_here():
+UNMEASURED = "0123456789abcdef"      # a digest no kind was measured to print
+
+
+def test_a_record_of_a_measured_kind_is_current_everywhere_and_one_of_an_unmeasured_kind_only_there(monkeypatch):
     from fedlab.evidence.records import stale_numerics
 
-    env = numerics.with_digest(numerics.environment())
-    assert not stale_numerics({"environment": {"numerics_fingerprint": numerics.fingerprint(env)}})
-    other = INTEL if env["digest"] != INTEL else REF
-    assert stale_numerics({"environment": {"numerics_fingerprint": numerics.fingerprint({**env, "digest": other})}})
+    env = numerics.environment()
+    made_there = {"environment": {"numerics_fingerprint": numerics.fingerprint({**env, "digest": REF})}}
+    made_on_intel = {"environment": {"numerics_fingerprint": numerics.fingerprint({**env, "digest": INTEL})}}
+    made_elsewhere = {"environment": {"numerics_fingerprint": numerics.fingerprint({**env, "digest": UNMEASURED})}}
+    for machine in (REF, INTEL, UNMEASURED):
+        _as_machine(monkeypatch, machine)
+        for judge in ("reference", "here"):
+            monkeypatch.setenv(numerics.JUDGE_ENV, judge)
+            assert not stale_numerics(made_there) and not stale_numerics(made_on_intel)
+            # an unmeasured kind's record: current where it was made, judged as that machine judges
+            assert stale_numerics(made_elsewhere) is not (machine == UNMEASURED and judge == "here")
+        assert numerics.is_measured_kind() is (machine != UNMEASURED)
+    native = {"environment": {"numerics_fingerprint": numerics.fingerprint({**env, "numerics": "native",
+                                                                             "digest": REF})}}
+    assert stale_numerics(native) and stale_numerics({"environment": {}})
+
+
+def test_a_records_kind_is_named_from_its_fingerprint_and_library_versions():
+    env = {**numerics.environment(), "torch": "2.13.0+cpu", "transformers": "5.23.0"}
+    rec = lambda **kw: {**env, "numerics_fingerprint": numerics.fingerprint({**env, **kw})}  # noqa: E731
+    assert numerics.kind_of(rec(digest=REF)) == numerics.REFERENCE_KIND
+    assert numerics.kind_of({**rec(), "digest": None}) == numerics.REFERENCE_KIND      # made before digests
+    assert numerics.kind_of(rec(digest=INTEL)) == "Intel Xeon (AVX-512)"
+    assert numerics.kind_of(rec(digest=UNMEASURED)) is None
+    assert numerics.kind_of(rec(digest=REF, numerics="native")) is None
+    assert numerics.kind_of({**rec(digest=INTEL), "transformers": "9.9.9"}) is None     # not measured with these
+    assert numerics.kind_of(None) is None and numerics.kind_of({}) is None
 
 
 def test_records_can_be_judged_as_the_reference_kind_judges_them(monkeypatch):
@@ -76,13 +102,12 @@ def test_records_can_be_judged_as_the_reference_kind_judges_them(monkeypatch):
 
     env = numerics.environment()
     made_there = {"environment": {"numerics_fingerprint": numerics.fingerprint({**env, "digest": REF})}}
-    made_on_intel = {"environment": {"numerics_fingerprint": numerics.fingerprint({**env, "digest": INTEL})}}
-    for machine in (REF, INTEL):                    # whichever kind judges, the reference view is the reference's
-        _as_machine(monkeypatch, machine)
-        monkeypatch.setenv(numerics.JUDGE_ENV, "reference")
-        assert not stale_numerics(made_there) and stale_numerics(made_on_intel)
-        monkeypatch.setenv(numerics.JUDGE_ENV, "here")
-        assert stale_numerics(made_there) is (machine != REF) and stale_numerics(made_on_intel) is (machine == REF)
+    made_here = {"environment": {"numerics_fingerprint": numerics.fingerprint({**env, "digest": UNMEASURED})}}
+    _as_machine(monkeypatch, UNMEASURED)
+    monkeypatch.setenv(numerics.JUDGE_ENV, "reference")
+    assert not stale_numerics(made_there) and stale_numerics(made_here)
+    monkeypatch.setenv(numerics.JUDGE_ENV, "here")
+    assert not stale_numerics(made_there) and not stale_numerics(made_here)
     from fedlab.evidence.spotcheck import SpotCheckError, spot_check
 
     monkeypatch.setenv(numerics.JUDGE_ENV, "reference")
@@ -172,3 +197,16 @@ def test_fedlab_run_restarts_itself_in_the_mode_a_config_asks_for(monkeypatch):
             "numerics=native"]
     assert main(argv) == 0
     assert seen["cmd"][1:] == ["-m", "fedlab.cli", *argv] and seen["env"]["FEDLAB_NUMERICS"] == "native"
+
+
+def test_todo_offers_to_replace_unmeasured_numerics_only_from_a_measured_kind(monkeypatch):
+    """A measured kind's records are current everywhere, so replacing records of unmeasured numerics with them
+    is offered (`--replace-other-numerics` in `fedlab results --todo`'s commands); a machine of no measured
+    kind would put numbers current only on itself in their place."""
+    from fedlab.evidence.todo import replaces_other_numerics
+
+    for machine, offered in ((REF, True), (INTEL, True), (UNMEASURED, False)):
+        _as_machine(monkeypatch, machine)
+        assert replaces_other_numerics() is offered
+    monkeypatch.setenv(numerics.JUDGE_ENV, "reference")
+    assert replaces_other_numerics()
