@@ -15,7 +15,8 @@ numbers the two disagree on: where the incoming record holds every metric of thi
 and more besides, it takes the place of this file's (`extended`, its patch copied as an added record's is).
 A row whose records here were made at several commits takes the incoming ones with the same numbers when that
 leaves the row at one commit (`unified`): every record of the row here is then replaced by, or already made at
-the commit of, the incoming one.
+the commit of, the incoming one. Incoming records of another measured machine kind count there too
+(`unified_kind`): their numbers cannot be compared, and where they do not unify a row, this file's stay.
 """
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ class MergeReport:
     extended: list[str] = field(default_factory=list)      # the same numbers, the incoming one logs more: it is kept
     unified: list[str] = field(default_factory=list)       # the same numbers, taken so that the row is at one commit
     other_kind: list[str] = field(default_factory=list)    # both current, made by two machine kinds: this one stays
+    unified_kind: list[str] = field(default_factory=list)  # another kind's, taken so that the row is at one commit
     differ: dict[str, list[str]] = field(default_factory=dict)   # both current: what differs between them
     skipped: dict[str, list[str]] = field(default_factory=dict)  # reason → keys
 
@@ -60,6 +62,8 @@ class MergeReport:
                f"{len(self.unified)} replaced by one with the same numbers so that its row is at one commit, "
                + (f"{len(self.other_kind)} held here by a record of another machine kind (kept: two kinds' digits "
                   "are not compared), " if self.other_kind else "")
+               + (f"{len(self.unified_kind)} replaced by another machine kind's record so that its row is at one "
+                  "commit (numbers not compared), " if self.unified_kind else "")
                + f"{len(self.differ)} held here with OTHER numbers, {sum(map(len, self.skipped.values()))} skipped"]
         for key, what in self.differ.items():
             out.append(f"[fedlab]   REPRODUCIBILITY FAILURE {key}: the same config and numerics gave other numbers "
@@ -67,7 +71,7 @@ class MergeReport:
         for reason, keys in self.skipped.items():
             shown = ", ".join(keys[:3]) + (f", … ({len(keys)} in all)" if len(keys) > 3 else "")
             out.append(f"[fedlab]   skipped, {reason}: {shown}")
-        if self.added or self.replaced or self.extended or self.unified:
+        if self.added or self.replaced or self.extended or self.unified or self.unified_kind:
             out.append("[fedlab]   the merged records name their MLflow runs in the other machine's store (`run_id`)")
         return out
 
@@ -177,6 +181,7 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
     rows = {p.key: p for p in plan}
     report, known = MergeReport(path), {}
     agreeing: dict[str, dict] = {}      # row → its incoming records with the same numbers as the ones here
+    crossing: dict[str, dict] = {}      # row → its incoming records of another machine kind than the ones here
     for k, rec in incoming.records.items():
         if not isinstance(rec, dict) or not isinstance(rec.get("key"), str) or not isinstance(rec.get("seed"), int):
             report.skip("not a table record (no key and seed)", k)
@@ -199,7 +204,12 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
             continue
         mine_current = mine is not None and stale_reason(mine, cfg) is None
         if mine_current and _fingerprint(mine) != _fingerprint(rec):
-            report.other_kind.append(k)     # two kinds' digits: equal only by chance, so not compared
+            # two kinds' digits are equal only by chance, so not compared; taken only to unify a row's commits,
+            # unless this file's record holds a metric the incoming one lacks
+            if one_sided(mine, rec)[0]:
+                report.other_kind.append(k)
+            else:
+                crossing.setdefault(rec["key"], {})[k] = rec
             continue
         if mine_current:
             what = differing(mine, rec)
@@ -223,15 +233,18 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
         else:
             report.replaced.append(k)
         results.records[k] = rec
-    for row, recs in agreeing.items():
-        if _unifies(results, row, recs):
-            for rec in recs.values():
+    for row in dict.fromkeys([*agreeing, *crossing]):
+        same, other = agreeing.get(row, {}), crossing.get(row, {})
+        if _unifies(results, row, {**same, **other}):
+            for rec in (*same.values(), *other.values()):
                 _bring_patch(rec, path.parent, results)
-            report.unified.extend(recs)
-            results.records.update(recs)
+            report.unified.extend(same)
+            report.unified_kind.extend(other)
+            results.records.update({**same, **other})
         else:
-            report.agree.extend(recs)
-    if report.added or report.replaced or report.extended or report.unified:
+            report.agree.extend(same)
+            report.other_kind.extend(other)
+    if report.added or report.replaced or report.extended or report.unified or report.unified_kind:
         results.save()
     return report
 
@@ -252,7 +265,7 @@ def _bring_patch(rec: dict, source: Path, results: Results) -> None:
 
 def _unifies(results: Results, row: str, agreeing: dict) -> bool:
     """Whether taking `agreeing` (incoming records of `row`, one commit, each with the same numbers as the one
-    here) leaves a row here that mixed commits at one commit."""
+    here or made by another machine kind) leaves a row here that mixed commits at one commit."""
     commits = {r.get("git") for r in agreeing.values()}
     here = {k: r.get("git") for k, r in results.records.items() if r.get("key") == row}
     after = {agreeing[k].get("git") if k in agreeing else g for k, g in here.items()}

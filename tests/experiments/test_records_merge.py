@@ -135,6 +135,40 @@ def test_a_record_both_hold_from_two_measured_kinds_is_kept_here_and_not_compare
         "\n".join(report.lines())
 
 
+def test_another_kinds_records_re_made_at_one_commit_unify_a_row_made_at_several(tmp_path):
+    """Seeds re-made on another machine kind at the commit that made the rest of a row replace the ones made
+    elsewhere, numbers not compared, when that leaves the row at one commit; where it would not, this file's
+    stay."""
+    import subprocess
+
+    from fedlab import numerics
+    from fedlab.evidence.merge import merge_records
+
+    fa, _ = ROWS
+    head = _head()
+    parent = subprocess.run(["git", "rev-parse", f"{head}~1"], capture_output=True, text=True)
+    if parent.returncode:
+        pytest.skip("the checkout holds one commit: records of two commits cannot be made")
+    old = parent.stdout.strip()
+    other = {"numerics_fingerprint": next(f for f in numerics.measured_fingerprints()
+                                          if f != numerics.current_fingerprint())}
+    here, there = tmp_path / "here" / "results.json", tmp_path / "there" / "results.json"
+    mine = {"t/fedavg@seed0": {**_record(fa, 0, 0.5, "m0"), "git": old}, "t/fedavg@seed1": _record(fa, 1, 0.6, "m1"),
+            "t/fedavg@seed2": _record(fa, 2, 0.7, "m2")}
+    _write(here, mine)
+    _write(there, {"t/fedavg@seed0": _record(fa, 0, 0.55, "k0", environment=other)})
+    report = merge_records(Results(here), there, ROWS)
+    assert report.unified_kind == ["t/fedavg@seed0"] and not report.differ and not report.other_kind
+    assert json.loads(here.read_text())["t/fedavg@seed0"]["run_id"] == "k0"
+    assert "1 replaced by another machine kind's record so that its row is at one commit (numbers not compared)" in \
+        "\n".join(report.lines())
+    _write(here, mine)      # re-made at the other commit: the row would still mix commits
+    _write(there, {"t/fedavg@seed1": {**_record(fa, 1, 0.65, "k1", environment=other), "git": old}})
+    report = merge_records(Results(here), there, ROWS)
+    assert report.unified_kind == [] and report.other_kind == ["t/fedavg@seed1"]
+    assert json.loads(here.read_text())["t/fedavg@seed1"]["run_id"] == "m1"
+
+
 def test_merge_keeps_this_files_meta_and_brings_a_dirty_records_patch_when_allowed(tmp_path):
     from fedlab.evidence.merge import merge_records
 
