@@ -400,10 +400,13 @@ def cmd_results(args) -> int:
         if differ:
             from fedlab import numerics
 
-            why = ("" if numerics.is_measured_kind() or numerics.judge_as() == "reference" else
-                   f" (this machine's numerics digest {numerics.machine_digest()} is of no measured kind, "
-                   "`fedlab doctor`: the records it did not make are stale here; the shipped pages are rendered as "
-                   f"the reference kind judges records: {numerics.JUDGE_ENV}=reference fedlab results --check)")
+            kind = numerics.this_kind()
+            here = (f"this machine is the measured kind {kind}, not the reference: the shipped overview counts the "
+                    "runs the reference kind would make, which re-make fewer seeds in worktrees" if kind else
+                    f"this machine computes as no measured kind, {numerics.here_words()} (`fedlab doctor`)")
+            why = ("" if numerics.is_reference_kind() or numerics.judge_as() == "reference" else
+                   f" ({here}; the shipped pages are rendered as the reference kind judges records: "
+                   f"{numerics.JUDGE_ENV}=reference fedlab results --check)")
             return _fail(f"{', '.join(str(p.relative_to(ROOT)) for p in differ)}: not what the records give; run "
                          f"`fedlab results`{why}", 1)
     else:

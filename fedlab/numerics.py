@@ -49,7 +49,9 @@ PINNED_CAPABILITY = "AVX2"
 
 # numerics_digest.py on the reference machine: {(torch, transformers): {threads: digest}}
 REFERENCE = {("2.13.0", "5.23.0"): {1: "62d2cfb4ab83cc70", 2: "62d2cfb4ab83cc70"}}
-REFERENCE_KIND = "AMD EPYC (AVX2, the reference)"
+# the kind name of the reference digests; a record made before machines recorded their digest is named so only
+# where its CPU is an AMD EPYC (every such record was made on one, and those re-made on the reference kind agree)
+REFERENCE_KIND = "AMD EPYC (the reference)"
 # numerics_digest.py on machine kinds measured to compute other bits under the pin: {(torch, transformers):
 # {digest: kind}}. On them the pin still makes a run's bits independent of its thread count (1 and 2 alike).
 OTHER_KINDS = {("2.13.0", "5.23.0"): {"052f5b469bc23f44": "Intel Xeon (AVX-512)"}}
@@ -157,7 +159,23 @@ def is_reference_kind() -> bool:
 def is_measured_kind() -> bool:
     """Whether this machine computes like a measured kind (the reference or one of `OTHER_KINDS`) under the pin:
     its records are then current on every machine."""
-    return mode() == "pinned" and in_force() and machine_digest() in _measured(*_versions_now())
+    return this_kind() is not None
+
+
+def this_kind() -> str | None:
+    """The measured kind this process computes as (`REFERENCE_KIND` or a name from `OTHER_KINDS`), None in native
+    mode, where the pin is not in force, or on a kind not measured."""
+    return _measured(*_versions_now()).get(machine_digest()) if mode() == "pinned" and in_force() else None
+
+
+def here_words() -> str:
+    """Why this machine's records are current only here, in words: native mode, the pin not in force, or a digest
+    of no measured kind."""
+    if mode() != "pinned":
+        return f"{ENV}={mode()}: records made in that mode are current only on this machine"
+    if not in_force():
+        return "the pin is not in force (torch ran before fedlab was imported)"
+    return f"numerics digest {machine_digest()}, of no measured kind"
 
 
 def _versions_now() -> tuple[str, str]:
@@ -182,18 +200,23 @@ def measured_fingerprints() -> dict[str, str]:
 
 
 def kind_of(env: dict | None) -> str | None:
-    """The measured kind whose pinned numerics made a record with environment `env` (its `numerics_fingerprint`
-    and library versions): `REFERENCE_KIND` or a name from `OTHER_KINDS`; None for unmeasured numerics or a
-    record without an environment."""
+    """The measured kind whose pinned numerics made a record with environment `env`, read from its
+    `numerics_fingerprint` (`fingerprint`: instruction set, mode, library versions, and `digest=…` where the
+    machine's is not the reference's): `REFERENCE_KIND` or a name from `OTHER_KINDS`; None for unmeasured
+    numerics, a record without an environment, and one that records no machine digest and names a CPU other than
+    an AMD EPYC (code older than the digest in the fingerprint wrote the reference's fingerprint on every kind)."""
     env = env or {}
     then = env.get("numerics_fingerprint")
-    if not then:
+    if not then or (env.get("digest") is None and env.get("cpu") and not str(env["cpu"]).startswith("AMD")):
         return None
-    base = {**env, "capability": PINNED_CAPABILITY, "numerics": "pinned"}
-    for d, kind in _measured(*_versions(env.get("torch"), env.get("transformers"))).items():
-        if fingerprint({**base, "digest": d}) == then:
-            return kind
-    return None
+    parts = str(then).split("|")
+    if len(parts) not in (5, 6) or parts[:2] != [PINNED_CAPABILITY, "pinned"]:
+        return None
+    versions = _versions(parts[2], parts[3])
+    if len(parts) == 5:
+        return REFERENCE_KIND if REFERENCE.get(versions) else None
+    digest = parts[5].removeprefix("digest=")
+    return None if digest in REFERENCE.get(versions, {}).values() else _measured(*versions).get(digest)
 
 
 def with_digest(env: dict) -> dict:
@@ -212,7 +235,8 @@ def other_kind(d: str) -> str | None:
 def judge_as() -> str:
     """Whose numerics a record is judged current against (`current_fingerprint`): $FEDLAB_JUDGE_NUMERICS, `here`
     (the default: this machine's, as a run here would compute) or `reference` (the reference machine kind's:
-    renders the shipped results pages on another kind as they render there; nothing can run under it). A bad
+    renders the shipped results pages on a machine of no measured kind as they render on a measured one; nothing
+    can run under it). A bad
     value is a ConfigError naming the allowed ones."""
     from fedlab.validation import ConfigError
 
@@ -331,7 +355,7 @@ def report() -> tuple[list[str], bool]:
     lines.append(f"torch.sqrt: correctly rounded in {exact} of {n} values"
                  + ("" if exact == n else
                     " (as when MKL's vector math takes its non-Intel path: docs/reproducibility.md)"))
-    kind = _measured(*_versions_now()).get(machine_digest()) if mode() == "pinned" and in_force() else None
+    kind = this_kind()
     lines.append("this machine computes fedlab's operations like the reference machine (AMD EPYC, AVX2): records "
                  "made on the reference kind reproduce here to the last digit" if same else
                  f"this machine computes like the measured kind {kind}, not like the reference machine: records made "
@@ -341,6 +365,7 @@ def report() -> tuple[list[str], bool]:
                  "this machine does not compute like the reference machine or any measured kind: recorded numbers "
                  "may differ in the last digits or more (FEDLAB_NUMERICS=native, another torch/transformers, or a "
                  "CPU of another vendor, on which MKL runs other kernels and its vector math other "
-                 "approximations); records made here carry its digest in their numerics fingerprint and are "
-                 "current only on this kind until its digest is measured into fedlab/numerics.py OTHER_KINDS")
+                 "approximations); records made here carry that in their numerics fingerprint and are current "
+                 "only here" + ("" if mode() != "pinned" or not in_force() else
+                                " until this kind's digest is measured into fedlab/numerics.py OTHER_KINDS"))
     return lines, same

@@ -105,7 +105,8 @@ def _judged_here(monkeypatch):
 @pytest.fixture
 def reference_kind(monkeypatch):
     """Judge records as the reference machine kind does (FEDLAB_JUDGE_NUMERICS=reference): the shipped results
-    pages are rendered that way, and on another kind every shipped record is stale (docs/reproducibility.md)."""
+    pages are rendered that way, and on a machine of no measured kind every shipped record is stale
+    (docs/reproducibility.md)."""
     from fedlab import numerics
 
     monkeypatch.setenv(numerics.JUDGE_ENV, "reference")

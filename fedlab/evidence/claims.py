@@ -86,6 +86,7 @@ class Assessment:
     left_out: dict[str, dict[str, str]] | None = None   # control → {task it fails, left out: "in seed 2"} (`narrow`)
     judged_on: tuple[str, ...] = ()             # the tasks a narrowed claim is judged on
     commits: str = ""                           # rows it reads whose seeds mix commits or are uncommitted (`commit_words`)
+    kinds: str = ""                             # its compared rows' machine kinds where they are several (`kind_words`)
 
     @property
     def narrowed(self) -> bool:
@@ -128,7 +129,7 @@ class Assessment:
         return "; ".join(f"{side}: {w}" for side, col in self.collapse.items() if (w := col.words()))
 
     def verdict_cell(self) -> str:
-        notes = [w for w in (self.scope_words(), self.collapse_words(), self.commits) if w]
+        notes = [w for w in (self.scope_words(), self.collapse_words(), self.commits, self.kinds) if w]
         return "; ".join([str(self.verdict), *notes])
 
 
@@ -208,6 +209,20 @@ def commit_words(results, keys, seeds) -> str:
                                  outside and "seeds made outside git: " + ", ".join(outside)) if w)
 
 
+def kind_words(results, keys, seeds) -> str:
+    """Where the records a claim compares (its rows, at `seeds`) were made on more than one machine kind
+    (`numerics.kind_of`): "made on several machine kinds: `a` (Intel Xeon (AVX-512)), `b` (AMD EPYC (the
+    reference))", each row with the kinds of its seeds; "" when one kind made them all. The claims read every
+    measured kind's records alike; the note shows where kind and arm could be confounded."""
+    from fedlab import numerics
+
+    made = {k: sorted({str(numerics.kind_of(rec.get("environment")) or "unmeasured numerics")
+                       for rec in results.runs(k) if rec["seed"] in seeds}) for k in dict.fromkeys(keys)}
+    if len({kind for kinds in made.values() for kind in kinds}) < 2:
+        return ""
+    return "made on several machine kinds: " + ", ".join(f"`{k}` ({' + '.join(v)})" for k, v in made.items() if v)
+
+
 def assess(results, c: Claim, outdated: frozenset[str] | set[str] = frozenset()) -> Assessment:
     """The claim on `results` (a `fedlab.evidence.records.Results`); a claim reading a row in `outdated` (keys
     whose records another config made, `Results.outdated`) shows its difference with the verdict "stale". A claim
@@ -230,7 +245,8 @@ def assess(results, c: Claim, outdated: frozenset[str] | set[str] = frozenset())
         return Assessment(c, None, len(seeds), few, status, collapse)
     d = paired_difference([100 * xa[s] for s in seeds], [100 * xb[s] for s in seeds])
     rows = [*keys, *(k for ctl in c.controls() for k in ctl.rows)]
-    out = Assessment(c, d, len(seeds), few, status, collapse, commits=commit_words(results, rows, set(seeds)))
+    out = Assessment(c, d, len(seeds), few, status, collapse, commits=commit_words(results, rows, set(seeds)),
+                     kinds=kind_words(results, keys, set(seeds)))
     if any(k in outdated for k in keys):
         out.verdict = Verdict(V.STALE, "records made by another config than the script's: re-run the row")
     elif len(seeds) < MIN_SEEDS:

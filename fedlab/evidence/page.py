@@ -68,7 +68,9 @@ def spot_check_line(results) -> str:
         return "Spot-check: none yet (`--spot-check K` re-runs K recorded (row, seed) pairs at HEAD and compares them)."
     bad = [f"`{p['key']}` seed {p['seed']}" for p in s["pairs"] if p["differ"]]
     return (f"Spot-check: {len(s['pairs'])} recorded (row, seed) pairs drawn at random"
-            + (f" among records of ≤ {s['max_seconds']:g} s" if s.get("max_seconds") else "")
+            + (f" among the records made on {s['kind']}" if s.get("kind") else "")
+            + (f"{' of' if s.get('kind') else ' among records of'} ≤ {s['max_seconds']:g} s"
+               if s.get("max_seconds") else "")
             + f" and re-run at {s['commit'][:7]} on {s['date']}: "
             + (f"{len(bad)} reproducibility failure(s) ({', '.join(bad)})." if bad else
                "every final metric equal to its record (measured wall-clock metrics left out)."))

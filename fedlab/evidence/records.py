@@ -283,11 +283,17 @@ def stale_numerics(record: dict) -> bool:
     process's, nor that of a pinned run on a measured machine kind with these libraries
     (`numerics.measured_fingerprints`: the reference kind and `OTHER_KINDS`), or it has none (made before fedlab
     recorded it). A record of another measured kind is current: its digits reproduce on its own kind
-    (`numerics.kind_of`), and the tables read every measured kind's records alike."""
+    (`numerics.kind_of`), and the tables read every measured kind's records alike; one whose fingerprint is a
+    measured kind's but that `kind_of` cannot name (no digest recorded, made on a CPU other than an AMD EPYC by
+    code that wrote the reference's fingerprint on every kind) is stale."""
     from fedlab import numerics
 
-    then = (record.get("environment") or {}).get("numerics_fingerprint")
-    return then != numerics.current_fingerprint() and then not in numerics.measured_fingerprints()
+    env = record.get("environment") or {}
+    then = env.get("numerics_fingerprint")
+    here = numerics.current_fingerprint()      # first: a bad FEDLAB_JUDGE_NUMERICS is a ConfigError
+    if then in numerics.measured_fingerprints():
+        return numerics.kind_of(env) is None
+    return then != here
 
 
 def stale_models(record: dict) -> list[str]:

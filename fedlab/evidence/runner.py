@@ -164,9 +164,11 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
     would replace records made with other numerics (a machine kind not measured, another numerics mode or other
     library versions: those of every measured kind are current) are refused unless `replace_other_numerics`: they
     are someone's numbers, which a run here does not reproduce."""
+    from fedlab import numerics
+    from fedlab.config import ConfigError
     from fedlab.parallel import default_jobs, run_many
 
-    todo, other_numerics = [], 0
+    todo, other_numerics, other_kind = [], 0, 0
     for p in plan:
         for seed in seeds:
             cfg = p.resolve(seed, extra)
@@ -175,10 +177,11 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
             if rerun or old is None or why is not None:
                 todo.append((p, seed, cfg))
                 other_numerics += why == OTHER_NUMERICS
+                other_kind += (old is not None and why is None
+                               and (old.get("environment") or {}).get("numerics_fingerprint")
+                               != numerics.current_fingerprint())
     if not todo:
         return 0
-    from fedlab import numerics
-    from fedlab.config import ConfigError
 
     if numerics.judge_as() == "reference":
         raise ConfigError(f"{numerics.JUDGE_ENV}=reference judges records as the reference machine kind would, not "
@@ -200,6 +203,9 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
             print(f"[fedlab] table: {other_numerics} of them replace records made with other numerics than this "
                   "machine's (--replace-other-numerics); the replacements hold this machine's numbers",
                   file=sys.stderr, flush=True)
+        if other_kind:
+            print(f"[fedlab] table: {other_kind} of them (--rerun) replace current records another machine kind "
+                  "made; the replacements hold this machine's numbers", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     failed = []
     for done, (i, h) in enumerate(run_many([c for *_, c in todo], [tags] * len(todo), jobs), 1):

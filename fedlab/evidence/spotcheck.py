@@ -114,6 +114,7 @@ def spot_check(results, plan, k: int, seed: int | None = None, max_seconds: floa
                   + ("equal to its record" if not differ else "REPRODUCIBILITY FAILURE: " + "; ".join(differ[:5])),
                   file=sys.stderr, flush=True)
     outcome = {"commit": commit, "date": datetime.date.today().isoformat(), "draw_seed": seed,
+               "kind": numerics.this_kind(),
                "max_seconds": max_seconds, "pairs": pairs, "failures": sum(bool(p["differ"]) for p in pairs)}
     results.meta["spot_check"] = outcome
     results.save()

@@ -27,6 +27,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from fedlab.evidence import unify
 from fedlab.evidence.provenance import git_state, made_dirty, made_outside_git
 from fedlab.evidence.records import OTHER_NUMERICS, OUTDATED
 from fedlab.evidence.unify import Mixed, _clean, _commit, _seconds, mixed_rows
@@ -122,7 +123,8 @@ def lacks(results, plan, rows: list[str], target: int = CLAIM_SEEDS, head: str |
     """What each of `rows` lacks in `results` (a `records.Results`) for `plan` (the table's `Planned` rows), and
     where to make it so that each row ends at one clean commit: a row with a record not current, or with current
     seeds at several commits or not clean, is made whole at HEAD (`head`: HEAD's commit, asked of git when None);
-    a row that only misses seeds makes them at the clean commit of its current seeds; a row with nothing to run
+    a row that only misses seeds makes them at the clean commit of its current seeds where the code there records
+    this machine's kind (`unify.records_kind_at`; else the row is made whole at HEAD); a row with nothing to run
     whose seeds mix commits is `mixed` (`unify.mixed_rows`: `make_tables.py --mixed` re-makes them). Every row,
     empty ones included, in the order given."""
     head = git_state()["commit"] if head is None else head
@@ -147,10 +149,11 @@ def lacks(results, plan, rows: list[str], target: int = CLAIM_SEEDS, head: str |
         lack.timed_elsewhere = bool(timed) and all(lack.stale.get(r["seed"]) == OUTDATED for r in timed)
         commits = set(made.values())
         one = next(iter(commits)) if len(commits) == 1 and _clean(next(iter(commits))) else None
-        if lack.stale or (lack.missing and commits and one is None):
+        elsewhere = one is not None and one != head
+        if lack.stale or (lack.missing and commits and (one is None or elsewhere and not unify.records_kind_at(one))):
             lack.rerun = tuple(s for s, c in sorted(made.items()) if c != head)
             lack.unclean = tuple(s for s in lack.unclean if s not in lack.rerun)
-        elif lack.missing and one is not None and one != head:
+        elif lack.missing and elsewhere:
             lack.at = one
         out.append(lack)
     planned = [x.row for x in out if x.planned and not x.to_run]
@@ -325,14 +328,20 @@ def main() -> int:
     todos = [of_system(mod.SYSTEM) for mod in systems()]
     view = ("as the reference machine kind judges them" if numerics.judge_as() == "reference" else
             "as this machine judges them" + ("" if numerics.is_measured_kind() else
-                                             f" (numerics digest {numerics.machine_digest()}, of no measured kind: "
-                                             f"{numerics.JUDGE_ENV}=reference judges as the reference)"))
+                                             f" ({numerics.here_words()}: {numerics.JUDGE_ENV}=reference judges as "
+                                             "the reference)"))
     total = sum(t.seconds for t in todos)
     replace = replaces_other_numerics()
     warn = [] if replace else [
-        "This machine is of no measured kind: its records are current only here, and the table scripts refuse to "
+        f"This machine computes as no measured kind ({numerics.here_words()}): its records are current only here, "
+        "and the table scripts refuse to "
         "replace records of unmeasured numerics with them without `--replace-other-numerics`, which the commands "
         "below leave out.", ""]
+    if numerics.judge_as() != "reference" and numerics.is_measured_kind() and not numerics.is_reference_kind():
+        warn += [f"This machine is the measured kind {numerics.this_kind()}, not the reference: code older than "
+                 f"{unify.KINDS_SINCE} wrote the reference's numerics fingerprint on every kind, so a row made by such "
+                 "code that misses seeds is re-made whole at HEAD here (a worktree at its commit would label its "
+                 "runs the reference's).", ""]
     print("\n".join([f"# What the claims still lack, {view}", "",
                      f"Target: seeds 0–{CLAIM_SEEDS - 1} of every row a claim reads, current, at one clean commit per "
                      f"row. The claims' runs take about {hours(total)} in all, one run at a time (the pages of their "

@@ -5,12 +5,14 @@ A row's seeds can come from several commits when a table grew over time. With pi
 seed at another commit whose records of the row are current gives the same numbers, so the cheapest way to put
 a row at one commit is to re-make only the seeds made elsewhere at the commit that made most of them, in a
 worktree at that commit, and to merge them back: `fedlab.evidence.merge` takes them only when every number
-equals the record they replace (`unified`), so each merge is also a reproduction check across two commits.
+equals the record they replace (`unified`), so each merge made on the kind of the replaced records is also a
+reproduction check across two commits; another measured kind's re-made records unify the row without one
+(`unified_kind`).
 
 A commit is a target only where the merge can take what it makes: a clean commit (not `+dirty`, not outside
-git) whose records of the row are all current here (`records.stale_reason`) and log every kind of metric the
-records to be replaced log (names compared with their trailing client or edge index dropped, since which
-clients a seed draws is the seed's). Among those, the one that made most seeds wins; a tie goes to the one
+git) whose code records this machine's kind (`records_kind_at`), whose records of the row are all current here
+(`records.stale_reason`) and log every kind of metric the records to be replaced log (names compared with their
+trailing client or edge index dropped, since which clients a seed draws is the seed's). Among those, the one that made most seeds wins; a tie goes to the one
 whose missing seeds took the least recorded run time. A row with no such commit is re-run whole at HEAD.
 """
 from __future__ import annotations
@@ -31,6 +33,9 @@ from fedlab.evidence.records import ROOT
 # pattern as a key prefix
 EXACT_ONLY_SINCE = "48fb910"
 INDEX = re.compile(r"_\d+$")            # a metric name's trailing client or edge index
+# the first commit whose runs name their machine kind in the numerics fingerprint and read the records of every
+# measured kind as current; older code wrote the reference kind's fingerprint on every kind
+KINDS_SINCE = "5bb6e04"
 
 
 @dataclass(frozen=True)
@@ -96,7 +101,7 @@ def mixed_rows(records: dict, keys, current: Callable[[dict], bool] = lambda rec
 
         def qualifies(c: str | None, recs=recs) -> bool:
             mine = [r for r in recs.values() if _commit(r) == c]
-            if not _clean(c) or not all(current(r) for r in mine):
+            if not _clean(c) or not records_kind_at(c) or not all(current(r) for r in mine):
                 return False
             logged = set().union(*(metric_kinds(r) for r in mine))
             return all(metric_kinds(r) <= logged for r in recs.values() if _commit(r) != c)
@@ -114,6 +119,26 @@ def takes_exact_only(commit: str) -> bool:
     of it, or the commit itself); False where git cannot tell. Asked of git once per commit."""
     try:
         return run_git(ROOT, "merge-base", "--is-ancestor", EXACT_ONLY_SINCE, commit).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def records_kind_at(commit: str | None) -> bool:
+    """Whether a run made here at `commit` (in a worktree) records this machine's kind: always on the reference
+    kind (and when judging as it: the commands are then the reference kind's to run); on another kind, only at a
+    commit that holds `KINDS_SINCE`."""
+    from fedlab import numerics
+
+    if numerics.judge_as() == "reference" or numerics.is_reference_kind():
+        return True
+    return bool(commit) and _holds_kinds(commit)
+
+
+@functools.cache
+def _holds_kinds(commit: str) -> bool:
+    """Whether `KINDS_SINCE` is an ancestor of `commit` or the commit itself (False where git cannot tell)."""
+    try:
+        return run_git(ROOT, "merge-base", "--is-ancestor", KINDS_SINCE, commit).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
 

@@ -152,7 +152,7 @@ def test_the_spot_check_draws_current_records_of_this_kind_at_random_within_the_
     plan = [Planned(f"row{i}", None) for i in range(5)]
     for i in range(5):
         for s in range(3):
-            r.records[f"row{i}@seed{s}"] = {"key": f"row{i}", "seed": s, "seconds": 10.0 * (i + 1) % 40,
+            r.records[f"row{i}@seed{s}"] = {"key": f"row{i}", "seed": s, "seconds": (10.0, 20.0, 30.0, 40.0, 10.0)[i],
                                             "final": {}, "environment": {"numerics_fingerprint": here}}
     for s in range(3):      # current, but made on another kind: its digits reproduce there, not here
         r.records[f"row4@seed{s}"]["environment"]["numerics_fingerprint"] = other
@@ -650,10 +650,38 @@ def test_the_machines_line_counts_each_kinds_records_of_the_plans_rows(tmp_path)
     r = Results(tmp_path / "results.json")
     assert kinds_line(r) == ""
     for i, fp in enumerate([by_kind[numerics.REFERENCE_KIND]] * 3 + [intel, "unmeasured"]):
-        r.records[f"a@seed{i}"] = {"key": "a", "seed": i, "environment": {
-            "numerics_fingerprint": fp, **numerics.environment()}}
+        r.records[f"a@seed{i}"] = {"key": "a", "seed": i, "environment": {"numerics_fingerprint": fp}}
     r.records["gone@seed0"] = {**r.records["a@seed3"], "key": "gone"}
     line = kinds_line(r, {"a"})
     assert line.startswith(f"**Machines**: 3 records made on {numerics.REFERENCE_KIND}, 1 on Intel Xeon (AVX-512), "
                            "1 with numerics no measured kind computes. ")
     assert kinds_line(r).startswith(f"**Machines**: 3 records made on {numerics.REFERENCE_KIND}, 2 on Intel")
+
+
+def test_the_spot_check_line_names_the_kind_whose_records_it_drew_from(tmp_path):
+    from fedlab.evidence.page import spot_check_line
+
+    r = Results(tmp_path / "results.json")
+    r.meta["spot_check"] = {"commit": "a" * 40, "date": "2026-12-01", "max_seconds": 60, "kind": "Intel Xeon (AVX-512)",
+                            "pairs": [{"key": "t/x", "seed": 0, "differ": []}]}
+    assert spot_check_line(r).startswith("Spot-check: 1 recorded (row, seed) pairs drawn at random among the records "
+                                         "made on Intel Xeon (AVX-512) of ≤ 60 s and re-run at aaaaaaa on 2026-12-01")
+    del r.meta["spot_check"]["kind"]        # an outcome from before kinds were recorded
+    assert "drawn at random among records of ≤ 60 s and" in spot_check_line(r)
+
+
+def test_a_claim_whose_rows_two_kinds_made_says_so(tmp_path):
+    from fedlab import numerics
+    from fedlab.evidence.claims import kind_words
+
+    by_kind = {kind: f for f, kind in numerics.measured_fingerprints().items()}
+    ref, intel = by_kind[numerics.REFERENCE_KIND], by_kind["Intel Xeon (AVX-512)"]
+    r = Results(tmp_path / "results.json")
+    for row, fps in (("a", [ref, ref, ref]), ("b", [ref, ref, intel]), ("c", [intel] * 3)):
+        for s, fp in enumerate(fps):
+            r.records[f"{row}@seed{s}"] = {"key": row, "seed": s, "environment": {"numerics_fingerprint": fp}}
+    assert kind_words(r, ["a", "b"], {0, 1}) == ""                      # seed 2 is not read
+    assert kind_words(r, ["a", "b"], {0, 1, 2}) == (f"made on several machine kinds: `a` ({numerics.REFERENCE_KIND}), "
+                                                    f"`b` ({numerics.REFERENCE_KIND} + Intel Xeon (AVX-512))")
+    assert kind_words(r, ["c", "c"], {0, 1, 2}) == ""
+    assert kind_words(r, ["a", "c"], {0}).endswith("`c` (Intel Xeon (AVX-512))")

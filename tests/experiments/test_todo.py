@@ -13,6 +13,15 @@ from fedlab.evidence.records import OTHER_NUMERICS, OUTDATED, Planned, Results
 A, B = "a" * 40, "b" * 40
 
 
+@pytest.fixture(autouse=True)
+def _worktrees_record_this_kind(monkeypatch):
+    """Every commit's code records this machine's kind, as on the reference kind (`unify.records_kind_at`); the
+    tests of another kind say otherwise."""
+    from fedlab.evidence import unify
+
+    monkeypatch.setattr(unify, "records_kind_at", lambda commit: True)
+
+
 class _Results(Results):
     """Records held in memory, not read from a file."""
 
@@ -131,7 +140,7 @@ def test_commands_group_rows_by_their_seeds_and_replace_other_numerics_only_wher
         "python experiments/s/make_tables.py --only 'r/a$,r/b$' --seeds 3,4",
         "python experiments/s/make_tables.py --only 'r/c$' --seeds 0,1 --replace-other-numerics",
         "python experiments/s/make_tables.py --only 'r/d$' --seeds 0,1"]
-    # on a machine of another kind the commands leave the flag out (the report says why)
+    # on a machine of no measured kind the commands leave the flag out (the report says why)
     assert T.commands(todo, replace_other=False)[1] == "python experiments/s/make_tables.py --only 'r/c$,r/d$' --seeds 0,1"
 
 
@@ -240,3 +249,17 @@ def test_an_estimate_from_records_another_config_made_says_so(stale_at):
     lines = T.report(T.SystemTodo("S", "experiments/s/make_tables.py", [c], [], "experiments/s", ("t/c",)))
     assert any(line.startswith("| `t/c` |") and line.endswith("| HEAD | 0.8 h (another config's run time) |")
                for line in lines), lines
+
+
+def test_on_another_kind_a_row_made_by_code_that_mislabels_its_kind_is_made_whole_at_head(stale_at, monkeypatch):
+    """Where a worktree at a row's commit would record runs under the reference's fingerprint (code older than
+    `unify.KINDS_SINCE` on another kind), the seeds a row misses are not made there: the row is made whole at HEAD."""
+    from fedlab.evidence import unify
+
+    H = "h" * 40
+    monkeypatch.setattr(unify, "records_kind_at", lambda commit: commit == B)
+    records = {**_recs("t/old", {0: (A, 10), 1: (A, 10), 2: (A, 10)}), **_recs("t/new", {0: (B, 10), 1: (B, 10)})}
+    plan = [Planned(k, None) for k in ("t/old", "t/new")]
+    got = {x.row: x for x in T.lacks(_Results(records), plan, ["t/old", "t/new"], head=H)}
+    assert (got["t/old"].at, got["t/old"].rerun, got["t/old"].to_run) == (None, (0, 1, 2), (0, 1, 2, 3, 4))
+    assert (got["t/new"].at, got["t/new"].rerun, got["t/new"].to_run) == (B, (), (2, 3, 4))

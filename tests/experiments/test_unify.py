@@ -14,6 +14,15 @@ from fedlab.evidence.unify import EXACT_ONLY_SINCE, commands, mixed_rows, report
 A, B, C = "a" * 40, "b" * 40, "c" * 40
 
 
+@pytest.fixture(autouse=True)
+def _worktrees_record_this_kind(monkeypatch):
+    """Every commit's code records this machine's kind, as on the reference kind (`unify.records_kind_at`); the
+    tests of another kind say otherwise."""
+    from fedlab.evidence import unify
+
+    monkeypatch.setattr(unify, "records_kind_at", lambda commit: True)
+
+
 def _recs(row: str, made: dict[int, tuple[str | None, float]], **metrics) -> dict:
     """Records of `row`: seed → (commit, recorded seconds); `metrics` become every record's final metrics."""
     return {f"{row}@seed{s}": {"key": row, "seed": s, "git": g, "seconds": sec, "final": dict(metrics)}
@@ -132,3 +141,34 @@ def test_a_row_with_no_clean_commit_is_told_to_re_run_at_head():
     assert lines[0] == ("t/z: seeds made at outside git × 1, aaaaaaa+dirty × 1; no commit made them cleanly, current "
                         "here and logging what the others log: re-run the row at HEAD (python "
                         "experiments/t/make_tables.py --only 't/z$' --seeds 0,1 --rerun)")
+
+
+def test_on_another_kind_no_commit_whose_code_mislabels_its_kind_is_a_target(monkeypatch):
+    from fedlab.evidence import unify
+
+    records = _recs("t/x", {0: (A, 10), 1: (A, 10), 2: (A, 10), 3: (B, 30), 4: (B, 40)})
+    monkeypatch.setattr(unify, "records_kind_at", lambda commit: commit == B)
+    (m,) = mixed_rows(records, ["t/x"])
+    assert (m.commit, m.seeds) == (B, (0, 1, 2))
+    monkeypatch.setattr(unify, "records_kind_at", lambda commit: False)
+    (m,) = mixed_rows(records, ["t/x"])
+    assert (m.commit, m.seeds) == (None, (0, 1, 2, 3, 4))     # no target: the whole row at HEAD
+
+
+def test_code_records_this_kind_from_kinds_since_on_another_kind(monkeypatch):
+    """On the reference kind every commit's code labels its runs right; on another, only commits holding
+    `KINDS_SINCE`."""
+    import subprocess
+
+    from fedlab import numerics
+    from fedlab.evidence import unify
+
+    monkeypatch.undo()      # the real `records_kind_at`, not the autouse fixture's
+    older = subprocess.run(["git", "rev-parse", f"{unify.KINDS_SINCE}~1"], cwd=ROOT, capture_output=True, text=True)
+    if older.returncode:
+        pytest.skip("the checkout does not hold the history around KINDS_SINCE")
+    monkeypatch.delenv(numerics.JUDGE_ENV, raising=False)
+    for reference in (True, False):
+        monkeypatch.setattr(numerics, "is_reference_kind", lambda reference=reference: reference)
+        assert unify.records_kind_at(unify.KINDS_SINCE) and unify.records_kind_at(older.stdout.strip()) is reference
+        assert unify.records_kind_at(None) is reference

@@ -39,6 +39,7 @@ def _judged_afresh():
     """The cached fingerprints are forgotten after each test (some judge as another machine)."""
     yield
     numerics._fingerprint_judged.cache_clear()
+    numerics.measured_fingerprints.cache_clear()
 
 
 def _as_machine(monkeypatch, digest: str) -> None:
@@ -79,6 +80,9 @@ def test_a_record_of_a_measured_kind_is_current_everywhere_and_one_of_an_unmeasu
             # an unmeasured kind's record: current where it was made, judged as that machine judges
             assert stale_numerics(made_elsewhere) is not (machine == UNMEASURED and judge == "here")
         assert numerics.is_measured_kind() is (machine != UNMEASURED)
+    old_code_on_intel = {"environment": {"numerics_fingerprint": made_there["environment"]["numerics_fingerprint"],
+                                         "cpu": "Intel(R) Xeon(R) Processor (AVX-512)"}}
+    assert stale_numerics(old_code_on_intel)      # the reference's fingerprint, with no digest, from another CPU
     native = {"environment": {"numerics_fingerprint": numerics.fingerprint({**env, "numerics": "native",
                                                                              "digest": REF})}}
     assert stale_numerics(native) and stale_numerics({"environment": {}})
@@ -86,13 +90,17 @@ def test_a_record_of_a_measured_kind_is_current_everywhere_and_one_of_an_unmeasu
 
 def test_a_records_kind_is_named_from_its_fingerprint_and_library_versions():
     env = {**numerics.environment(), "torch": "2.13.0+cpu", "transformers": "5.23.0"}
-    rec = lambda **kw: {**env, "numerics_fingerprint": numerics.fingerprint({**env, **kw})}  # noqa: E731
+    rec = lambda **kw: {**env, **kw, "numerics_fingerprint": numerics.fingerprint({**env, **kw})}  # noqa: E731
     assert numerics.kind_of(rec(digest=REF)) == numerics.REFERENCE_KIND
-    assert numerics.kind_of({**rec(), "digest": None}) == numerics.REFERENCE_KIND      # made before digests
+    # made before machines recorded their digest: the reference's fingerprint, written on every kind by that code
+    assert numerics.kind_of({**rec(), "digest": None, "cpu": "AMD EPYC (AVX-512)"}) == numerics.REFERENCE_KIND
+    assert numerics.kind_of({**rec(), "digest": None, "cpu": "Intel(R) Xeon(R) Processor (AVX-512)"}) is None
     assert numerics.kind_of(rec(digest=INTEL)) == "Intel Xeon (AVX-512)"
     assert numerics.kind_of(rec(digest=UNMEASURED)) is None
     assert numerics.kind_of(rec(digest=REF, numerics="native")) is None
-    assert numerics.kind_of({**rec(digest=INTEL), "transformers": "9.9.9"}) is None     # not measured with these
+    assert numerics.kind_of(rec(digest=INTEL, transformers="9.9.9")) is None     # not measured with these
+    assert numerics.kind_of(rec(digest=REF, transformers="9.9.9")) is None
+    assert numerics.kind_of({"numerics_fingerprint": "AVX2|pinned|2.13.0+cpu|5.23.0"}) is None     # malformed
     assert numerics.kind_of(None) is None and numerics.kind_of({}) is None
 
 
