@@ -218,3 +218,17 @@ def test_todo_offers_to_replace_unmeasured_numerics_only_from_a_measured_kind(mo
         assert replaces_other_numerics() is offered
     monkeypatch.setenv(numerics.JUDGE_ENV, "reference")
     assert replaces_other_numerics()
+
+
+def test_native_mode_or_a_pin_not_in_force_is_no_measured_kind_and_is_named_as_such(monkeypatch):
+    _as_machine(monkeypatch, REF)
+    assert numerics.this_kind() == numerics.REFERENCE_KIND and numerics.is_measured_kind()
+    monkeypatch.setattr(numerics, "mode", lambda: "native")
+    assert numerics.this_kind() is None and not numerics.is_measured_kind()
+    assert numerics.here_words().startswith("FEDLAB_NUMERICS=native")
+    monkeypatch.setattr(numerics, "mode", lambda: "pinned")
+    monkeypatch.setattr(numerics, "in_force", lambda: False)
+    assert numerics.this_kind() is None and "not in force" in numerics.here_words()
+    monkeypatch.setattr(numerics, "in_force", lambda: True)
+    _as_machine(monkeypatch, UNMEASURED)
+    assert numerics.this_kind() is None and numerics.here_words() == f"numerics digest {UNMEASURED}, of no measured kind"
