@@ -76,6 +76,20 @@ def spot_check_line(results) -> str:
                "every final metric equal to its record (measured wall-clock metrics left out)."))
 
 
+def kind_check_line(results, keys=None) -> str:
+    """The header's line on the last `--kind-check` of these records (`fedlab.evidence.kindcheck`), or "none yet"
+    where the records of the rows in `keys` (all when None) come from more than one machine kind; "" otherwise."""
+    from fedlab import numerics
+    from fedlab.evidence import kindcheck
+
+    if results.meta.get("kind_check"):
+        return kindcheck.line(results)
+    kinds = {numerics.kind_of(rec.get("environment")) for rec in results.records.values()
+             if keys is None or rec["key"] in keys} - {None}
+    return ("Kind check: none yet (two machine kinds made these records; `--kind-check K` re-runs K of another "
+            "kind's here and measures how far each final metric lies from its record)." if len(kinds) > 1 else "")
+
+
 def commits_line(results, keys=None) -> str:
     """How many rows hold every seed from one commit and how many mix commits (whether a record is current for
     today's config, numerics and weights is `records.stale_reason`'s question, shown as "stale" beside a claim);
@@ -160,7 +174,9 @@ def page(results, system: System, intro: str, body: list[str], outdated: set[str
     lines = [GENERATED, f"# {system.name} results (embedded scale)", "",
              f"Written by `python {system.script} --render-only` from `results.json` ({len(results.records)} records, "
              f"seeds {', '.join(map(str, seeds)) or 'none yet'}); {system.paper}. Each cell: the mean over seeds ± the "
-             "half-width of its 95 % t-interval. " + spot_check_line(results), "", intro, "",
+             "half-width of its 95 % t-interval. " + spot_check_line(results)
+             + (" " + kind_line if (kind_line := kind_check_line(results, {p.key for p in plan})) else ""),
+             "", intro, "",
              " ".join(x for x in (f"**Claims**: {verdict_counts(assessed)}. **Controls**: {holding} of "
                                   f"{len(controls)} hold.", commits_line(results, {p.key for p in plan}),
                                   kinds_line(results, {p.key for p in plan})) if x), "",

@@ -261,10 +261,15 @@ def table_parser(title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2)) ->
                     help="re-run K recorded (row, seed) pairs drawn at random at HEAD (a clean tree) and compare "
                     "every final metric with the record; a difference is a reproducibility failure (exit 1); the "
                     "outcome goes into results.json and the page's header")
-    ap.add_argument("--spot-seed", type=int, default=None, help="the draw's seed for --spot-check (default: random, "
+    ap.add_argument("--kind-check", type=positive_int, default=None, metavar="K",
+                    help="re-run here K current records another measured machine kind made, drawn at random, and "
+                    "report each final metric's gap in units of its row's between-seed SD (a measurement, not a "
+                    "failure); the outcome goes into results.json and the page's header")
+    ap.add_argument("--spot-seed", type=int, default=None, help="the draw's seed for --spot-check and --kind-check "
+                    "(default: random, "
                     "printed)")
     ap.add_argument("--spot-max-seconds", type=float, default=None, metavar="S",
-                    help="--spot-check draws only among records whose run took at most S seconds")
+                    help="--spot-check and --kind-check draw only among records whose run took at most S seconds")
     ap.add_argument("--mixed", action="store_true", help="list the rows (of --only) whose seeds were made at several "
                     "commits, with the commands that re-make the seeds made elsewhere at the commit of the rest and "
                     "merge them back; run and write nothing")
@@ -346,6 +351,14 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
                               jobs=args.jobs or 1, tags_for=lambda cfg: (
                                   {"mlflow.parentRunId": p, "fedlab.table": title, "fedlab.spot_check": "1"}
                                   if (p := parent(cfg)) else None))
+        elif args.kind_check is not None:
+            from fedlab.evidence.kindcheck import kind_check
+
+            check_tree(False, results.path.parent)           # the outcome names HEAD: a clean tree only
+            parent = lambda cfg: _parent_run(results, cfg, title or Path(folder).name)
+            kind_check(results, rows, args.kind_check, args.spot_seed, args.spot_max_seconds, jobs=args.jobs or 1,
+                       tags_for=lambda cfg: ({"mlflow.parentRunId": p, "fedlab.table": title,
+                                              "fedlab.kind_check": "1"} if (p := parent(cfg)) else None))
         elif not args.render_only:
             execute(rows, results, seeds, tuple(args.overrides), args.rerun, title, summarize, jobs=args.jobs,
                     allow_dirty=args.allow_dirty, replace_other_numerics=args.replace_other_numerics)

@@ -60,11 +60,12 @@ def compare(record: dict, final: dict) -> list[str]:
     return out
 
 
-def draw(results, plan, k: int, seed: int, max_seconds: float | None = None) -> list[tuple]:
+def draw(results, plan, k: int, seed: int, max_seconds: float | None = None, other_kinds: bool = False) -> list[tuple]:
     """K (Planned, record) pairs drawn with `random.Random(seed)` from the current records of `plan` (those this
     table would not run again: `records.stale_reason` is None) that this machine's numerics made (a record of
     another measured kind is current, but its digits reproduce on its own kind: `numerics.kind_of`), only those
-    whose recorded wall time is at most `max_seconds` when given."""
+    whose recorded wall time is at most `max_seconds` when given; `other_kinds`: those another measured kind made
+    instead (`fedlab.evidence.kindcheck`)."""
     from fedlab import numerics
 
     here = numerics.current_fingerprint()
@@ -73,7 +74,11 @@ def draw(results, plan, k: int, seed: int, max_seconds: float | None = None) -> 
         for rec in results.runs(p.key):
             if max_seconds is not None and not (rec.get("seconds") or 0) <= max_seconds:
                 continue
-            if (rec.get("environment") or {}).get("numerics_fingerprint") != here:
+            env = rec.get("environment") or {}
+            mine = env.get("numerics_fingerprint") == here
+            if mine if other_kinds else not mine:
+                continue
+            if other_kinds and numerics.kind_of(env) is None:
                 continue
             if results.why_stale(p, rec) is None:
                 pool.append((p, rec))
