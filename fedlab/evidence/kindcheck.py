@@ -15,18 +15,22 @@ from __future__ import annotations
 import datetime
 import math
 import random
+import re
 import statistics
 import sys
 
 from fedlab.evidence.spotcheck import SpotCheckError, measured
+
+HEADLINE = re.compile(r"(^|/)acc/mean$")      # the mean accuracies a table's claims read (`acc/mean`, `llm/acc/mean`)
 
 
 def gaps(record: dict, final: dict, row_records: list[dict]) -> dict:
     """The re-run's `final` metrics against `record`'s: how many numeric final metrics both hold (`metrics`), how
     many are equal bit for bit (`equal`), and for the others the gap |now − recorded| over the standard deviation
     of the metric across `row_records` (the row's current records; a metric with fewer than two finite values
-    there, or none that differ, gives no ratio): their median and largest (`z_median`, `z_max`, None without any)
-    and the metric with the largest (`worst`)."""
+    there, or none that differ, gives no ratio): each (`z`), their median and largest (`z_median`, `z_max`, None
+    without any) and the metric with the largest (`worst`); and the mean accuracies (`HEADLINE`) recorded and now
+    (`headline`: metric → [recorded, now])."""
     from fedlab.evidence.records import _numbers
 
     now, then = _numbers(final), _numbers(record.get("final") or {})
@@ -44,7 +48,8 @@ def gaps(record: dict, final: dict, row_records: list[dict]) -> dict:
     worst = max(z, key=z.get) if z else None
     return {"metrics": len(shared), "equal": sum(now[k] == then[k] for k in shared),
             "z_median": statistics.median(z.values()) if z else None, "z_max": z[worst] if worst else None,
-            "worst": worst}
+            "worst": worst, "z": {k: round(v, 4) for k, v in sorted(z.items())},
+            "headline": {k: [then[k], now[k]] for k in shared if HEADLINE.search(k)}}
 
 
 def kind_check(results, plan, k: int, seed: int | None = None, max_seconds: float | None = None, jobs: int = 1,
@@ -113,9 +118,12 @@ def line(results) -> str:
     done = [p for p in s["pairs"] if not p.get("failed")]
     z = [p["z_max"] for p in done if p["z_max"] is not None]
     kinds = sorted({str(p["made_on"]) for p in s["pairs"]})
+    head = [p.get("z", {}).get(k, 0.0) for p in done for k in p.get("headline", {})]
     return (f"Kind check: {len(s['pairs'])} (row, seed) pairs made on {' and '.join(kinds)} re-made on {s['kind']} "
             f"at {s['commit'][:7]} on {s['date']}: {sum(p['equal'] for p in done)} of "
             f"{sum(p['metrics'] for p in done)} final metrics equal bit for bit"
             + (f"; each pair's largest gap, over its row's between-seed SD: median {statistics.median(z):.2f}, "
                f"largest {max(z):.2f}" if z else "")
+            + (f"; the mean accuracy's gap over its row's between-seed SD: median {statistics.median(head):.2f}, "
+               f"largest {max(head):.2f} ({len(head)} pairs; 0 where equal or the row's seeds agree)" if head else "")
             + (f"; {len(s['pairs']) - len(done)} re-run(s) failed" if len(done) < len(s["pairs"]) else "") + ".")

@@ -21,7 +21,9 @@ def test_each_metric_gap_is_measured_in_its_rows_between_seed_sd():
     # a, b, c, d compared (the wall clock, a NaN and a metric only the re-run logs left out); a and c equal; d's
     # row does not vary, so it has no ratio; b: 0.1 over the SD of (1.0, 1.2, 0.8), 0.2
     assert (got["metrics"], got["equal"], got["worst"]) == (4, 2, "b")
-    assert math.isclose(got["z_max"], 0.5) and math.isclose(got["z_median"], 0.5)
+    assert math.isclose(got["z_max"], 0.5) and math.isclose(got["z_median"], 0.5) and got["z"] == {"b": 0.5}
+    assert got["headline"] == {}
+    assert gaps({"final": {"llm/acc/mean": 0.5}}, {"llm/acc/mean": 0.6}, [])["headline"] == {"llm/acc/mean": [0.5, 0.6]}
     assert gaps(record, dict(record["final"]), row)["z_max"] is None
 
 
@@ -30,13 +32,15 @@ def test_the_header_line_sums_the_pairs(tmp_path):
     assert line(r) == ""
     r.meta["kind_check"] = {"commit": "a" * 40, "date": "2026-12-01", "kind": "Intel Xeon (AVX-512)", "pairs": [
         {"key": "t/x", "seed": 0, "made_on": numerics.REFERENCE_KIND, "metrics": 4, "equal": 1, "z_median": 0.1,
-         "z_max": 0.3, "worst": "acc/mean"},
+         "z_max": 0.3, "worst": "acc/mean", "z": {"acc/mean": 0.3}, "headline": {"acc/mean": [0.5, 0.51]}},
         {"key": "t/y", "seed": 2, "made_on": numerics.REFERENCE_KIND, "metrics": 3, "equal": 3, "z_median": None,
-         "z_max": None, "worst": None},
+         "z_max": None, "worst": None, "z": {}, "headline": {"acc/mean": [0.5, 0.5]}},
         {"key": "t/z", "seed": 1, "made_on": numerics.REFERENCE_KIND, "failed": "ValueError: x"}]}
     assert line(r) == (f"Kind check: 3 (row, seed) pairs made on {numerics.REFERENCE_KIND} re-made on Intel Xeon "
                        "(AVX-512) at aaaaaaa on 2026-12-01: 4 of 7 final metrics equal bit for bit; each pair's "
-                       "largest gap, over its row's between-seed SD: median 0.30, largest 0.30; 1 re-run(s) failed.")
+                       "largest gap, over its row's between-seed SD: median 0.30, largest 0.30; the mean accuracy's "
+                       "gap over its row's between-seed SD: median 0.15, largest 0.30 (2 pairs; 0 where equal or the "
+                       "row's seeds agree); 1 re-run(s) failed.")
 
 
 @pytest.mark.federation
@@ -58,6 +62,7 @@ def test_a_record_of_another_kind_is_re_made_here_and_measured(pico_zoo, tmp_pat
     (pair,) = out["pairs"]                                                      # seed 1 is this kind's: not drawn
     assert (pair["key"], pair["seed"], pair["made_on"]) == ("t/zeroshot", 0, numerics.kind_of(rec["environment"]))
     assert pair["worst"] == "acc/mean" and pair["equal"] == pair["metrics"] - 1
+    assert pair["headline"]["acc/mean"][0] == rec["final"]["acc/mean"]
     spread = statistics.stdev([rec["final"]["acc/mean"], results.records["t/zeroshot@seed1"]["final"]["acc/mean"]])
     assert math.isclose(pair["z_max"], 0.01 / spread, rel_tol=1e-6)
     assert Results(tmp_path / "results.json").meta["kind_check"]["kind"] == numerics.this_kind()
