@@ -118,12 +118,13 @@ def line(results) -> str:
     done = [p for p in s["pairs"] if not p.get("failed")]
     z = [p["z_max"] for p in done if p["z_max"] is not None]
     kinds = sorted({str(p["made_on"]) for p in s["pairs"]})
-    head = [p.get("z", {}).get(k, 0.0) for p in done for k in p.get("headline", {})]
+    head = [max(p.get("z", {}).get(k, 0.0) for k in p["headline"]) for p in done if p.get("headline")]
     return (f"Kind check: {len(s['pairs'])} (row, seed) pairs made on {' and '.join(kinds)} re-made on {s['kind']} "
             f"at {s['commit'][:7]} on {s['date']}: {sum(p['equal'] for p in done)} of "
             f"{sum(p['metrics'] for p in done)} final metrics equal bit for bit"
             + (f"; each pair's largest gap, over its row's between-seed SD: median {statistics.median(z):.2f}, "
                f"largest {max(z):.2f}" if z else "")
-            + (f"; the mean accuracy's gap over its row's between-seed SD: median {statistics.median(head):.2f}, "
-               f"largest {max(head):.2f} ({len(head)} pairs; 0 where equal or the row's seeds agree)" if head else "")
+            + (f"; each pair's largest mean-accuracy gap over its row's between-seed SD: median "
+               f"{statistics.median(head):.2f}, largest {max(head):.2f} (0 where equal or the row's seeds agree)"
+               if head else "")
             + (f"; {len(s['pairs']) - len(done)} re-run(s) failed" if len(done) < len(s["pairs"]) else "") + ".")

@@ -38,9 +38,9 @@ def test_the_header_line_sums_the_pairs(tmp_path):
         {"key": "t/z", "seed": 1, "made_on": numerics.REFERENCE_KIND, "failed": "ValueError: x"}]}
     assert line(r) == (f"Kind check: 3 (row, seed) pairs made on {numerics.REFERENCE_KIND} re-made on Intel Xeon "
                        "(AVX-512) at aaaaaaa on 2026-12-01: 4 of 7 final metrics equal bit for bit; each pair's "
-                       "largest gap, over its row's between-seed SD: median 0.30, largest 0.30; the mean accuracy's "
-                       "gap over its row's between-seed SD: median 0.15, largest 0.30 (2 pairs; 0 where equal or the "
-                       "row's seeds agree); 1 re-run(s) failed.")
+                       "largest gap, over its row's between-seed SD: median 0.30, largest 0.30; each pair's largest "
+                       "mean-accuracy gap over its row's between-seed SD: median 0.15, largest 0.30 (0 where equal or "
+                       "the row's seeds agree); 1 re-run(s) failed.")
 
 
 @pytest.mark.federation
