@@ -662,10 +662,10 @@ def test_the_spot_check_line_names_the_kind_whose_records_it_drew_from(tmp_path)
     from fedlab.evidence.page import spot_check_line
 
     r = Results(tmp_path / "results.json")
-    r.meta["spot_check"] = {"commit": "a" * 40, "date": "2026-12-01", "max_seconds": 60, "kind": "Intel Xeon (AVX-512)",
+    r.meta["spot_check"] = {"commit": "a" * 40, "date": "DAY", "max_seconds": 60, "kind": "Intel Xeon (AVX-512)",
                             "pairs": [{"key": "t/x", "seed": 0, "differ": []}]}
     assert spot_check_line(r).startswith("Spot-check: 1 recorded (row, seed) pairs drawn at random among the records "
-                                         "made on Intel Xeon (AVX-512) of ≤ 60 s and re-run at aaaaaaa on 2026-12-01")
+                                         "made on Intel Xeon (AVX-512) of ≤ 60 s and re-run at aaaaaaa on DAY")
     del r.meta["spot_check"]["kind"]        # an outcome from before kinds were recorded
     assert "drawn at random among records of ≤ 60 s and" in spot_check_line(r)
 

@@ -30,14 +30,14 @@ def test_each_metric_gap_is_measured_in_its_rows_between_seed_sd():
 def test_the_header_line_sums_the_pairs(tmp_path):
     r = Results(tmp_path / "results.json")
     assert line(r) == ""
-    r.meta["kind_check"] = {"commit": "a" * 40, "date": "2026-12-01", "kind": "Intel Xeon (AVX-512)", "pairs": [
+    r.meta["kind_check"] = {"commit": "a" * 40, "date": "DAY", "kind": "Intel Xeon (AVX-512)", "pairs": [
         {"key": "t/x", "seed": 0, "made_on": numerics.REFERENCE_KIND, "metrics": 4, "equal": 1, "z_median": 0.1,
          "z_max": 0.3, "worst": "acc/mean", "z": {"acc/mean": 0.3}, "headline": {"acc/mean": [0.5, 0.51]}},
         {"key": "t/y", "seed": 2, "made_on": numerics.REFERENCE_KIND, "metrics": 3, "equal": 3, "z_median": None,
          "z_max": None, "worst": None, "z": {}, "headline": {"acc/mean": [0.5, 0.5]}},
         {"key": "t/z", "seed": 1, "made_on": numerics.REFERENCE_KIND, "failed": "ValueError: x"}]}
     assert line(r) == (f"Kind check: 3 (row, seed) pairs made on {numerics.REFERENCE_KIND} re-made on Intel Xeon "
-                       "(AVX-512) at aaaaaaa on 2026-12-01: 4 of 7 final metrics equal bit for bit; each pair's "
+                       "(AVX-512) at aaaaaaa on DAY: 4 of 7 final metrics equal bit for bit; each pair's "
                        "largest gap, over its row's between-seed SD: median 0.30, largest 0.30; each pair's largest "
                        "mean-accuracy gap over its row's between-seed SD: median 0.15, largest 0.30 (0 where equal or "
                        "the row's seeds agree); 1 re-run(s) failed.")
@@ -80,7 +80,7 @@ def test_a_page_whose_records_two_kinds_made_says_whether_they_were_checked(tmp_
                                                                     by_kind["Intel Xeon (AVX-512)"]}}
     assert kind_check_line(r).startswith("Kind check: none yet (two machine kinds made these records")
     assert kind_check_line(r, {"a"}) == ""                            # the rows of the plan only
-    r.meta["kind_check"] = {"commit": "a" * 40, "date": "2026-12-01", "kind": "Intel Xeon (AVX-512)", "pairs": [
+    r.meta["kind_check"] = {"commit": "a" * 40, "date": "DAY", "kind": "Intel Xeon (AVX-512)", "pairs": [
         {"key": "a", "seed": 0, "made_on": numerics.REFERENCE_KIND, "metrics": 2, "equal": 2, "z_median": None,
          "z_max": None, "worst": None}]}
     assert kind_check_line(r) == line(r) and line(r).endswith("2 of 2 final metrics equal bit for bit.")
