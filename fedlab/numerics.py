@@ -23,9 +23,10 @@ transformers 5.23.0: a machine whose digest equals it computes fedlab's operatio
 A machine kind that prints another digest under the pin computes other bits (`OTHER_KINDS` lists those
 measured). Its digest becomes part of the numerics fingerprint of what it records (`fingerprint`), so each record
 names the kind that computed it (`kind_of`), and its digits reproduce on machines of that kind. The records of
-every *measured* kind (`measured_fingerprints`) are current on every machine: a kind changes a run's last bits,
-which training carries further as it carries any rounding, not what a method does, so the tables read the
-records of both kinds alike, and a spot-check re-runs only the records of this machine's kind. Records of
+every *measured* kind (`measured_fingerprints`) are current on every machine, and the tables read them alike, on
+the assumption that a seed made on one kind is a draw from the same distribution as one made on another (training
+carries a kind's last bits as far as it carries any rounding: `make_tables.py --kind-check` measures how far,
+docs/reproducibility.md); a spot-check re-runs only the records of this machine's kind. Records of
 unmeasured numerics (another mode, unmeasured library versions or CPU kind) are current only where they were
 made.
 
@@ -226,10 +227,7 @@ def with_digest(env: dict) -> dict:
 
 def other_kind(d: str) -> str | None:
     """The machine kind measured to print digest `d` under the pin with these libraries (`OTHER_KINDS`)."""
-    import torch
-    import transformers
-
-    return OTHER_KINDS.get(_versions(torch.__version__, transformers.__version__), {}).get(d)
+    return OTHER_KINDS.get(_versions_now(), {}).get(d)
 
 
 def judge_as() -> str:
@@ -309,10 +307,7 @@ def digest(threads: int) -> str:
 
 def reference() -> dict[int, str] | None:
     """The reference digests for this process's torch and transformers versions (None when not measured)."""
-    import torch
-    import transformers
-
-    return REFERENCE.get(_versions(torch.__version__, transformers.__version__))
+    return REFERENCE.get(_versions_now())
 
 
 SQRT_VALUES = 4096       # the values `sqrt_rounding` takes the square root of

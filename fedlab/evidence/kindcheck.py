@@ -12,12 +12,9 @@ shown in the page's header; the re-runs' records are not written.
 """
 from __future__ import annotations
 
-import datetime
 import math
-import random
 import re
 import statistics
-import sys
 
 from fedlab.evidence.spotcheck import SpotCheckError, measured
 
@@ -54,45 +51,27 @@ def gaps(record: dict, final: dict, row_records: list[dict]) -> dict:
 
 def kind_check(results, plan, k: int, seed: int | None = None, max_seconds: float | None = None, jobs: int = 1,
                tags_for=None, progress: bool = True) -> dict:
-    """Re-run K drawn records of another measured kind here at HEAD, measure their `gaps`, keep the outcome in
-    `results.meta["kind_check"]` (saved) and return it. The caller checks the tree is clean first."""
+    """Re-run K drawn records of another measured kind here at HEAD (`spotcheck.rerun_drawn`), measure their
+    `gaps`, keep the outcome in `results.meta["kind_check"]` (saved) and return it. The caller checks the tree is
+    clean first."""
     from fedlab import numerics
-    from fedlab.evidence import provenance
-    from fedlab.evidence.spotcheck import draw
-    from fedlab.parallel import run_many
+    from fedlab.evidence.spotcheck import rerun_drawn
 
-    if numerics.judge_as() == "reference":
-        raise SpotCheckError(f"--kind-check: {numerics.JUDGE_ENV}=reference judges records as the reference machine "
-                             "kind would; a kind check re-runs them here: unset it")
-    here = numerics.this_kind()
-    if here is None:
+    if numerics.judge_as() != "reference" and numerics.this_kind() is None:
         raise SpotCheckError(f"--kind-check: this machine computes as no measured kind ({numerics.here_words()}, "
                              "`fedlab doctor`): its numbers say nothing of a measured kind")
-    seed = random.SystemRandom().randrange(2 ** 31) if seed is None else seed
-    picks = draw(results, plan, k, seed, max_seconds, other_kinds=True)
-    if not picks:
-        raise SpotCheckError("--kind-check: no current record made on another measured kind to re-run"
-                             + (f" of at most {max_seconds:g} s" if max_seconds is not None else ""))
-    cfgs = [p.resolve(rec["seed"]) for p, rec in picks]
-    tags = tags_for(cfgs[0]) if tags_for is not None else None
-    if progress:
-        print(f"[fedlab] kind check: re-running {len(picks)} records of another kind here (draw seed {seed}): "
-              + ", ".join(f"{p.key} seed {rec['seed']}" for p, rec in picks), file=sys.stderr, flush=True)
-    pairs = [None] * len(picks)
-    for i, h in run_many(cfgs, [tags] * len(cfgs), jobs):
-        p, rec = picks[i]
+
+    def measure(p, rec, h):
         made_on = numerics.kind_of(rec.get("environment"))
         if isinstance(h, BaseException):
-            pairs[i] = {"key": p.key, "seed": rec["seed"], "made_on": made_on,
-                        "failed": f"{type(h).__name__}: {h}"}
+            pair = {"made_on": made_on, "failed": f"{type(h).__name__}: {h}"}
         else:
             row = [r for r in results.runs(p.key) if results.why_stale(p, r) is None]
-            pairs[i] = {"key": p.key, "seed": rec["seed"], "made_on": made_on, **gaps(rec, h.final, row)}
-        if progress:
-            print(f"[fedlab] kind check {p.key} seed {rec['seed']}: {pair_words(pairs[i])}", file=sys.stderr,
-                  flush=True)
-    outcome = {"commit": provenance.git_state()["commit"], "date": datetime.date.today().isoformat(),
-               "draw_seed": seed, "max_seconds": max_seconds, "kind": here, "pairs": pairs}
+            pair = {"made_on": made_on, **gaps(rec, h.final, row)}
+        return pair, pair_words(pair)
+
+    outcome = rerun_drawn(results, plan, k, seed, max_seconds, jobs, tags_for, progress, "--kind-check",
+                          "kind check", "made on another measured kind", measure, other_kinds=True)
     results.meta["kind_check"] = outcome
     results.save()
     return outcome

@@ -10,9 +10,9 @@ Where both files hold a current record of the same (row, seed) from two runs, th
 same numerics, the two are compared — final, zero-shot and per-round numbers: with pinned numerics they are
 equal, so a difference is a reproducibility failure, and the table script exits 1 after rendering (made by two
 machine kinds, they differ in their last digits or more, and are not compared). Final metrics only one of the
-two logs are a failure too when both records come from one commit; from two commits they are what the later code logs besides, not
-numbers the two disagree on: where the incoming record holds every metric of this file's with the same values
-and more besides, it takes the place of this file's (`extended`, its patch copied as an added record's is).
+two logs are a failure too when both records come from one commit; from two commits they are what the later code
+logs besides, not numbers the two disagree on: where the incoming record holds every metric of this file's with
+the same values and more besides, it takes the place of this file's (`extended`, its patch copied as an added record's is).
 A row whose records here were made at several commits takes the incoming ones with the same numbers when that
 leaves the row at one commit (`unified`): every record of the row here is then replaced by, or already made at
 the commit of, the incoming one. Incoming records of another measured machine kind count there too
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fedlab.evidence.provenance import made_dirty, run_git
-from fedlab.evidence.records import ROOT, Planned, Results, record_key, stale_reason
+from fedlab.evidence.records import ROOT, Planned, Results, numerics_fingerprint, record_key, stale_reason
 
 NOT_A_ROW = "no row of this table by that key (or outside --only)"
 
@@ -203,7 +203,7 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
             report.same.append(k)
             continue
         mine_current = mine is not None and stale_reason(mine, cfg) is None
-        if mine_current and _fingerprint(mine) != _fingerprint(rec):
+        if mine_current and numerics_fingerprint(mine) != numerics_fingerprint(rec):
             # two kinds' digits are equal only by chance, so not compared; taken only to unify a row's commits,
             # unless this file's record holds a metric the incoming one lacks
             if one_sided(mine, rec)[0]:
@@ -247,11 +247,6 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
     if report.added or report.replaced or report.extended or report.unified or report.unified_kind:
         results.save()
     return report
-
-
-def _fingerprint(rec: dict) -> str | None:
-    """The numerics fingerprint a record was made with (`fedlab.numerics.fingerprint`)."""
-    return (rec.get("environment") or {}).get("numerics_fingerprint")
 
 
 def _bring_patch(rec: dict, source: Path, results: Results) -> None:

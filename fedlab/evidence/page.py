@@ -76,18 +76,29 @@ def spot_check_line(results) -> str:
                "every final metric equal to its record (measured wall-clock metrics left out)."))
 
 
-def kind_check_line(results, keys=None) -> str:
-    """The header's line on the last `--kind-check` of these records (`fedlab.evidence.kindcheck`), or "none yet"
-    where the records of the rows in `keys` (all when None) come from more than one machine kind; "" otherwise."""
+def record_kinds(results, keys=None):
+    """How many records (of the rows in `keys`, all when None) each machine kind made: a Counter keyed by
+    `numerics.kind_of` (None: numerics no measured kind computes)."""
+    from collections import Counter
+
     from fedlab import numerics
+
+    return Counter(numerics.kind_of(rec.get("environment")) for rec in results.records.values()
+                   if keys is None or rec["key"] in keys)
+
+
+def kind_check_line(results, keys=None, made=None) -> str:
+    """The header's line on the last `--kind-check` of these records (`fedlab.evidence.kindcheck`), or "none yet"
+    where the records of the rows in `keys` (all when None) come from more than one machine kind; "" otherwise.
+    `made`: their `record_kinds`, counted when not given."""
     from fedlab.evidence import kindcheck
 
     if results.meta.get("kind_check"):
         return kindcheck.line(results)
-    kinds = {numerics.kind_of(rec.get("environment")) for rec in results.records.values()
-             if keys is None or rec["key"] in keys} - {None}
+    made = record_kinds(results, keys) if made is None else made
     return ("Kind check: none yet (two machine kinds made these records; `--kind-check K` re-runs K of another "
-            "kind's here and measures how far each final metric lies from its record)." if len(kinds) > 1 else "")
+            "kind's here and measures how far each final metric lies from its record)."
+            if len(set(made) - {None}) > 1 else "")
 
 
 def commits_line(results, keys=None) -> str:
@@ -107,16 +118,12 @@ def commits_line(results, keys=None) -> str:
             "seeds made at different commits.")
 
 
-def kinds_line(results, keys=None) -> str:
+def kinds_line(results, keys=None, made=None) -> str:
     """Which machine kinds made the records (of the rows in `keys` when given), with how many each: a record's
     digits reproduce on a machine of its kind (`numerics.kind_of`); the records of every measured kind are current
-    on every machine and the claims read them alike. Empty when there are no records."""
-    from collections import Counter
-
-    from fedlab import numerics
-
-    made = Counter(numerics.kind_of(rec.get("environment")) for rec in results.records.values()
-                   if keys is None or rec["key"] in keys)
+    on every machine and the claims read them alike. Empty when there are no records. `made`: their
+    `record_kinds`, counted when not given."""
+    made = record_kinds(results, keys) if made is None else made
     if not made:
         return ""
     where = [(n, f"on {kind}") for kind, n in sorted(made.items(), key=lambda x: (-x[1], str(x[0])))
@@ -168,6 +175,8 @@ def page(results, system: System, intro: str, body: list[str], outdated: set[str
     assessed = [assess(results, c, outdated) for c in claims]
     controls = all_controls(results, system, claims)
     seeds = sorted({rec["seed"] for rec in results.records.values()})
+    keys = {p.key for p in plan}
+    made = record_kinds(results, keys)
     holding = sum(check(results, c).holds for c in controls)
     forest = forest_plot(assessed, results.path.parent / FOREST, f"{system.name}: the paper's claims at embedded "
                          "scale")
@@ -175,11 +184,11 @@ def page(results, system: System, intro: str, body: list[str], outdated: set[str
              f"Written by `python {system.script} --render-only` from `results.json` ({len(results.records)} records, "
              f"seeds {', '.join(map(str, seeds)) or 'none yet'}); {system.paper}. Each cell: the mean over seeds ± the "
              "half-width of its 95 % t-interval. " + spot_check_line(results)
-             + (" " + kind_line if (kind_line := kind_check_line(results, {p.key for p in plan})) else ""),
+             + (" " + kind_line if (kind_line := kind_check_line(results, keys, made)) else ""),
              "", intro, "",
              " ".join(x for x in (f"**Claims**: {verdict_counts(assessed)}. **Controls**: {holding} of "
-                                  f"{len(controls)} hold.", commits_line(results, {p.key for p in plan}),
-                                  kinds_line(results, {p.key for p in plan})) if x), "",
+                                  f"{len(controls)} hold.", commits_line(results, keys),
+                                  kinds_line(results, keys, made)) if x), "",
              *([stale_line(stale_seeds(results, plan, stale), system.script), ""] if stale else []),
              "## Controls", "",
              "A claim is judged only where the reference it rests on learns every task the claim reads, in every "

@@ -276,6 +276,11 @@ def method_drift(record: dict, cfg) -> list[str]:
     return sorted(k for k in then.keys() & now.keys() if then[k] != now[k])
 
 
+def numerics_fingerprint(record: dict) -> str | None:
+    """The numerics fingerprint a record was made with (`fedlab.numerics.fingerprint`; None where it has none)."""
+    return (record.get("environment") or {}).get("numerics_fingerprint")
+
+
 def stale_numerics(record: dict) -> bool:
     """A record computed by numerics that are neither this process's nor a measured kind's: its numerics
     fingerprint (instruction set in force, numerics mode, torch / transformers / tokenizers versions, and the
@@ -288,11 +293,10 @@ def stale_numerics(record: dict) -> bool:
     code that wrote the reference's fingerprint on every kind) is stale."""
     from fedlab import numerics
 
-    env = record.get("environment") or {}
-    then = env.get("numerics_fingerprint")
+    then = numerics_fingerprint(record)
     here = numerics.current_fingerprint()      # first: a bad FEDLAB_JUDGE_NUMERICS is a ConfigError
     if then in numerics.measured_fingerprints():
-        return numerics.kind_of(env) is None
+        return numerics.kind_of(record.get("environment")) is None
     return then != here
 
 

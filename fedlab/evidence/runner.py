@@ -32,6 +32,7 @@ from fedlab.evidence.records import (
     Results,
     keep_diff,
     make_record,
+    numerics_fingerprint,
     record_key,
     stale_reason,
 )
@@ -178,8 +179,7 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
                 todo.append((p, seed, cfg))
                 other_numerics += why == OTHER_NUMERICS
                 other_kind += (old is not None and why is None
-                               and (old.get("environment") or {}).get("numerics_fingerprint")
-                               != numerics.current_fingerprint())
+                               and numerics_fingerprint(old) != numerics.current_fingerprint())
     if not todo:
         return 0
 
@@ -344,21 +344,17 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
         reports = merge_all(results, args.merge_from, rows, tuple(args.overrides), args.allow_dirty)
         for line in (line for rep in reports for line in rep.lines()):
             print(line, file=sys.stderr, flush=True)
-        if args.spot_check is not None:
-            check_tree(False, results.path.parent)           # the outcome names HEAD: a clean tree only
-            parent = lambda cfg: _parent_run(results, cfg, title or Path(folder).name)
-            spot = spot_check(results, rows, args.spot_check, args.spot_seed, args.spot_max_seconds,
-                              jobs=args.jobs or 1, tags_for=lambda cfg: (
-                                  {"mlflow.parentRunId": p, "fedlab.table": title, "fedlab.spot_check": "1"}
-                                  if (p := parent(cfg)) else None))
-        elif args.kind_check is not None:
+        if args.spot_check is not None or args.kind_check is not None:
             from fedlab.evidence.kindcheck import kind_check
 
             check_tree(False, results.path.parent)           # the outcome names HEAD: a clean tree only
+            check, k, tag = ((spot_check, args.spot_check, "fedlab.spot_check") if args.spot_check is not None
+                             else (kind_check, args.kind_check, "fedlab.kind_check"))
             parent = lambda cfg: _parent_run(results, cfg, title or Path(folder).name)
-            kind_check(results, rows, args.kind_check, args.spot_seed, args.spot_max_seconds, jobs=args.jobs or 1,
-                       tags_for=lambda cfg: ({"mlflow.parentRunId": p, "fedlab.table": title,
-                                              "fedlab.kind_check": "1"} if (p := parent(cfg)) else None))
+            outcome = check(results, rows, k, args.spot_seed, args.spot_max_seconds, jobs=args.jobs or 1,
+                            tags_for=lambda cfg: ({"mlflow.parentRunId": p, "fedlab.table": title, tag: "1"}
+                                                  if (p := parent(cfg)) else None))
+            spot = outcome if check is spot_check else None
         elif not args.render_only:
             execute(rows, results, seeds, tuple(args.overrides), args.rerun, title, summarize, jobs=args.jobs,
                     allow_dirty=args.allow_dirty, replace_other_numerics=args.replace_other_numerics)

@@ -67,6 +67,7 @@ def draw(results, plan, k: int, seed: int, max_seconds: float | None = None, oth
     whose recorded wall time is at most `max_seconds` when given; `other_kinds`: those another measured kind made
     instead (`fedlab.evidence.kindcheck`)."""
     from fedlab import numerics
+    from fedlab.evidence.records import numerics_fingerprint
 
     here = numerics.current_fingerprint()
     pool = []
@@ -74,53 +75,67 @@ def draw(results, plan, k: int, seed: int, max_seconds: float | None = None, oth
         for rec in results.runs(p.key):
             if max_seconds is not None and not (rec.get("seconds") or 0) <= max_seconds:
                 continue
-            env = rec.get("environment") or {}
-            mine = env.get("numerics_fingerprint") == here
+            mine = numerics_fingerprint(rec) == here
             if mine if other_kinds else not mine:
                 continue
-            if other_kinds and numerics.kind_of(env) is None:
+            if other_kinds and numerics.kind_of(rec.get("environment")) is None:
                 continue
             if results.why_stale(p, rec) is None:
                 pool.append((p, rec))
     return random.Random(seed).sample(pool, min(k, len(pool)))
 
 
-def spot_check(results, plan, k: int, seed: int | None = None, max_seconds: float | None = None,
-               jobs: int = 1, tags_for=None, progress: bool = True) -> dict:
-    """Re-run K drawn pairs at HEAD, compare them, keep the outcome in `results.meta["spot_check"]` (saved) and
-    return it; `tags_for(first config)` gives the MLflow tags of the re-runs (the table's parent run). The caller
-    checks the tree is clean first (`runner.check_tree`): the outcome names HEAD's commit."""
+def rerun_drawn(results, plan, k: int, seed: int | None, max_seconds: float | None, jobs: int, tags_for,
+                progress: bool, flag: str, label: str, what: str, measure, other_kinds: bool = False) -> dict:
+    """Draw K current records (`draw`; of another measured kind when `other_kinds`), re-run each (row, seed) here
+    at HEAD `jobs` at a time, and return the outcome: HEAD's commit, the date, the draw seed, `max_seconds`, this
+    machine's kind and `pairs`, one per drawn record in draw order. `measure(planned, record, history or the
+    exception the re-run raised)` gives a pair's fields besides its key and seed, and the words printed for it.
+    `flag` names the command line option in errors, `label` the check in messages, `what` the records drawn. Nothing runs while records are
+    judged as the reference kind (`FEDLAB_JUDGE_NUMERICS=reference`)."""
     from fedlab import numerics
     from fedlab.evidence import provenance
     from fedlab.parallel import run_many
 
     if numerics.judge_as() == "reference":
-        raise SpotCheckError(f"--spot-check: {numerics.JUDGE_ENV}=reference judges records as the reference machine "
-                             "kind would; a spot-check re-runs them here: unset it")
+        raise SpotCheckError(f"{flag}: {numerics.JUDGE_ENV}=reference judges records as the reference machine kind "
+                             f"would; a {label} re-runs them here: unset it")
     seed = random.SystemRandom().randrange(2 ** 31) if seed is None else seed
-    picks = draw(results, plan, k, seed, max_seconds)
+    picks = draw(results, plan, k, seed, max_seconds, other_kinds=other_kinds)
     if not picks:
-        raise SpotCheckError("--spot-check: no current record made with this machine's numerics to re-run"
+        raise SpotCheckError(f"{flag}: no current record {what} to re-run"
                              + (f" of at most {max_seconds:g} s" if max_seconds is not None else ""))
-    commit = provenance.git_state()["commit"]
     cfgs = [p.resolve(rec["seed"]) for p, rec in picks]
     tags = tags_for(cfgs[0]) if tags_for is not None else None
     if progress:
-        print(f"[fedlab] spot-check: re-running {len(picks)} recorded pairs (draw seed {seed}): "
+        print(f"[fedlab] {label}: re-running {len(picks)} records {what} (draw seed {seed}): "
               + ", ".join(f"{p.key} seed {rec['seed']}" for p, rec in picks), file=sys.stderr, flush=True)
     pairs = [None] * len(picks)
     for i, h in run_many(cfgs, [tags] * len(cfgs), jobs):
         p, rec = picks[i]
+        fields, words = measure(p, rec, h)
+        pairs[i] = {"key": p.key, "seed": rec["seed"], **fields}
+        if progress:
+            print(f"[fedlab] {label} {p.key} seed {rec['seed']}: {words}", file=sys.stderr, flush=True)
+    return {"commit": provenance.git_state()["commit"], "date": datetime.date.today().isoformat(),
+            "draw_seed": seed, "max_seconds": max_seconds, "kind": numerics.this_kind(), "pairs": pairs}
+
+
+def spot_check(results, plan, k: int, seed: int | None = None, max_seconds: float | None = None,
+               jobs: int = 1, tags_for=None, progress: bool = True) -> dict:
+    """Re-run K drawn pairs at HEAD (`rerun_drawn`), compare them, keep the outcome in
+    `results.meta["spot_check"]` (saved) and return it; `tags_for(first config)` gives the MLflow tags of the
+    re-runs (the table's parent run). The caller checks the tree is clean first (`runner.check_tree`): the outcome
+    names HEAD's commit."""
+    def measure(p, rec, h):
         differ = ([f"the re-run failed: {type(h).__name__}: {h}"] if isinstance(h, BaseException)
                   else compare(rec, h.final))
-        pairs[i] = {"key": p.key, "seed": rec["seed"], "record_git": rec.get("git"), "differ": differ}
-        if progress:
-            print(f"[fedlab] spot-check {p.key} seed {rec['seed']}: "
-                  + ("equal to its record" if not differ else "REPRODUCIBILITY FAILURE: " + "; ".join(differ[:5])),
-                  file=sys.stderr, flush=True)
-    outcome = {"commit": commit, "date": datetime.date.today().isoformat(), "draw_seed": seed,
-               "kind": numerics.this_kind(),
-               "max_seconds": max_seconds, "pairs": pairs, "failures": sum(bool(p["differ"]) for p in pairs)}
+        return ({"record_git": rec.get("git"), "differ": differ},
+                "equal to its record" if not differ else "REPRODUCIBILITY FAILURE: " + "; ".join(differ[:5]))
+
+    outcome = rerun_drawn(results, plan, k, seed, max_seconds, jobs, tags_for, progress, "--spot-check",
+                          "spot-check", "made with this machine's numerics", measure)
+    outcome["failures"] = sum(bool(p["differ"]) for p in outcome["pairs"])
     results.meta["spot_check"] = outcome
     results.save()
     return outcome

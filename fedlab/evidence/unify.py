@@ -12,8 +12,8 @@ reproduction check across two commits; another measured kind's re-made records u
 A commit is a target only where the merge can take what it makes: a clean commit (not `+dirty`, not outside
 git) whose code records this machine's kind (`records_kind_at`), whose records of the row are all current here
 (`records.stale_reason`) and log every kind of metric the records to be replaced log (names compared with their
-trailing client or edge index dropped, since which clients a seed draws is the seed's). Among those, the one that made most seeds wins; a tie goes to the one
-whose missing seeds took the least recorded run time. A row with no such commit is re-run whole at HEAD.
+trailing client or edge index dropped, since which clients a seed draws is the seed's). Among those, the one that
+made most seeds wins; a tie goes to the one whose missing seeds took the least recorded run time. A row with no such commit is re-run whole at HEAD.
 """
 from __future__ import annotations
 
