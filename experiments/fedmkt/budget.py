@@ -9,10 +9,12 @@ under which they learn the most (row, task, seed) cells by FedMKT's control rule
 takes more steps an epoch, while the paper fixes the epochs, R = E = 1, and keeps within 10 rounds): for the
 multi-task tables (2 and 3) on the same references, and for the one-to-one table (4) on its own — the centralized
 LLM on the one client's and the public data, and the Standalone SLM of S2 (the family `family.py` chose) and of S1
-— whose single client holds a fifth of the data, so fewer steps an epoch.
+— whose single client holds a fifth of the data, so fewer steps an epoch. And SmolLM2's rate, for the real-model rows'
+LLM (`real`): on centralized SmolLM2, its reference, at the real-model rows' own data and batch size.
 
     python experiments/fedmkt/budget.py                # the grids, seeds 0,1,2 (resumable)
     python experiments/fedmkt/budget.py --only lr0.002/ --seeds 3,4   # two more seeds at the chosen rate
+    python experiments/fedmkt/budget.py --only 'lr0.001/real/,lr0.002/real/,lr0.0005/real/'   # SmolLM2's grid alone
     python experiments/fedmkt/budget.py --render-only  # budget/RESULTS.md from budget/results.json
 """
 from __future__ import annotations
@@ -82,8 +84,24 @@ def one_to_one(r: Results | None = None) -> list[budget.Grid]:
                         validation=VALIDATION)]
 
 
+# SmolLM2's rate, for the real-model rows' LLM alike (FedMKT's server LoRA, `method.server_lr`, and the centralized
+# reference's `federation.lr`): its reference, centralized SmolLM2 (`centralized_smollm2.yaml`), at each rate,
+# scored on the tables' validation rows; the rate those rows ran at before any was chosen first (the baselines'
+# SmolLM2 rows' rate), so a tie keeps it
+REAL_RATES = ("0.0005", "0.001", "0.002")
+REAL_REFERENCE = "centralized SmolLM2"
+
+
+def real(r: Results | None = None) -> list[budget.Grid]:
+    """SmolLM2's rate, chosen on its reference alone: the real-model rows keep their own data and batch size."""
+    return [budget.Grid("federation.lr", REAL_RATES,
+                        (Planned("real/centralized", HERE / "centralized_smollm2.yaml", (), "Centralized SmolLM2"),),
+                        lambda prefix: [TABLES.learns(REAL_REFERENCE, [f"{prefix}real/centralized"])],
+                        validation=VALIDATION)]
+
+
 def plan() -> list[Planned]:
-    return budget.plan(GRID) + [p for g in (*refined(), *one_to_one()) for p in budget.plan(g)]
+    return budget.plan(GRID) + [p for g in (*refined(), *one_to_one(), *real()) for p in budget.plan(g)]
 
 
 def chosen(r: Results | None = None) -> str | None:
@@ -101,6 +119,7 @@ def render(r: Results) -> str:
     # its own reference learns, named on the results page
     parts = [(g, "At the chosen rate, the multi-task references", {"claims": "the table's claims"}) for g in refined(r)]
     parts += [(g, "At the chosen rate, the one-to-one references", {"claims": None}) for g in one_to_one(r)]
+    parts += [(g, "SmolLM2, the real-model rows' LLM", {"claims": None}) for g in real(r)]
     return budget.with_sections(r, text, parts)
 
 

@@ -33,25 +33,27 @@ def scored() -> list[str]:
 
 # the budget's controls whose tasks each kind of claim reads, and where they were chosen: the multi-task tables'
 # references (budget.py: the rate, then the batch size), the S2 SLMs of the homogeneous setting (family.py) and
-# the one-to-one table's own references (budget.py's `one_to_one`)
+# the one-to-one table's own references (budget.py's `one_to_one`), and SmolLM2's (budget.py's `real`)
 REFERENCES = {"llm": "centralized LLM", "slm": "Standalone SLMs (hetero)", "homo_s2": "Standalone SLMs (homo, S2)",
               "o2o_llm": "centralized LLM (one-to-one)", "o2o_s2": "Standalone SLMs (o2o, S2)",
-              "o2o_s1": "Standalone SLMs (o2o, S1)"}
+              "o2o_s1": "Standalone SLMs (o2o, S1)", "real_llm": "centralized SmolLM2"}
 # before its own page has chosen, a kind reads what the multi-task reference of its model learns
-FALLBACK = {"homo_s2": "slm", "o2o_llm": "llm", "o2o_s2": "slm", "o2o_s1": "slm"}
+FALLBACK = {"homo_s2": "slm", "o2o_llm": "llm", "o2o_s2": "slm", "o2o_s1": "slm", "real_llm": "llm"}
 
 
 @functools.cache
 def _learnt() -> dict[str, tuple[str, ...]]:
     from fedlab.evidence.budget import learnt_in
 
-    return {**learnt_in(HERE), **learnt_in(HERE, "family"), **learnt_in(HERE, chain="one_to_one")}
+    return {**learnt_in(HERE), **learnt_in(HERE, "family"), **learnt_in(HERE, chain="one_to_one"),
+            **learnt_in(HERE, chain="real")}
 
 
 @functools.cache
 def chosen_budget(script: str = "budget", chain: str | None = None) -> dict[str, str]:
     """{config key: the value chosen} along one chain of validation pages (`fedlab.evidence.budget.chain_of`):
     the multi-task tables' rate and batch size, `chain="one_to_one"` the one-to-one table's batch size,
+    `chain="real"` SmolLM2's rate,
     `script="family"` the S2 SLM family. {} before a page has records."""
     from fedlab.evidence import budget
 
@@ -120,11 +122,21 @@ def plan() -> list[Planned]:
     out += [Planned(k, HERE / y, tuple(o), label, k.split("/")[0]) for k, label, y, o in RUNS_S1]
     out += [Planned(f"task/{t}/{m}", HERE / y, (f"data.tasks=[{t}]", *PER_TASK_DATA), label, "per_task")
             for t in scored() for m, label, y in PER_TASK]
-    return out + [Planned(k, HERE / y, tuple(o), label, "real") for k, label, y, *o in REAL]
+    return out + [Planned(k, HERE / y, (*o, *real_rate(k)), label, "real") for k, label, y, *o in REAL]
+
+
+def real_rate(key: str) -> tuple[str, ...]:
+    """The override that runs the real-model row `key`'s LLM at the rate SmolLM2's grid chose (`budget.py`'s
+    `real`): FedMKT's server LoRA (`method.server_lr`) and the centralized reference's `federation.lr`; () before
+    it has chosen (the YAMLs' 5e-4) and for the SLMs' Standalone row."""
+    lr = chosen_budget(chain="real").get("federation.lr")
+    if lr is None or key.endswith("/standalone"):
+        return ()
+    return (f"method.server_lr={lr}",) if key.endswith("/fedmkt") else (f"federation.lr={lr}",)
 
 
 # A real LLM: SmolLM2-135M-Instruct on the server of the heterogeneous setting (hetero_smollm2.yaml),
-# and its centralized LoRA on the same data at the same lr 5e-4 (centralized_smollm2.yaml); `--only real/`
+# and its centralized LoRA on the same data at the same rate (centralized_smollm2.yaml); `--only real/`
 REAL = [("real/hetero/fedmkt", "FedMKT", "hetero_smollm2.yaml"),
         ("real/centralized", "Centralized", "centralized_smollm2.yaml"),
         # the SLMs' control at this budget: each SLM on its own data, as hetero/standalone

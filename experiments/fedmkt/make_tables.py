@@ -105,6 +105,10 @@ def chosen_text() -> str:
     if family:
         text += (f" The S2 settings' SLMs are {family}, the family whose Standalone references learn the most "
                  "cells on validation data (`family/RESULTS.md`; the paper's S2 is OPT).")
+    real = chosen_budget(chain="real").get("federation.lr")
+    if real:
+        text += (f" SmolLM2, the real-model rows' LLM, trains at lr {real}, chosen on validation data on its "
+                 "centralized reference (`budget/RESULTS.md`).")
     return text
 
 
@@ -112,7 +116,7 @@ def chosen_text() -> str:
 # of its `FALLBACK`, and the page names it with that one
 WHO = {"llm": "the LLM", "slm": "the SLMs", "homo_s2": "the SLMs of the homogeneous S2 setting",
        "o2o_llm": "the LLM of the one-to-one table", "o2o_s2": "the SLM of the one-to-one S2 setting",
-       "o2o_s1": "the SLM of the one-to-one S1 setting"}
+       "o2o_s1": "the SLM of the one-to-one S1 setting", "real_llm": "SmolLM2, the real-model rows' LLM"}
 
 
 INTRO = ("Server LLM: tiny-llama (LLaMA, SentencePiece-style tokenizer); SLMs: tiny-gpt2, tiny-opt, tiny-bloom "

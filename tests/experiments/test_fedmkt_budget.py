@@ -83,3 +83,51 @@ def test_the_readme_states_the_values_the_pages_chose(written):
                    f"Table 3: four {family} SLMs", f"Table 4: the LLM and one {family})",
                    f"the SLMs' at {lr};"):
         assert phrase in text, phrase
+
+
+def test_smollm2s_grid_runs_its_centralized_reference_at_every_rate_on_validation():
+    script = load_table("fedmkt", script="budget")
+    rows = {p.key: p.resolve(0) for p in script.plan() if "/real/" in p.key}
+    assert sorted(rows) == sorted(f"lr{v}/real/centralized" for v in script.REAL_RATES)
+    for v in script.REAL_RATES:
+        cfg = rows[f"lr{v}/real/centralized"]
+        assert (cfg.model.name, cfg.method.name, cfg.federation.lr) == ("smollm2-135m", "centralized", float(v))
+        assert cfg.data.evaluate_on == "validation"
+        assert cfg.data.train_per_task == 40            # the real-model rows' own data, not the tables'
+
+
+def test_the_real_model_rows_llm_takes_the_rate_smollm2s_grid_chose(monkeypatch):
+    """FedMKT's server LoRA and the centralized reference at the chosen rate; the SLMs' Standalone row untouched;
+    before a choice, the YAMLs' rate."""
+    real = lambda: {p.key: p.resolve(0) for p in MOD.plan() if p.key.startswith("real/")}
+    monkeypatch.setitem(MOD.real_rate.__globals__, "chosen_budget", lambda *a, chain=None: {})
+    before = real()
+    assert before["real/hetero/fedmkt"].method.server_lr == before["real/centralized"].federation.lr == 0.0005
+    monkeypatch.setitem(MOD.real_rate.__globals__, "chosen_budget",
+                        lambda *a, chain=None: {"federation.lr": "0.002"} if chain == "real" else {})
+    after = real()
+    assert after["real/hetero/fedmkt"].method.server_lr == 0.002
+    assert after["real/centralized"].federation.lr == 0.002
+    assert after["real/hetero/standalone"] == before["real/hetero/standalone"]
+    assert after["real/hetero/fedmkt"].federation.lr == before["real/hetero/fedmkt"].federation.lr   # the SLMs' rate
+
+
+def test_the_smollm2_claims_read_the_tasks_its_own_reference_learns(monkeypatch):
+    """Once SmolLM2's grid has chosen, its claims and their control read the tasks centralized SmolLM2 learns in
+    every seed there, not those of the tiny LLM's reference."""
+    g = MOD.claim_tasks.__wrapped__.__globals__
+    monkeypatch.setitem(g, "_learnt", lambda: {"centralized LLM": ("recall", "sentiment", "topic"),
+                                               "centralized SmolLM2": ("sentiment", "topic", "category")})
+    monkeypatch.setitem(g, "left_out", lambda: {})
+    for f in (MOD.claim_tasks, MOD.claims):
+        f.cache_clear()
+    try:
+        assert MOD.claim_tasks("real_llm") == ["category", "sentiment", "topic"]
+        smol = [c for c in MOD.claims() if c.claim.startswith("SmolLM2-135M: LLM")]
+        assert len(smol) == 2
+        for c in smol:
+            assert (c.control.name, c.control.tasks) == ("centralized SmolLM2", ("category", "sentiment", "topic"))
+            assert MOD.KINDS[c.claim] == "real_llm"
+    finally:
+        for f in (MOD.claim_tasks, MOD.claims):
+            f.cache_clear()
