@@ -178,3 +178,43 @@ def test_the_results_page_names_each_rate_and_whether_its_grid_chose_it():
     assert text.count("chosen on validation data") == len(chosen)
     assert text.count("has not chosen yet") == 3 - len(chosen)
     assert text in (BUDGET.HERE / "RESULTS.md").read_text()
+
+
+def _grid_records(tmp_path, grid, acc) -> Results:
+    """Toy records of every row of `grid` at seeds 0–2, `acc(rate prefix, row key, seed)` their accuracy."""
+    from fedlab.runtime.federation import run_key
+
+    r = Results(tmp_path / "results.json")
+    for p in budget.plan(grid):
+        prefix, key = p.key.split("/", 1)
+        for seed in range(3):
+            r.records[f"{p.key}@seed{seed}"] = {"key": p.key, "seed": seed, "final": {"acc/mean": acc(prefix, key, seed)},
+                                                "config_hash": run_key(p.resolve(seed))}
+    return r
+
+
+def test_a_task_no_rate_teaches_in_every_seed_leaves_the_claims_with_its_reason(tmp_path):
+    """Paraphrase's grid where the best rate's reference misses one (skew, seed) cell: the task is left out, the
+    reason naming the rate; once some rate learns every cell, nothing is left out."""
+    g = BUDGET.grids()["paraphrase"][1]
+    best = g.values[-1]
+    missing = lambda prefix, key, seed: 0.9 if prefix == f"lr{best}" and (seed, "/a0.1/" in key) != (1, True) else 0.5
+    gone = TABLES.left_out(_grid_records(tmp_path, g, missing))
+    assert list(gone) == ["paraphrase"]
+    assert f"`federation.lr={best}`" in gone["paraphrase"] and "2 of 3 seeds" in gone["paraphrase"]
+    every = lambda prefix, key, seed: 0.9 if prefix == f"lr{best}" else 0.5
+    assert TABLES.left_out(_grid_records(tmp_path / "b", g, every)) == {}
+
+
+def test_the_claims_and_the_page_leave_out_a_task_left_out(monkeypatch):
+    g = TABLES.claimed_tasks.__wrapped__.__globals__
+    monkeypatch.setitem(g, "left_out", lambda grid_records=None: {"paraphrase": "WHY"})
+    TABLES.claimed_tasks.cache_clear()
+    try:
+        texts = [c.claim for c in TABLES.claims()]
+        assert not [t for t in texts if "paraphrase" in t]
+        assert [t for t in texts if "entailment" in t] and [t for t in texts if "sentiment" in t]
+        monkeypatch.setitem(TABLES.rates.__globals__, "left_out", g["left_out"])
+        assert "**paraphrase** is scored and shown but left out of every claim: WHY" in TABLES.rates()
+    finally:
+        TABLES.claimed_tasks.cache_clear()
