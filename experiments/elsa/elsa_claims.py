@@ -104,12 +104,12 @@ def _claim(text, source, paper, a, b, control, **kw):
 
 
 def left_out(grid_records: Results | None = None) -> dict[str, str]:
-    """{task: why}: the tasks whose reference, at the rate its grid on validation data chose (`budget.py`), does not
-    learn them in every seed (`fedlab.evidence.budget.unreliable`). The chosen rate learns the most (row, seed)
-    cells of a grid that holds that task's references alone, so no rate tried teaches such a task in every seed:
-    it stays in the tables and leaves every claim. `grid_records`: the budget page's records (default: its
-    results.json); {} for a task whose grid has not chosen."""
+    """{task: why}: the tasks whose reference misses the bar in some seed on validation data at every rate its grid
+    tried (`budget.py`), each rate on every seed it holds: no rate tried teaches the task in every seed, so it
+    stays in the tables and leaves every claim. `grid_records`: the budget page's records (default: its
+    results.json); {} for a task whose grid has not chosen yet (some rate short of the seeds a choice needs)."""
     from fedlab.evidence import budget
+    from fedlab.evidence.controls import check
     from fedlab.evidence.summary import load_table
 
     grids = load_table("elsa", script="budget")
@@ -118,8 +118,17 @@ def left_out(grid_records: Results | None = None) -> dict[str, str]:
         if not path.is_file():
             return {}
         grid_records = Results(path)
-    return {t: why for task, (_, g) in grids.grids().items() if task in TASKS
-            for t, why in budget.unreliable(grid_records, g).items() if t == task}
+    out = {}
+    for task, (_, g) in grids.grids().items():
+        if task not in TASKS or budget.chosen(grid_records, g) is None:
+            continue
+        misses = {v: "; ".join(f"{st.control.name}: {st.failing()}" for c in g.controls(g.prefix(v))
+                               if not (st := check(grid_records, c)).holds)
+                  for v in g.values}
+        if all(misses.values()):
+            out[task] = ("its reference misses the bar in some seed on validation data at every rate tried ("
+                         + "; ".join(f"`{g.key}={v}`: {why}" for v, why in misses.items()) + ")")
+    return out
 
 
 @functools.cache

@@ -60,8 +60,8 @@ def rates() -> str:
     held = {**TASK_RATES, "simple_sl": SIMPLE_SL_RATE}
     said = lambda name: (f"lr {held[name]}, chosen on validation data" if name in chosen
                          else f"lr {held[name]}, the rate it ran at first (its grid has not chosen yet)")
-    gone = "".join(f" **{t}** is scored and shown but left out of every claim: {why}, the rate that learns the most "
-                   "cells of its grid, so at no rate tried (`budget/RESULTS.md`)." for t, why in left_out().items())
+    gone = "".join(f" **{t}** is scored and shown but left out of every claim: {why} (`budget/RESULTS.md`)."
+                   for t, why in left_out().items())
     return (f"The rates: entailment at {said('entailment')}; paraphrase at {said('paraphrase')}; Simple SL, on every task, "
             f"at {said('simple_sl')} (`budget/RESULTS.md`); topic and sentiment at base.yaml's.{gone}")
 

@@ -12,9 +12,10 @@ LLM on the one client's and the public data, and the Standalone SLM of S2 (the f
 — whose single client holds a fifth of the data, so fewer steps an epoch. And SmolLM2's rate, for the real-model rows'
 LLM (`real`): on centralized SmolLM2, its reference, at the real-model rows' own data and batch size.
 
-    python experiments/fedmkt/budget.py                # the grids, seeds 0,1,2 (resumable)
-    python experiments/fedmkt/budget.py --only lr0.002/ --seeds 3,4   # two more seeds at the chosen rate
-    python experiments/fedmkt/budget.py --only 'lr0.001/real/,lr0.002/real/,lr0.0005/real/'   # SmolLM2's grid alone
+    python experiments/fedmkt/budget.py                # the grids, seeds 0,1,2 (resumable; SmolLM2's needs the
+                                                       # real-model packages: README.md)
+    python experiments/fedmkt/budget.py --only 'lr0.001/centralized,lr0.001/hetero/' --seeds 3,4   # two more seeds
+    python experiments/fedmkt/budget.py --only 'lr0.0005/real/,lr0.001/real/,lr0.002/real/'   # SmolLM2's grid alone
     python experiments/fedmkt/budget.py --render-only  # budget/RESULTS.md from budget/results.json
 """
 from __future__ import annotations

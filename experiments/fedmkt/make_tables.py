@@ -107,8 +107,8 @@ def chosen_text() -> str:
                  "cells on validation data (`family/RESULTS.md`; the paper's S2 is OPT).")
     real = chosen_budget(chain="real").get("federation.lr")
     if real:
-        text += (f" SmolLM2, the real-model rows' LLM, trains at lr {real}, chosen on validation data on its "
-                 "centralized reference (`budget/RESULTS.md`).")
+        text += (f" SmolLM2, the real-model rows' LLM, trains at lr {real} instead, chosen on validation data on "
+                 "its centralized reference (`budget/RESULTS.md`).")
     return text
 
 

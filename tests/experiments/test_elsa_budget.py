@@ -180,30 +180,45 @@ def test_the_results_page_names_each_rate_and_whether_its_grid_chose_it():
     assert text in (BUDGET.HERE / "RESULTS.md").read_text()
 
 
-def _grid_records(tmp_path, grid, acc) -> Results:
-    """Toy records of every row of `grid` at seeds 0–2, `acc(rate prefix, row key, seed)` their accuracy."""
+def _grid_records(tmp_path, grid, acc, seeds=range(3)) -> Results:
+    """Toy records of every row of `grid` at `seeds`, `acc(rate prefix, row key, seed)` their accuracy."""
     from fedlab.runtime.federation import run_key
 
     r = Results(tmp_path / "results.json")
     for p in budget.plan(grid):
         prefix, key = p.key.split("/", 1)
-        for seed in range(3):
+        for seed in seeds:
             r.records[f"{p.key}@seed{seed}"] = {"key": p.key, "seed": seed, "final": {"acc/mean": acc(prefix, key, seed)},
                                                 "config_hash": run_key(p.resolve(seed))}
     return r
 
 
 def test_a_task_no_rate_teaches_in_every_seed_leaves_the_claims_with_its_reason(tmp_path):
-    """Paraphrase's grid where the best rate's reference misses one (skew, seed) cell: the task is left out, the
-    reason naming the rate; once some rate learns every cell, nothing is left out."""
+    """Paraphrase's grid where the best rate's reference misses one (skew, seed) cell and every other rate more:
+    the task is left out, the reason naming each rate's misses; once some rate learns every cell, nothing is."""
     g = BUDGET.grids()["paraphrase"][1]
     best = g.values[-1]
     missing = lambda prefix, key, seed: 0.9 if prefix == f"lr{best}" and (seed, "/a0.1/" in key) != (1, True) else 0.5
     gone = TABLES.left_out(_grid_records(tmp_path, g, missing))
     assert list(gone) == ["paraphrase"]
-    assert f"`federation.lr={best}`" in gone["paraphrase"] and "2 of 3 seeds" in gone["paraphrase"]
+    assert f"`federation.lr={best}`: reference, paraphrase a0.1: paraphrase in seed 1" in gone["paraphrase"]
+    assert all(f"`federation.lr={v}`: " in gone["paraphrase"] for v in g.values)
     every = lambda prefix, key, seed: 0.9 if prefix == f"lr{best}" else 0.5
     assert TABLES.left_out(_grid_records(tmp_path / "b", g, every)) == {}
+
+
+def test_a_rate_that_learns_every_seed_it_holds_keeps_the_task_though_the_chosen_one_misses_a_later_seed(tmp_path):
+    """The first rate and the last learn every cell of seeds 0–2 (a tie: the first is chosen); the first misses
+    seed 3, which the last never ran: some rate tried still teaches the task in every seed it holds."""
+    g = BUDGET.grids()["paraphrase"][1]
+    first, last = g.values[0], g.values[-1]
+    acc = lambda prefix, key, seed: (0.5 if seed == 3 else 0.9) if prefix == f"lr{first}" else \
+        0.9 if prefix == f"lr{last}" else 0.5
+    r = _grid_records(tmp_path, g, acc)
+    held = _grid_records(tmp_path / "b", g, acc, seeds=[3])
+    r.records.update({k: v for k, v in held.records.items() if k.startswith(f"lr{first}/")})
+    assert budget.chosen(r, g) == first and budget.unreliable(r, g)
+    assert TABLES.left_out(r) == {}
 
 
 def test_the_claims_and_the_page_leave_out_a_task_left_out(monkeypatch):

@@ -496,7 +496,7 @@ def test_fedmkt_claims_read_the_tasks_their_own_reference_learns_in_every_valida
     mod = load_table("fedmkt")
     folder = mod.SYSTEM.folder
     learnt = {**budget.learnt_in(folder), **budget.learnt_in(folder, "family"),
-              **budget.learnt_in(folder, chain="one_to_one")}
+              **budget.learnt_in(folder, chain="one_to_one"), **budget.learnt_in(folder, chain="real")}
     for kind, reference in mod.REFERENCES.items():
         source = reference if reference in learnt else mod.REFERENCES[mod.FALLBACK[kind]]
         assert mod.claim_tasks(kind) == [t for t in mod.scored() if t in learnt[source]], kind

@@ -96,6 +96,24 @@ def test_smollm2s_grid_runs_its_centralized_reference_at_every_rate_on_validatio
         assert cfg.data.train_per_task == 40            # the real-model rows' own data, not the tables'
 
 
+def test_smollm2s_grid_row_is_the_tables_centralized_row_but_for_its_rate_and_validation():
+    import dataclasses
+
+    script = load_table("fedmkt", script="budget")
+    table = next(p for p in MOD.plan() if p.key == "real/centralized").resolve(0)
+    for p in script.plan():
+        if "/real/" in p.key:
+            cfg = p.resolve(0)
+            for section, fields in (("federation", ("lr",)), ("data", [f for f in dataclasses.asdict(cfg.data)
+                                                                        if f.startswith(("evaluate_on", "validation_"))])):
+                mine, theirs = dataclasses.asdict(getattr(cfg, section)), dataclasses.asdict(getattr(table, section))
+                for f in fields:
+                    mine.pop(f), theirs.pop(f)
+                assert mine == theirs, (p.key, section)
+            for section in ("model", "method", "eval", "seed"):
+                assert getattr(cfg, section) == getattr(table, section), (p.key, section)
+
+
 def test_the_real_model_rows_llm_takes_the_rate_smollm2s_grid_chose(monkeypatch):
     """FedMKT's server LoRA and the centralized reference at the chosen rate; the SLMs' Standalone row untouched;
     before a choice, the YAMLs' rate."""
@@ -123,6 +141,12 @@ def test_the_smollm2_claims_read_the_tasks_its_own_reference_learns(monkeypatch)
         f.cache_clear()
     try:
         assert MOD.claim_tasks("real_llm") == ["category", "sentiment", "topic"]
+        monkeypatch.setitem(g, "_learnt", lambda: {"centralized LLM": ("recall", "sentiment", "topic")})
+        MOD.claim_tasks.cache_clear()
+        assert MOD.claim_tasks("real_llm") == ["recall", "sentiment", "topic"]    # before SmolLM2's grid chose
+        monkeypatch.setitem(g, "_learnt", lambda: {"centralized LLM": ("recall", "sentiment", "topic"),
+                                                   "centralized SmolLM2": ("sentiment", "topic", "category")})
+        MOD.claim_tasks.cache_clear()
         smol = [c for c in MOD.claims() if c.claim.startswith("SmolLM2-135M: LLM")]
         assert len(smol) == 2
         for c in smol:
