@@ -111,6 +111,12 @@ class DataConfig:
                "population cannot fill those shares falls back to \"train\" like one with too few prompts. false: "
                "the fresh rows in the order drawn, whatever their answers — which leaves paraphrase nearly all \"no\" "
                "(its fresh prompts are almost all non-paraphrases), where answering one class scores near 100")
+    validation_holdout_keeps_shares: bool = doc(
+        False, "with validation_keeps_shares: a task that falls back to \"train\" holds its validation prompts out "
+               "of its training rows in its test set's answer shares too (largest remainders; where its training "
+               "prompts hold too few of an answer, the others in the order drawn), so its validation score means what "
+               "a test score does. false: the held-out prompts as drawn, whatever their answers, which leaves a task "
+               "whose training population shares its answers otherwise than its test population (recall) skewed")
     validation_holdout_per_task: Optional[int] = doc(
         None, "with validation_from \"held\": the rows held out of the training data as the validation set of a "
               "task that falls back to \"train\", so that the held tasks can be validated on as many rows as a test "
@@ -210,6 +216,9 @@ class DataConfig:
         check(not self.validation_refills_train or self.source == "embedded", f"{p}.validation_refills_train",
               self.validation_refills_train, "false with data.source other than embedded (only the embedded tasks "
               "can draw further rows of a training population)")
+        check(not self.validation_holdout_keeps_shares or self.validation_keeps_shares,
+              f"{p}.validation_holdout_keeps_shares", self.validation_holdout_keeps_shares,
+              "false without data.validation_keeps_shares (the held-out rows then keep no shares either)")
         check(self.validation_holdout_per_task is None or self.validation_holdout_per_task >= 1,
               f"{p}.validation_holdout_per_task", self.validation_holdout_per_task, "null or an integer >= 1")
         check(self.client_test_per_task >= 0, f"{p}.client_test_per_task", self.client_test_per_task, "an integer >= 0")

@@ -64,11 +64,13 @@ def _hold_out(pooled: list[Example], fraction: float, seed: int) -> tuple[list[E
     return private, tuple(public)
 
 
-def _validation(pooled: list[Example], n: int, seed: int, tasks=None) -> tuple[list[Example], dict]:
+def _validation(pooled: list[Example], n: int, seed: int, tasks=None, quotas=None) -> tuple[list[Example], dict]:
     """Per task (of `tasks`; None: every task of the pool), n of its distinct training prompts drawn at random
     (seeded) become that task's evaluation set (one row each) in place of its test set; every training row with
     a held-out prompt leaves the pool (the embedded tasks repeat some questions), the rest stays, in order.
-    Returns (training pool, {task: rows})."""
+    `quotas` ({task: {answer: rows}}, `answer_quotas` of its test set): such a task's prompts are taken in a
+    seeded shuffle while their answer has room, then, where too few of an answer exist, the others in the
+    shuffle's order. Returns (training pool, {task: rows})."""
     import random
 
     rng = random.Random(seed)
@@ -82,10 +84,37 @@ def _validation(pooled: list[Example], n: int, seed: int, tasks=None) -> tuple[l
             if e.task == task:
                 first.setdefault(e.prompt, e)
         prompts = list(first)
-        chosen = rng.sample(prompts, min(n, len(prompts) - 1))
+        size = min(n, len(prompts) - 1)
+        if quotas is not None and task in quotas:
+            chosen = _in_shares(rng.sample(prompts, len(prompts)), {p: first[p].target for p in prompts},
+                                quotas[task], size)
+        else:
+            chosen = rng.sample(prompts, size)
         held.update((task, p) for p in chosen)
         sets[task] = tuple(first[p] for p in chosen)
     return [e for e in pooled if (e.task, e.prompt) not in held], sets
+
+
+def _in_shares(order: list[str], answer: dict[str, str], quota: dict[str, int], size: int) -> list[str]:
+    """`size` prompts of `order` (a seeded shuffle) with as many of each answer as `quota` asks, taken in that
+    order; where some answer has too few prompts, the rows it leaves go to the answers that still have some, in
+    proportion to their quotas (`answer_quotas` again over those), and, once none has, to the others in order.
+    Each pass takes at least one prompt, so it ends."""
+    chosen: list[str] = []
+    taken: set[str] = set()
+    room = dict(quota)
+    while True:
+        for p in order:
+            if len(chosen) < size and p not in taken and room.get(answer[p], 0) > 0:
+                chosen.append(p)
+                taken.add(p)
+                room[answer[p]] -= 1
+        if len(chosen) == size:
+            return chosen
+        spare = [a for a, k in quota.items() if k and any(answer[p] == a and p not in taken for p in order)]
+        if not spare:
+            return chosen + [p for p in order if p not in taken][:size - len(chosen)]
+        room = answer_quotas([a for a in spare for _ in range(quota[a])], size - len(chosen))
 
 
 def _refilled(pooled: list[Example], carved: dict, c: dict) -> list[Example]:
@@ -211,8 +240,14 @@ def _build(cfg_json: str, seed: int) -> FederatedData:
     if c.get("evaluate_on", "test") == "validation":
         order = list(dict.fromkeys(e.task for e in pooled))
         held = _held_for(c, seed)[0]
-        pooled, carved = _validation(pooled, c["holdout_per_task"], derive_seed(seed, "validation"),
-                                     [t for t in order if t not in held])
+        fallback = [t for t in order if t not in held]
+        quotas = None
+        if c.get("validation_holdout_keeps_shares") and c["source"] == "embedded":
+            test_draw = seed if c.get("test_draw", "fixed") == "per_seed" else None
+            quotas = {t: answer_quotas([e.target for e in task_examples(t, "test", c["test_per_task"], c["world_seed"],
+                                                                        test_draw)], c["holdout_per_task"])
+                      for t in fallback}
+        pooled, carved = _validation(pooled, c["holdout_per_task"], derive_seed(seed, "validation"), fallback, quotas)
         if c.get("validation_refills_train"):
             pooled = _refilled(pooled, carved, c)
         test = {t: held[t] if t in held else carved[t] for t in order}

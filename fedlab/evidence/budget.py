@@ -279,8 +279,8 @@ def _skew_line(grid: Grid) -> str:
     told = "; ".join(f"**{t}**: {100 * v:.0f} % \"{a}\" (its test set: {100 * w:.0f} %)" for t, (a, v, w) in skew.items())
     return (f" The validation rows do not carry their test set's answer shares on {_listed(list(skew))} (seed 0's "
             f"draw): {told}; where a model leans to one answer its score there is not the one the test set would "
-            "give, so those cells say less than the others (`data.validation_keeps_shares` draws held rows in the "
-            "test set's shares).")
+            "give, so those cells say less than the others (`data.validation_keeps_shares` draws fresh rows in the "
+            "test set's shares, `data.validation_holdout_keeps_shares` the rows held out of the training data).")
 
 
 def section(results, grid: Grid, what: str, choose: bool = True, every_seed: bool = False,

@@ -196,3 +196,38 @@ def test_held_validation_keeping_shares_matches_the_test_sets_answers_or_falls_b
     want = answer_quotas([e.target for e in test["sentiment"]], 300)
     assert dict(Counter(e.target for e in kept["sentiment"])) == want != dict(Counter(e.target for e in drawn["sentiment"]))
     assert not {e.prompt for e in kept["sentiment"]} & {e.prompt for e in test["sentiment"]}
+
+
+def test_holdout_keeping_shares_holds_the_fallback_tasks_prompts_out_in_the_test_sets_answer_shares():
+    """validation_holdout_keeps_shares: recall, which falls back to rows held out of its training data (its test
+    set asks about nearly all of its population), is validated on 32 prompts in its test set's answer shares
+    wherever its training prompts hold enough of an answer, the rest made up from the others; without it the
+    held-out prompts are the plain draw, whose shares follow the training population's (dakar over-represented).
+    Neither reads a test item as a validation row, and the held-out prompts leave the training data."""
+    from fedlab.data.federated import answer_quotas
+
+    base = ["data.partition=iid", "data.tasks=[recall,topic]", "data.train_per_task=80", "data.test_per_task=300",
+            "data.evaluate_on=validation", "data.validation_per_task=120", "data.validation_from=held",
+            "data.validation_holdout_per_task=32", "data.validation_keeps_shares=true"]
+    test = build_federated_data(_cfg(*base[:4]).data, 0).test["recall"]
+    want = answer_quotas([e.target for e in test], 32)
+    drawn = build_federated_data(_cfg(*base).data, 0)
+    kept = build_federated_data(_cfg(*base, "data.validation_holdout_keeps_shares=true").data, 0)
+    shares = [Counter(e.target for e in run.test["recall"]) for run in (drawn, kept)]
+    assert shares[0].total() == shares[1].total() == 32
+    prompts = {e.prompt: e.target for e in [*kept.pooled_train(), *kept.test["recall"]] if e.task == "recall"}
+    there = Counter(prompts.values())                 # the training prompts each answer has
+    short = sum(max(0, k - there[a]) for a, k in want.items())
+    assert 0 < short < 8
+    off = [sum(abs(c[a] - want.get(a, 0)) for a in set(c) | set(want)) for c in shares]
+    assert off[1] == 2 * short < off[0]     # off only by the rows the training prompts cannot give, moved elsewhere
+    assert all(shares[1][a] >= min(k, there[a]) for a, k in want.items())
+    assert shares[0]["dakar"] > shares[1]["dakar"]
+    assert not {e.prompt for e in kept.test["recall"]} & {e.prompt for e in kept.pooled_train() if e.task == "recall"}
+    assert kept.test["topic"] == drawn.test["topic"]          # a held task is drawn as before
+
+
+def test_holdout_keeping_shares_is_refused_without_keeping_shares():
+    with pytest.raises(ConfigError, match="data.validation_holdout_keeps_shares"):
+        _cfg("data.train_per_task=40", "data.evaluate_on=validation", "data.validation_from=held",
+             "data.validation_holdout_per_task=4", "data.validation_holdout_keeps_shares=true")
