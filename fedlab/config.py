@@ -114,7 +114,7 @@ class DataConfig:
     validation_holdout_keeps_shares: bool = doc(
         False, "with validation_keeps_shares: a task that falls back to \"train\" holds its validation prompts out "
                "of its training rows in its test set's answer shares too (largest remainders; where its training "
-               "prompts hold too few of an answer, the others in the order drawn), so its validation score means what "
+               "prompts hold too few of an answer, the rows it leaves go to the others by their shares), so its validation score means what "
                "a test score does. false: the held-out prompts as drawn, whatever their answers, which leaves a task "
                "whose training population shares its answers otherwise than its test population (recall) skewed")
     validation_holdout_per_task: Optional[int] = doc(

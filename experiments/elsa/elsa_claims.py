@@ -103,21 +103,16 @@ def _claim(text, source, paper, a, b, control, **kw):
     return Claim(text, source, paper, a, b, ACC_MEAN, control=control, shares=SHARES, **kw)
 
 
-def left_out(grid_records: Results | None = None) -> dict[str, str]:
+def left_out(grid_records: Results, grids=None) -> dict[str, str]:
     """{task: why}: the tasks whose reference misses the bar in some seed on validation data at every rate its grid
-    tried (`budget.py`), each rate on every seed it holds: no rate tried teaches the task in every seed, so it
-    stays in the tables and leaves every claim. `grid_records`: the budget page's records (default: its
-    results.json); {} for a task whose grid has not chosen yet (some rate short of the seeds a choice needs)."""
+    tried (`budget.py`, as `grids`, loaded when None), each rate on every seed it holds in `grid_records`: no rate
+    tried teaches the task in every seed, so it stays in the tables and leaves every claim. {} for a task whose
+    grid has not chosen yet (some rate short of the seeds a choice needs)."""
     from fedlab.evidence import budget
     from fedlab.evidence.controls import check
     from fedlab.evidence.summary import load_table
 
-    grids = load_table("elsa", script="budget")
-    if grid_records is None:
-        path = grids.OUT / "results.json"
-        if not path.is_file():
-            return {}
-        grid_records = Results(path)
+    grids = grids or load_table("elsa", script="budget")
     out = {}
     for task, (_, g) in grids.grids().items():
         if task not in TASKS or budget.chosen(grid_records, g) is None:
@@ -132,15 +127,25 @@ def left_out(grid_records: Results | None = None) -> dict[str, str]:
 
 
 @functools.cache
+def tasks_left_out() -> dict[str, str]:
+    """`left_out` on the budget page's records (its results.json; {} before it has any), read once: the claims
+    and the results page's rates sentence both read it."""
+    from fedlab.evidence.summary import load_table
+
+    grids = load_table("elsa", script="budget")
+    path = grids.OUT / "results.json"
+    return left_out(Results(path), grids) if path.is_file() else {}
+
+
 def claimed_tasks() -> tuple[str, ...]:
-    """The tasks the claims read: every task of TASKS but those `left_out`."""
-    gone = left_out()
+    """The tasks the claims read: every task of TASKS but those `tasks_left_out`."""
+    gone = tasks_left_out()
     return tuple(t for t in TASKS if t not in gone)
 
 
 def table1_claims(r: Results = None) -> list[Claim]:
-    """The paper's Table 1 and Figs. 5–6 claims on each claimed task (`claimed_tasks`) and α̂, scored on the split path as deployed, each
-    resting on the reference of its task and skew (and Simple SL's own control for the claims against it). The
+    """The paper's Table 1 and Figs. 5–6 claims on each claimed task (`claimed_tasks`) and α̂, scored on the split
+    path as deployed, each resting on the reference of its task and skew (and Simple SL's own control for the claims against it). The
     paper's numbers: RTE for entailment (Table 1); Fig. 4 (topic, sentiment: curves, no number); Fig. 6 left's
     smallest gain over Simple SL."""
     out = []
@@ -166,7 +171,8 @@ def table1_claims(r: Results = None) -> list[Claim]:
 
 def claims(r: Results = None) -> list[Claim]:
     """Every claim of the system: Table 1 at 80 rounds, at LONG_ROUNDS rounds, and Fig. 6 right."""
-    return table1_claims(r) + [c for task, alpha in LONG_SETTINGS if task in claimed_tasks()
+    claimed = claimed_tasks()
+    return table1_claims(r) + [c for task, alpha in LONG_SETTINGS if task in claimed
                                for c in long_claims(task, alpha)] + f6_claims()
 
 

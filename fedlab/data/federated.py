@@ -68,9 +68,8 @@ def _validation(pooled: list[Example], n: int, seed: int, tasks=None, quotas=Non
     """Per task (of `tasks`; None: every task of the pool), n of its distinct training prompts drawn at random
     (seeded) become that task's evaluation set (one row each) in place of its test set; every training row with
     a held-out prompt leaves the pool (the embedded tasks repeat some questions), the rest stays, in order.
-    `quotas` ({task: {answer: rows}}, `answer_quotas` of its test set): such a task's prompts are taken in a
-    seeded shuffle while their answer has room, then, where too few of an answer exist, the others in the
-    shuffle's order. Returns (training pool, {task: rows})."""
+    `quotas` ({task: {answer: rows}}, `answer_quotas` of its test set): such a task's prompts are taken from a
+    seeded shuffle in those shares (`_in_shares`). Returns (training pool, {task: rows})."""
     import random
 
     rng = random.Random(seed)
@@ -156,6 +155,13 @@ def answer_quotas(targets: list[str], n: int) -> dict[str, int]:
     return out
 
 
+def _test_set(c: dict, task: str, seed: int) -> list[Example]:
+    """An embedded task's test set as the run scores it: test_per_task items, the same draw in every seed, or
+    the seed's own with `data.test_draw: per_seed`."""
+    draw = seed if c.get("test_draw", "fixed") == "per_seed" else None
+    return task_examples(task, "test", c["test_per_task"], c["world_seed"], draw)
+
+
 def _held_validation(c: dict, seed: int) -> tuple[dict, dict]:
     """({task: n rows}, {task: why it has none}) for each embedded task: the rows where its held-out population
     (the people, or number pairs, its test items ask about) holds n distinct prompts that no test item of this
@@ -164,10 +170,9 @@ def _held_validation(c: dict, seed: int) -> tuple[dict, dict]:
     (`answer_quotas`). A task without them is given why: "crowded" (fewer than n such prompts: its test set asks
     about nearly all of its population) or "shares" (enough prompts, too few of some answer to fill its share)."""
     n, draw = c["validation_per_task"], derive_seed(seed, "validation-held")
-    test_draw = seed if c.get("test_draw", "fixed") == "per_seed" else None
     out, why = {}, {}
     for t in c["tasks"]:
-        test = task_examples(t, "test", c["test_per_task"], c["world_seed"], test_draw)
+        test = _test_set(c, t, seed)
         asked = {e.prompt for e in test}
         room = answer_quotas([e.target for e in test], n) if c.get("validation_keeps_shares") else None
         rows: dict[str, Example] = {}
@@ -225,8 +230,7 @@ def _build(cfg_json: str, seed: int) -> FederatedData:
     c = json.loads(cfg_json)
     if c["source"] == "embedded":
         pooled = [e for t in c["tasks"] for e in task_examples(t, "train", c["train_per_task"], c["world_seed"])]
-        draw = seed if c.get("test_draw", "fixed") == "per_seed" else None
-        test = {t: tuple(task_examples(t, "test", c["test_per_task"], c["world_seed"], draw)) for t in c["tasks"]
+        test = {t: tuple(_test_set(c, t, seed)) for t in c["tasks"]
                 if c.get("evaluate_on", "test") == "test"}
         chance = {t: TASKS[t].chance for t in c["tasks"]}
     else:
@@ -243,9 +247,7 @@ def _build(cfg_json: str, seed: int) -> FederatedData:
         fallback = [t for t in order if t not in held]
         quotas = None
         if c.get("validation_holdout_keeps_shares") and c["source"] == "embedded":
-            test_draw = seed if c.get("test_draw", "fixed") == "per_seed" else None
-            quotas = {t: answer_quotas([e.target for e in task_examples(t, "test", c["test_per_task"], c["world_seed"],
-                                                                        test_draw)], c["holdout_per_task"])
+            quotas = {t: answer_quotas([e.target for e in _test_set(c, t, seed)], c["holdout_per_task"])
                       for t in fallback}
         pooled, carved = _validation(pooled, c["holdout_per_task"], derive_seed(seed, "validation"), fallback, quotas)
         if c.get("validation_refills_train"):

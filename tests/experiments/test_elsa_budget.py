@@ -222,14 +222,13 @@ def test_a_rate_that_learns_every_seed_it_holds_keeps_the_task_though_the_chosen
 
 
 def test_the_claims_and_the_page_leave_out_a_task_left_out(monkeypatch):
-    g = TABLES.claimed_tasks.__wrapped__.__globals__
-    monkeypatch.setitem(g, "left_out", lambda grid_records=None: {"paraphrase": "WHY"})
-    TABLES.claimed_tasks.cache_clear()
+    """One reading of the budget records (`tasks_left_out`) serves the claims and the page's rates sentence."""
+    monkeypatch.setitem(TABLES.tasks_left_out.__wrapped__.__globals__, "left_out", lambda *a: {"paraphrase": "WHY"})
+    TABLES.tasks_left_out.cache_clear()
     try:
         texts = [c.claim for c in TABLES.claims()]
         assert not [t for t in texts if "paraphrase" in t]
         assert [t for t in texts if "entailment" in t] and [t for t in texts if "sentiment" in t]
-        monkeypatch.setitem(TABLES.rates.__globals__, "left_out", g["left_out"])
         assert "**paraphrase** is scored and shown but left out of every claim: WHY" in TABLES.rates()
     finally:
-        TABLES.claimed_tasks.cache_clear()
+        TABLES.tasks_left_out.cache_clear()
