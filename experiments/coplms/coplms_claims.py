@@ -20,10 +20,14 @@ HERE = Path(__file__).resolve().parent
 MARGIN = 10.0
 
 
-def learns(model: str, key: str | None = None, tasks: tuple[str, ...] = CONTROL_TASKS):
+def learns(model: str, key: str | None = None, tasks: tuple[str, ...] = CONTROL_TASKS, at: str | None = None):
+    """The control that `model`, LoRA-tuned centrally (row `key`; Table 1's by default), ends MARGIN points above
+    chance on each of `tasks`; `at` names the table whose budget it runs at when that is not Table 1's (the same
+    model's controls then keep apart on the page)."""
     from fedlab.data.tasks import TASKS
 
-    name = f"centralized {model}" + ("" if tuple(tasks) == CONTROL_TASKS else f" ({', '.join(tasks)})")
+    told = ([at] if at else []) + ([", ".join(tasks)] if tuple(tasks) != CONTROL_TASKS else [])
+    name = f"centralized {model}" + (f" ({'; '.join(told)})" if told else "")
     return above_chance(name, [key or f"control/{model}/centralized"], tasks,
                         lambda rec, t: rec["final"].get(f"em/task_{t}"), lambda t: TASKS[t].chance, MARGIN)
 
@@ -43,27 +47,50 @@ def kept() -> dict[str, tuple[str, ...]]:
     return {f: got.get(f"centralized {f}", CONTROL_TASKS) for f in (*FAMILIES, *hetero_devices())}
 
 
-def left_out_cells(families=None) -> dict[str, tuple[str, ...]]:
-    """{family: the tasks its devices' claims leave out} (the complement of `kept`; default: the heterogeneous
-    setting's families)."""
+# the real-model table (hetero_smollm2.yaml), whose devices' controls run at its own budget
+REAL_TABLE = "SmolLM2 table"
+
+
+@functools.cache
+def real_kept() -> dict[str, tuple[str, ...]]:
+    """{device family: the tasks its centralized control at the SmolLM2 table's budget learns in every seed on
+    validation data at the devices' rate chosen there} (`budget.py`'s `real_devices`). The SmolLM2 table's device
+    claims read only these cells. Every task while that grid has no records."""
+    got = budget.learnt_in(HERE, chain="real_devices")
+    return {f: got.get(f"centralized {f} ({REAL_TABLE})", CONTROL_TASKS) for f in hetero_devices()}
+
+
+def _cells(real: bool) -> dict[str, tuple[str, ...]]:
+    return real_kept() if real else kept()
+
+
+def left_out_cells(families=None, real: bool = False) -> dict[str, tuple[str, ...]]:
+    """{family: the tasks its devices' claims leave out} (the complement of `kept`, or of `real_kept` for the
+    SmolLM2 table's; default: the heterogeneous setting's families)."""
     families = hetero_devices() if families is None else families
-    return {f: tuple(t for t in CONTROL_TASKS if t not in kept()[f]) for f in dict.fromkeys(families)
-            if len(kept()[f]) < len(CONTROL_TASKS)}
+    cells = _cells(real)
+    return {f: tuple(t for t in CONTROL_TASKS if t not in cells[f]) for f in dict.fromkeys(families)
+            if len(cells[f]) < len(CONTROL_TASKS)}
 
 
-def devices(slms=None):
+def devices(slms=None, real: bool = False):
     """The centralized controls of the device families (default: the heterogeneous setting's), each on the tasks
-    its claims read (`kept`)."""
+    its claims read (`kept`); `real`: those at the SmolLM2 table's budget, on `real_kept`'s tasks."""
     slms = hetero_devices() if slms is None else slms
-    return tuple(learns(m, tasks=kept()[m]) for m in dict.fromkeys(slms) if kept()[m])
+    cells = _cells(real)
+    if real:
+        return tuple(learns(m, f"real/control/{m}/centralized", cells[m], at=REAL_TABLE)
+                     for m in dict.fromkeys(slms) if cells[m])
+    return tuple(learns(m, tasks=cells[m]) for m in dict.fromkeys(slms) if cells[m])
 
 
-def device_score(families=None, tasks=None):
+def device_score(families=None, tasks=None, real: bool = False):
     """record → the devices' Rouge-L: the mean over clients (`rougeL/mean`) when every cell is kept, else the
-    mean of the kept (client, task) cells, `rougeL_client_<i>/<task>` (client i runs families[i]; default: the
-    heterogeneous setting's), on `tasks` only when given (a claim judged on fewer, `Claim.over`)."""
+    mean of the kept (client, task) cells (`kept`, or `real_kept` with `real`), `rougeL_client_<i>/<task>`
+    (client i runs families[i]; default: the heterogeneous setting's), on `tasks` only when given (a claim judged
+    on fewer, `Claim.over`)."""
     families = hetero_devices() if families is None else families
-    cells = [(i, t) for i, f in enumerate(families) for t in kept()[f] if tasks is None or t in tasks]
+    cells = [(i, t) for i, f in enumerate(families) for t in _cells(real)[f] if tasks is None or t in tasks]
     if tasks is None and len(cells) == len(families) * len(CONTROL_TASKS):
         return DEVICE
 
@@ -83,13 +110,14 @@ def server_score(tasks=None):
     return SERVER if tasks is None else _mean_of([f"llm/rougeL/task_{t}" for t in tasks])
 
 
-def device_claim(text, source, paper, a, b, families=None):
+def device_claim(text, source, paper, a, b, families=None, real: bool = False):
     """Row a's devices above row b's on the (family, task) cells `kept`, resting on each family's control; on
-    fewer tasks where a control fails some in some seed (`Claim.over`)."""
+    fewer tasks where a control fails some in some seed (`Claim.over`). `real`: rows of the SmolLM2 table, on
+    `real_kept`'s cells, resting on the families' controls at that table's budget."""
     families = hetero_devices() if families is None else families
-    tasks = tuple(t for t in CONTROL_TASKS if any(t in kept()[f] for f in families))
-    return Claim(text, source, paper, a, b, device_score(families), control=devices(families), shares=DEVICE_SHARES,
-                 tasks=tasks, over=lambda ts: (device_score(families, ts), None))
+    tasks = tuple(t for t in CONTROL_TASKS if any(t in _cells(real)[f] for f in families))
+    return Claim(text, source, paper, a, b, device_score(families, real=real), control=devices(families, real),
+                 shares=DEVICE_SHARES, tasks=tasks, over=lambda ts: (device_score(families, ts, real), None))
 
 
 def server_claim(text, source, paper, a, b, control):
@@ -141,9 +169,9 @@ def claims(_r=None) -> list[Claim]:
                                         f"homo/{slm}/lambda{lam}/{m}", (slm,) * 3))
     real_llm = learns(REAL_LLM, f"real/control/{REAL_LLM}/centralized")
     out += [device_claim("SmolLM2: Co-PLMs above Standalone (heterogeneous devices)", "Table 1", PAPER["1"]["standalone"],
-                         "real/hetero/coplms", "real/hetero/standalone"),
+                         "real/hetero/coplms", "real/hetero/standalone", real=True),
             device_claim("SmolLM2: Co-PLMs above FedCoLLM (heterogeneous devices)", "Table 1", PAPER["1"]["fedcollm"],
-                         "real/hetero/coplms", "real/hetero/fedcollm"),
+                         "real/hetero/coplms", "real/hetero/fedcollm", real=True),
             server_claim("SmolLM2: Co-PLMs above FedCoLLM, server LLM", "Table 1", PAPER["1"]["server fedcollm"],
                          "real/hetero/coplms", "real/hetero/fedcollm", real_llm)]
     return out

@@ -1,6 +1,7 @@
 """Co-PLMs' table rows: the heterogeneous and homogeneous settings, the ablations, the sweeps, the learning curves, the controls and the real LLM."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 
@@ -75,10 +76,7 @@ def plan() -> list[Planned]:
                                     (f"model.clients=[{slm},{slm},{slm}]", *_method(m, slm), f"data.alpha={alpha}"),
                                     label=label, setting=f"homo {slm} λ={lam}"))
     for model in CONTROL_MODELS:
-        for m, label, extra in (("zeroshot", "zero-shot", ()), ("centralized", "centralized", ("method.include_public=true",))):
-            rows.append(Planned(f"control/{model}/{m}", HERE / "hetero.yaml",
-                                (f"method.name={m}", f"model.name={model}", "model.clients=null", *extra),
-                                label=f"{model} {label}", setting="positive control"))
+        rows += [control_row(model, "zeroshot"), control_row(model, "centralized")]
     for axis, value, _label in SWEEP:
         rows.append(Planned(f"sweep/{axis}{value}", HERE / "hetero.yaml", (*_method("coplms"), f"method.{axis}={value}"),
                             label=f"Co-PLMs, {axis} = {value}", setting="hetero λ=1 sweep"))
@@ -86,13 +84,63 @@ def plan() -> list[Planned]:
         rows.append(Planned(f"curves/lambda1/{m}", HERE / "hetero.yaml", (*_method(m), "eval.every=1"),
                             label=f"{label}, scored every round", setting="hetero λ=1 curves"))
     for m, label in REAL:
-        rows.append(Planned(f"real/hetero/{m}", HERE / "hetero_smollm2.yaml", _method(m), label=label,
+        key = f"real/hetero/{m}"
+        rows.append(Planned(key, HERE / "hetero_smollm2.yaml", (*_method(m), *real_rate(key)), label=label,
                             setting="real hetero λ=1"))
-    # the real LLM's own control: SmolLM2 LoRA-tuned on the pooled data at that table's budget
-    rows.append(Planned(f"real/control/{REAL_LLM}/centralized", HERE / "hetero_smollm2.yaml",
-                        ("method.name=centralized", "model.clients=null", "method.include_public=true"),
-                        label=f"{REAL_LLM} centralized", setting="real positive control"))
+    # the real table's own controls, at its budget: SmolLM2 and each device family of hetero.yaml on the pooled data
+    for model in (REAL_LLM, *hetero_config().model.clients):
+        p = real_control_row(model)
+        rows.append(dataclasses.replace(p, overrides=(*p.overrides, *real_rate(p.key))))
     return rows
+
+
+def control_row(model: str, kind: str) -> Planned:
+    """Table 1's reference row `control/<model>/<kind>`: the model alone on hetero.yaml's pooled data, zero-shot
+    (`kind` zeroshot) or LoRA-tuned on it at the tables' budget (centralized)."""
+    extra = ("method.include_public=true",) if kind == "centralized" else ()
+    return Planned(f"control/{model}/{kind}", HERE / "hetero.yaml",
+                   (f"method.name={kind}", f"model.name={model}", "model.clients=null", *extra),
+                   label=f"{model} {'zero-shot' if kind == 'zeroshot' else kind}", setting="positive control")
+
+
+def real_control_row(model: str) -> Planned:
+    """The real table's reference row `real/control/<model>/centralized`: the model LoRA-tuned on the pooled data
+    at that table's budget (hetero_smollm2.yaml), at the YAML's rate (`plan` adds the rate chosen for it)."""
+    named = () if model == REAL_LLM else (f"model.name={model}",)
+    return Planned(f"real/control/{model}/centralized", HERE / "hetero_smollm2.yaml",
+                   ("method.name=centralized", *named, "model.clients=null", "method.include_public=true"),
+                   label=f"{model} centralized", setting="real positive control")
+
+
+@functools.cache
+def real_rates() -> dict[str, str]:
+    """{"devices": the device SLMs' rate, "server": SmolLM2's}, each as `budget.py`'s grid of that name chose it
+    on validation data (`real_devices`, `real_server`); a key is absent before its grid has chosen."""
+    from fedlab.evidence import budget
+
+    out = {}
+    for who in ("devices", "server"):
+        got = budget.chain_of(HERE, chain=f"real_{who}")
+        for grid in got[1] if got else ():
+            value = budget.chosen(got[0], grid)
+            if value is not None:
+                out[who] = value
+    return out
+
+
+def real_rate(key: str) -> tuple[str, ...]:
+    """The overrides that run the real table's row `key` at the rates chosen for it (`real_rates`): SmolLM2's
+    control at the server's (`federation.lr`); every other row's devices at the devices' (`federation.lr`), and
+    the server LLM of FedCoLLM and Co-PLMs at the server's (`method.server_lr`). () before a grid has chosen
+    (hetero_smollm2.yaml's rate for both)."""
+    rates = real_rates()
+    devices, server = rates.get("devices"), rates.get("server")
+    if key == f"real/control/{REAL_LLM}/centralized":
+        return (f"federation.lr={server}",) if server else ()
+    out = (f"federation.lr={devices}",) if devices else ()
+    if server and key.endswith(("/fedcollm", "/coplms")):
+        out += (f"method.server_lr={server}",)
+    return out
 
 
 # The positive control: each model of Table 1 — the server LLM and the three device SLM families —

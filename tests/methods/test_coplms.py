@@ -787,3 +787,75 @@ def test_the_readme_states_how_many_items_each_device_is_tested_on():
     text = " ".join((root / "fedlab/methods/coplms/README.md").read_text().split())
     said = re.search(r"Each device is tested on (\d+) items per task", text)
     assert said and int(said.group(1)) == cfg.data.client_test_per_task
+
+
+def test_the_smollm2_tables_rows_run_at_the_rates_its_own_grids_chose(monkeypatch):
+    """Before budget.py's real grids choose, every SmolLM2-table row runs at hetero_smollm2.yaml's rate; once
+    they have, the devices (and the device controls) run at the devices' rate, SmolLM2's control at the server's,
+    and FedCoLLM's and Co-PLMs' server LLM at the server's through `method.server_lr`; Standalone has no server."""
+    from fedlab.evidence.summary import load_table
+
+    t = load_table("coplms")
+    import coplms_rows  # load_table put the table's folder on the import path
+
+    real = lambda: {p.key: p.resolve(0) for p in t.plan() if p.key.startswith("real/")}
+    monkeypatch.setattr(coplms_rows, "real_rates", lambda: {})
+    before = real()
+    assert {c.federation.lr for c in before.values()} == {0.0005}
+    assert before["real/hetero/coplms"].method.server_lr is None
+    assert sorted(k for k in before if k.startswith("real/control/")) == [
+        f"real/control/{m}/centralized" for m in sorted(("smollm2-135m", *t.hetero_devices()))]
+    assert before["real/control/tiny-opt/centralized"].model.name == "tiny-opt"
+    monkeypatch.setattr(coplms_rows, "real_rates", lambda: {"devices": "0.005", "server": "0.001"})
+    after = real()
+    assert after["real/control/smollm2-135m/centralized"].federation.lr == 0.001
+    for key in ("real/hetero/standalone", "real/hetero/fedcollm", "real/hetero/coplms",
+                *(f"real/control/{f}/centralized" for f in t.hetero_devices())):
+        assert after[key].federation.lr == 0.005, key
+    assert after["real/hetero/coplms"].method.server_lr == after["real/hetero/fedcollm"].method.server_lr == 0.001
+
+
+def test_the_smollm2_tables_device_claims_rest_on_the_device_controls_at_its_budget(monkeypatch):
+    """The SmolLM2 table's device claims read the cells its own device controls learnt on validation
+    (`real_kept`) and rest on those controls (rows `real/control/<family>/centralized`), not on Table 1's."""
+    from fedlab.evidence.summary import load_table
+
+    t = load_table("coplms")
+    import coplms_claims  # load_table put the table's folder on the import path
+
+    tasks = t.CONTROL_TASKS
+    monkeypatch.setattr(coplms_claims, "real_kept",
+                        lambda: {"tiny-gpt2": ("topic",), "tiny-opt": tasks, "tiny-bloom": ()})
+    monkeypatch.setattr(coplms_claims, "kept", lambda: {f: tasks for f in (*t.FAMILIES, *t.hetero_devices())})
+    claims = {c.claim: c for c in coplms_claims.claims() if c.claim.startswith("SmolLM2:")}
+    device = claims["SmolLM2: Co-PLMs above Standalone (heterogeneous devices)"]
+    assert [(c.name, c.rows) for c in device.controls()] == [
+        ("centralized tiny-gpt2 (SmolLM2 table; topic)", ("real/control/tiny-gpt2/centralized",)),
+        ("centralized tiny-opt (SmolLM2 table)", ("real/control/tiny-opt/centralized",))]
+    final = {f"rougeL_client_{i}/{task}": 0.1 * (i + 1) + 0.01 * k for i in range(3) for k, task in enumerate(tasks)}
+    want = [final["rougeL_client_0/topic"]] + [final[f"rougeL_client_1/{task}"] for task in tasks]
+    assert device.fn({"final": final}) == pytest.approx(sum(want) / len(want))
+    assert t.left_out_cells(real=True) == {"tiny-gpt2": ("sentiment", "entailment", "paraphrase"),
+                                           "tiny-bloom": tasks}
+    table1 = [c for c in coplms_claims.claims() if c.claim.startswith("λ=1: Co-PLMs above Standalone")][0]
+    assert all(not r.startswith("real/") for c in table1.controls() for r in c.rows)
+
+
+def test_the_smollm2_tables_grids_score_its_references_at_its_budget_on_a_fifth_held_out():
+    """budget.py's real grids: the device families' and SmolLM2's centralized controls at hetero_smollm2.yaml's
+    budget, the rows' present rate first (a tie keeps it), scored on a fifth of their training rows held out."""
+    from fedlab.config import load_config
+    from fedlab.evidence.summary import load_table
+
+    b = load_table("coplms", script="budget")
+    (devices,), (server,) = b.real_devices(), b.real_server()
+    assert [p.key for p in devices.rows] == [f"real/control/{f}/centralized" for f in b.TABLES.hetero_devices()]
+    assert [p.key for p in server.rows] == ["real/control/smollm2-135m/centralized"]
+    cfg = load_config(str(b.HERE / "hetero_smollm2.yaml"))
+    for g in (devices, server):
+        assert g.values[0] == str(cfg.federation.lr)
+        held = dict(o.split("=") for o in g.validation)
+        assert held["data.evaluate_on"] == "validation"
+        assert 5 * int(held["data.validation_per_task"]) == cfg.data.train_per_task
+    keys = [p.key for p in b.plan()]
+    assert "lr0.005/real/control/tiny-opt/centralized" in keys and "lr0.001/real/control/smollm2-135m/centralized" in keys
