@@ -17,6 +17,9 @@ A row whose records here were made at several commits takes the incoming ones wi
 leaves the row at one commit (`unified`): every record of the row here is then replaced by, or already made at
 the commit of, the incoming one. Incoming records of another measured machine kind count there too
 (`unified_kind`): their numbers cannot be compared, and where they do not unify a row, this file's stay.
+The incoming file's kind check (`_meta.kind_check`, `fedlab.evidence.kindcheck`) takes the place of this file's
+when it was made at a commit this checkout holds and on a later day than this file's (or this file has none), so
+that a kind check run in another worktree reaches the page as its records do.
 """
 from __future__ import annotations
 
@@ -50,6 +53,7 @@ class MergeReport:
     unified_kind: list[str] = field(default_factory=list)  # another kind's, taken so that the row is at one commit
     differ: dict[str, list[str]] = field(default_factory=dict)   # both current: what differs between them
     skipped: dict[str, list[str]] = field(default_factory=dict)  # reason → keys
+    kind_check: str | None = None    # the incoming kind check, in words, when it took this file's place
 
     def skip(self, reason: str, key: str) -> None:
         self.skipped.setdefault(reason, []).append(key)
@@ -71,6 +75,8 @@ class MergeReport:
         for reason, keys in self.skipped.items():
             shown = ", ".join(keys[:3]) + (f", … ({len(keys)} in all)" if len(keys) > 3 else "")
             out.append(f"[fedlab]   skipped, {reason}: {shown}")
+        if self.kind_check:
+            out.append(f"[fedlab]   the incoming kind check ({self.kind_check}) takes the place of this file's")
         if self.added or self.replaced or self.extended or self.unified or self.unified_kind:
             out.append("[fedlab]   the merged records name their MLflow runs in the other machine's store (`run_id`)")
         return out
@@ -244,9 +250,26 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
         else:
             report.agree.extend(same)
             report.other_kind.extend(other)
-    if report.added or report.replaced or report.extended or report.unified or report.unified_kind:
+    report.kind_check = _take_kind_check(results, incoming.meta.get("kind_check"), known)
+    if report.added or report.replaced or report.extended or report.unified or report.unified_kind or report.kind_check:
         results.save()
     return report
+
+
+def _take_kind_check(results: Results, check, known: dict[str, bool]) -> str | None:
+    """Put the incoming kind check `check` in `results`' meta when it is traceable here (a commit this checkout
+    holds) and later than the one held here (by its day; none held counts as earlier): its commit and day in
+    words, else None."""
+    if not isinstance(check, dict) or not isinstance(check.get("pairs"), list):
+        return None
+    commit, day = str(check.get("commit", "")), str(check.get("date", ""))
+    held = results.meta.get("kind_check")
+    if held == check or not commit_known(commit, known):
+        return None
+    if isinstance(held, dict) and str(held.get("date", "")) >= day:
+        return None
+    results.meta["kind_check"] = check
+    return f"made at {commit[:7]} on {day}"
 
 
 def _bring_patch(rec: dict, source: Path, results: Results) -> None:

@@ -324,3 +324,28 @@ def test_a_row_made_at_several_commits_takes_a_re_made_row_with_the_same_numbers
     report = merge_records(Results(here), there, ROWS)
     assert report.unified == [] and sorted(report.agree) == ["t/fedavg@seed0", "t/fedavg@seed1"]
     assert json.loads(here.read_text())["t/fedavg@seed1"]["final"]["new/metric"] == 1.0
+
+
+def test_a_kind_check_made_in_another_worktree_reaches_this_file_when_it_is_later_and_traceable(tmp_path):
+    """The incoming `_meta.kind_check` takes this file's place when its commit is held here and its day is later
+    (or none is held here); an older one, or one from a commit this checkout lacks, leaves this file's as it is."""
+    from fedlab.evidence.merge import merge_records
+
+    here, there = tmp_path / "here" / "results.json", tmp_path / "there" / "results.json"
+    here.parent.mkdir()
+    there.parent.mkdir()
+    check = lambda day, commit=None: {"commit": commit or _head(), "date": day, "kind": "K", "pairs": []}
+    here.write_text(json.dumps({"_meta": {"parent_run_id": "mine", "kind_check": check("2026-11-30")}}))
+    for day, commit in (("2026-11-29", None), ("2026-12-01", "0" * 40)):
+        there.write_text(json.dumps({"_meta": {"kind_check": check(day, commit)}}))
+        report = merge_records(Results(here), there, ROWS)
+        assert report.kind_check is None and not any("kind check" in line for line in report.lines())
+        assert json.loads(here.read_text())["_meta"]["kind_check"]["date"] == "2026-11-30"
+    there.write_text(json.dumps({"_meta": {"parent_run_id": "theirs", "kind_check": check("2026-12-01")}}))
+    report = merge_records(Results(here), there, ROWS)
+    assert report.kind_check == f"made at {_head()[:7]} on 2026-12-01"
+    assert any("incoming kind check" in line for line in report.lines())
+    meta = json.loads(here.read_text())["_meta"]
+    assert meta == {"parent_run_id": "mine", "kind_check": check("2026-12-01")}
+    here.write_text(json.dumps({"_meta": {"parent_run_id": "mine"}}))       # none held here: taken
+    assert merge_records(Results(here), there, ROWS).kind_check is not None
