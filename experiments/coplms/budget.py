@@ -1,12 +1,16 @@
-"""Co-PLMs' learning rate chosen on validation data, for every row of its tables alike: the references of Table 1
+"""Co-PLMs' learning rates chosen on validation data, for every method of a table alike: the references of Table 1
 — the server LLM and each device SLM family LoRA-tuned centrally on the heterogeneous setting's pooled data (the
 positive control, `coplms_claims.learns`: exact match 10 points above chance on every task) — at each rate of the
 grid, scored on rows held out of the training data; the rate under which they learn the most (row, task, seed)
 cells is chosen. And the rates of the real-model table (hetero_smollm2.yaml: SmolLM2 in the cloud, the same three
 device families, two rounds on 60 training rows a task), each on that table's own references at its budget: the
 devices' (`real_devices`: each device family LoRA-tuned centrally on the pooled data) and SmolLM2's (`real_server`:
-SmolLM2 likewise), scored on 12 of the 60 training rows a task held out (a fifth, as above), since one rate does
-not suit a 135M-parameter LLM and the tiny SLMs alike.
+SmolLM2 likewise), since one rate does not suit a 135M-parameter LLM and the tiny SLMs alike. SmolLM2's rate is
+that of the server step of FedCoLLM and Co-PLMs (`method.server_lr`), whose both sides it trains: SmolLM2 and, on
+the server, FedCoLLM's SLMs or Co-PLMs' distilled proxy. They are scored on 100 fresh validation rows a task in
+its test set's answer shares (`fedlab.evidence.budget.held_validation`), paraphrase, whose fresh rows cannot
+fill those shares, on 40 held out of its training rows in those shares and refilled, so that every row trains
+on its 60 rows a task.
 
     python experiments/coplms/budget.py                # the grids, seeds 0,1,2 (resumable; SmolLM2's needs the
                                                        # real-model packages: README.md)
@@ -37,7 +41,11 @@ GRID = budget.Grid(
 # devices' up to Table 1's rate
 REAL_DEVICE_RATES = ("0.0005", "0.002", "0.005")
 REAL_SERVER_RATES = ("0.0005", "0.001", "0.002")
-REAL_VALIDATION = ("data.evaluate_on=validation", "data.validation_per_task=12")    # 12 of its 60 training rows
+REAL_VALIDATION = budget.held_validation(100, 40, keeps_shares=True, holdout_keeps_shares=True)
+
+
+# the grids' rows are built here (`control_row`, `real_control_row`), never from `TABLES.plan()`: that plans the
+# real rows at the rates these grids choose, which loads this script again
 
 
 def real_devices(r: Results | None = None) -> list[budget.Grid]:

@@ -42,7 +42,7 @@ def kept() -> dict[str, tuple[str, ...]]:
     """{device family: the tasks its centralized control learns in every seed on validation at the table's rate}
     (`budget.py`, `fedlab.evidence.budget.learnt`). The device claims read only these (family, task) cells: a
     family's score on a task its own reference does not reliably learn measures the family, not the method.
-    Every task while the budget has no records."""
+    Every task until the budget has chosen."""
     got = budget.learnt_in(HERE)
     return {f: got.get(f"centralized {f}", CONTROL_TASKS) for f in (*FAMILIES, *hetero_devices())}
 
@@ -55,9 +55,9 @@ REAL_TABLE = "SmolLM2 table"
 def real_kept() -> dict[str, tuple[str, ...]]:
     """{device family: the tasks its centralized control at the SmolLM2 table's budget learns in every seed on
     validation data at the devices' rate chosen there} (`budget.py`'s `real_devices`). The SmolLM2 table's device
-    claims read only these cells. Every task while that grid has no records."""
+    claims read only these cells. Every task until that grid has chosen."""
     got = budget.learnt_in(HERE, chain="real_devices")
-    return {f: got.get(f"centralized {f} ({REAL_TABLE})", CONTROL_TASKS) for f in hetero_devices()}
+    return {f: got.get(learns(f, at=REAL_TABLE).name, CONTROL_TASKS) for f in hetero_devices()}
 
 
 def _cells(real: bool) -> dict[str, tuple[str, ...]]:

@@ -131,16 +131,20 @@ def real_rates() -> dict[str, str]:
 def real_rate(key: str) -> tuple[str, ...]:
     """The overrides that run the real table's row `key` at the rates chosen for it (`real_rates`): SmolLM2's
     control at the server's (`federation.lr`); every other row's devices at the devices' (`federation.lr`), and
-    the server LLM of FedCoLLM and Co-PLMs at the server's (`method.server_lr`). () before a grid has chosen
-    (hetero_smollm2.yaml's rate for both)."""
+    the server step of FedCoLLM and Co-PLMs at the server's (`method.server_lr`). () before either grid has
+    chosen (hetero_smollm2.yaml's rate for both); a rate not chosen yet stays the YAML's, so a server step never
+    takes the devices' rate (`method.server_lr` null falls back to `federation.lr`)."""
+    from fedlab.config import load_config
+
     rates = real_rates()
-    devices, server = rates.get("devices"), rates.get("server")
+    if not rates:
+        return ()
+    yaml_rate = str(load_config(str(HERE / "hetero_smollm2.yaml")).federation.lr)
+    devices, server = rates.get("devices", yaml_rate), rates.get("server", yaml_rate)
     if key == f"real/control/{REAL_LLM}/centralized":
-        return (f"federation.lr={server}",) if server else ()
-    out = (f"federation.lr={devices}",) if devices else ()
-    if server and key.endswith(("/fedcollm", "/coplms")):
-        out += (f"method.server_lr={server}",)
-    return out
+        return (f"federation.lr={server}",)
+    return (f"federation.lr={devices}",) + ((f"method.server_lr={server}",)
+                                             if key.endswith(("/fedcollm", "/coplms")) else ())
 
 
 # The positive control: each model of Table 1 — the server LLM and the three device SLM families —

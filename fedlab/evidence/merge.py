@@ -18,8 +18,9 @@ leaves the row at one commit (`unified`): every record of the row here is then r
 the commit of, the incoming one. Incoming records of another measured machine kind count there too
 (`unified_kind`): their numbers cannot be compared, and where they do not unify a row, this file's stay.
 The incoming file's kind check (`_meta.kind_check`, `fedlab.evidence.kindcheck`) takes the place of this file's
-when it was made at a commit this checkout holds and on a later day than this file's (or this file has none), so
-that a kind check run in another worktree reaches the page as its records do.
+when it was made at a commit this checkout holds and is later than this file's — on a later day, or on the same
+day at a commit that descends from this one's — or this file has none, so that a kind check run in another
+worktree reaches the page as its records do. One the page cannot read is not taken.
 """
 from __future__ import annotations
 
@@ -257,19 +258,42 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
 
 
 def _take_kind_check(results: Results, check, known: dict[str, bool]) -> str | None:
-    """Put the incoming kind check `check` in `results`' meta when it is traceable here (a commit this checkout
-    holds) and later than the one held here (by its day; none held counts as earlier): its commit and day in
-    words, else None."""
-    if not isinstance(check, dict) or not isinstance(check.get("pairs"), list):
+    """Put the incoming kind check `check` in `results`' meta when the page can read it, it is traceable here (a
+    commit this checkout holds) and it is later than the one held here (a later day; the same day at a commit
+    descending from the held one's; none held counts as earlier): its commit and day in words, else None."""
+    from fedlab.evidence.kindcheck import line
+
+    if not isinstance(check, dict):
         return None
-    commit, day = str(check.get("commit", "")), str(check.get("date", ""))
+    try:
+        line(_Meta({"kind_check": check}))
+    except (TypeError, KeyError, ValueError, AttributeError):
+        return None
+    commit, day = str(check["commit"]), str(check["date"])
     held = results.meta.get("kind_check")
     if held == check or not commit_known(commit, known):
         return None
-    if isinstance(held, dict) and str(held.get("date", "")) >= day:
-        return None
+    if isinstance(held, dict):
+        held_day, held_commit = str(held.get("date", "")), str(held.get("commit", ""))
+        if held_day > day or (held_day == day and not _descends(commit, held_commit)):
+            return None
     results.meta["kind_check"] = check
     return f"made at {commit[:7]} on {day}"
+
+
+@dataclass
+class _Meta:
+    meta: dict
+
+
+def _descends(commit: str, older: str) -> bool:
+    """Whether `commit` is another commit than `older` and has it among its ancestors."""
+    if commit == older:
+        return False
+    try:
+        return run_git(ROOT, "merge-base", "--is-ancestor", older, commit).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
 
 
 def _bring_patch(rec: dict, source: Path, results: Results) -> None:

@@ -327,20 +327,34 @@ def test_a_row_made_at_several_commits_takes_a_re_made_row_with_the_same_numbers
 
 
 def test_a_kind_check_made_in_another_worktree_reaches_this_file_when_it_is_later_and_traceable(tmp_path):
-    """The incoming `_meta.kind_check` takes this file's place when its commit is held here and its day is later
-    (or none is held here); an older one, or one from a commit this checkout lacks, leaves this file's as it is."""
+    """The incoming `_meta.kind_check` takes this file's place when its commit is held here and it is later: a
+    later day, or the same day at a descendant commit (or none is held here); an older one, one of the same day
+    and commit, one from a commit this checkout lacks, or one the page cannot read leaves this file's as it is."""
     from fedlab.evidence.merge import merge_records
+    from fedlab.evidence.provenance import run_git
+    from fedlab.evidence.records import ROOT
+
+    parent = run_git(ROOT, "rev-parse", f"{_head()}~1").stdout.strip()
+    if not parent:
+        pytest.skip("HEAD has no parent commit here")
 
     here, there = tmp_path / "here" / "results.json", tmp_path / "there" / "results.json"
     here.parent.mkdir()
     there.parent.mkdir()
     check = lambda day, commit=None: {"commit": commit or _head(), "date": day, "kind": "K", "pairs": []}
     here.write_text(json.dumps({"_meta": {"parent_run_id": "mine", "kind_check": check("2026-11-30")}}))
-    for day, commit in (("2026-11-29", None), ("2026-12-01", "0" * 40)):
-        there.write_text(json.dumps({"_meta": {"kind_check": check(day, commit)}}))
+    unreadable = {k: v for k, v in check("2026-12-02").items() if k != "kind"}
+    same_day_again = {**check("2026-11-30"), "pairs": [{"made_on": "K2", "failed": "OSError: x"}]}
+    same_day_older = check("2026-11-30", parent)
+    for incoming in (check("2026-11-29"), check("2026-12-01", "0" * 40), unreadable, same_day_again, same_day_older):
+        there.write_text(json.dumps({"_meta": {"kind_check": incoming}}))
         report = merge_records(Results(here), there, ROWS)
-        assert report.kind_check is None and not any("kind check" in line for line in report.lines())
-        assert json.loads(here.read_text())["_meta"]["kind_check"]["date"] == "2026-11-30"
+        assert report.kind_check is None and not any("kind check" in line for line in report.lines()), incoming
+        assert json.loads(here.read_text())["_meta"]["kind_check"] == check("2026-11-30")
+    here.write_text(json.dumps({"_meta": {"kind_check": check("2026-11-30", parent)}}))
+    there.write_text(json.dumps({"_meta": {"kind_check": check("2026-11-30")}}))    # the same day, a later commit
+    assert merge_records(Results(here), there, ROWS).kind_check is not None
+    here.write_text(json.dumps({"_meta": {"parent_run_id": "mine", "kind_check": check("2026-11-30")}}))
     there.write_text(json.dumps({"_meta": {"parent_run_id": "theirs", "kind_check": check("2026-12-01")}}))
     report = merge_records(Results(here), there, ROWS)
     assert report.kind_check == f"made at {_head()[:7]} on 2026-12-01"

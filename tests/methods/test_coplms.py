@@ -813,6 +813,42 @@ def test_the_smollm2_tables_rows_run_at_the_rates_its_own_grids_chose(monkeypatc
                 *(f"real/control/{f}/centralized" for f in t.hetero_devices())):
         assert after[key].federation.lr == 0.005, key
     assert after["real/hetero/coplms"].method.server_lr == after["real/hetero/fedcollm"].method.server_lr == 0.001
+    monkeypatch.setattr(coplms_rows, "real_rates", lambda: {"devices": "0.005"})     # the server's not chosen yet
+    half = real()
+    assert half["real/hetero/coplms"].federation.lr == 0.005
+    assert half["real/hetero/coplms"].method.server_lr == half["real/hetero/fedcollm"].method.server_lr == 0.0005
+    assert half["real/control/smollm2-135m/centralized"].federation.lr == 0.0005
+
+
+def test_the_smollm2_tables_rates_and_cells_are_read_from_its_own_grids(monkeypatch):
+    """`real_rates` names each grid's choice by its grid (`real_devices` → devices, `real_server` → server), and
+    `real_kept` reads the cells learnt under the very names budget.py's device controls carry."""
+    from fedlab.evidence import budget
+    from fedlab.evidence.summary import load_table
+
+    t = load_table("coplms")
+    import coplms_claims
+    import coplms_rows
+
+    monkeypatch.setattr(budget, "chain_of", lambda folder, script="budget", chain=None:
+                        ("records", [chain]) if chain == "real_devices" else None)
+    monkeypatch.setattr(budget, "chosen", lambda r, grid: {"real_devices": "0.002"}.get(grid))
+    coplms_rows.real_rates.cache_clear()
+    try:
+        assert coplms_rows.real_rates() == {"devices": "0.002"}
+    finally:
+        coplms_rows.real_rates.cache_clear()
+    b = load_table("coplms", script="budget")
+    names = [c.name for c in b.real_devices()[0].controls("lr0.0005/")]
+    assert names == [f"centralized {f} (SmolLM2 table)" for f in t.hetero_devices()]
+    monkeypatch.setattr(budget, "learnt_in", lambda folder, script="budget", chain=None:
+                        {names[0]: ("topic",)} if chain == "real_devices" else {})
+    coplms_claims.real_kept.cache_clear()
+    try:
+        got = coplms_claims.real_kept()
+    finally:
+        coplms_claims.real_kept.cache_clear()
+    assert got == {t.hetero_devices()[0]: ("topic",), **{f: t.CONTROL_TASKS for f in t.hetero_devices()[1:]}}
 
 
 def test_the_smollm2_tables_device_claims_rest_on_the_device_controls_at_its_budget(monkeypatch):
@@ -841,9 +877,10 @@ def test_the_smollm2_tables_device_claims_rest_on_the_device_controls_at_its_bud
     assert all(not r.startswith("real/") for c in table1.controls() for r in c.rows)
 
 
-def test_the_smollm2_tables_grids_score_its_references_at_its_budget_on_a_fifth_held_out():
+def test_the_smollm2_tables_grids_score_its_references_at_its_budget_on_held_validation_rows():
     """budget.py's real grids: the device families' and SmolLM2's centralized controls at hetero_smollm2.yaml's
-    budget, the rows' present rate first (a tie keeps it), scored on a fifth of their training rows held out."""
+    budget, the rows' present rate first (a tie keeps it), scored on held validation rows in the test sets'
+    answer shares, the training rows refilled (every row trains on the table's rows)."""
     from fedlab.config import load_config
     from fedlab.evidence.summary import load_table
 
@@ -855,7 +892,7 @@ def test_the_smollm2_tables_grids_score_its_references_at_its_budget_on_a_fifth_
     for g in (devices, server):
         assert g.values[0] == str(cfg.federation.lr)
         held = dict(o.split("=") for o in g.validation)
-        assert held["data.evaluate_on"] == "validation"
-        assert 5 * int(held["data.validation_per_task"]) == cfg.data.train_per_task
+        assert held["data.evaluate_on"] == "validation" and held["data.validation_from"] == "held"
+        assert held["data.validation_refills_train"] == held["data.validation_holdout_keeps_shares"] == "true"
     keys = [p.key for p in b.plan()]
     assert "lr0.005/real/control/tiny-opt/centralized" in keys and "lr0.001/real/control/smollm2-135m/centralized" in keys
