@@ -288,6 +288,20 @@ def _skew_line(grid: Grid) -> str:
             "test set's shares, `data.validation_holdout_keeps_shares` the rows held out of the training data).")
 
 
+def _at_edge(grid: Grid, choice: str) -> str:
+    """" It is the grid's largest value: a larger one was not tried." (or smallest, smaller) where the values are
+    numbers, three or more, and the choice is one of the two ends: the best value may lie beyond it. "" else."""
+    try:
+        values = sorted(float(v) for v in grid.values)
+        at = float(choice)
+    except ValueError:
+        return ""
+    if len(values) < 3 or values[0] < at < values[-1]:
+        return ""
+    end, beyond = ("largest", "larger") if at == values[-1] else ("smallest", "smaller")
+    return f" It is the grid's {end} value: a {beyond} one was not tried, and may do better."
+
+
 def section(results, grid: Grid, what: str, choose: bool = True, every_seed: bool = False,
             claims: str | None = "the table's claims") -> list[str]:
     """Markdown: per value, the cells its references learn, each control's status, and the choice (with
@@ -302,7 +316,7 @@ def section(results, grid: Grid, what: str, choose: bool = True, every_seed: boo
     compared = compared_seeds(results, grid)
     seed_list = ", ".join(map(str, compared)) or "none yet"
     more = any(len(results.runs(grid.prefix(v) + p.key)) > len(compared) for v in grid.values for p in grid.rows)
-    verdict = ("" if not choose else f"**Chosen: `{grid.key}={choice}`**." if choice else
+    verdict = ("" if not choose else f"**Chosen: `{grid.key}={choice}`**.{_at_edge(grid, choice)}" if choice else
                f"No choice: {len(old)} row{'s' if len(old) != 1 else ''} (marked †) hold records another config "
                "made than the row runs now; they are run again before a choice rests on them." if old else
                f"No choice yet: every row needs the same {grid.seeds} seeds at every value.")

@@ -604,6 +604,19 @@ def test_a_budget_page_names_the_tasks_whose_validation_answers_are_not_in_their
     assert budget.answer_skew(dataclasses.replace(grid, validation=())) == {}
 
 
+def test_a_budget_page_says_when_the_chosen_value_is_an_end_of_its_grid():
+    """A number chosen at either end of a grid of three or more numbers is told as such (the best may lie beyond
+    it); one inside the grid, a grid of two, or values that are not numbers (a model family) say nothing."""
+    from fedlab.evidence import budget
+
+    grid = lambda *values: budget.Grid("federation.lr", values, (), lambda prefix: [])
+    assert "largest value: a larger one was not tried" in budget._at_edge(grid("0.005", "0.002", "0.01"), "0.01")
+    assert "smallest value: a smaller one was not tried" in budget._at_edge(grid("0.005", "0.002", "0.01"), "0.002")
+    assert budget._at_edge(grid("0.005", "0.002", "0.01"), "0.005") == ""
+    assert budget._at_edge(grid("0.005", "0.002"), "0.002") == ""
+    assert budget._at_edge(grid("tiny-opt", "tiny-bloom", "tiny-gpt2"), "tiny-opt") == ""
+
+
 def test_a_budget_page_says_why_each_task_is_validated_on_training_rows(tmp_path):
     """A grid drawn in the test sets' answer shares names paraphrase apart, as the task whose fresh rows cannot
     fill those shares; a task whose population leaves no room at all (recall) keeps that reason in both draws."""
