@@ -288,9 +288,13 @@ def _skew_line(grid: Grid) -> str:
             "test set's shares, `data.validation_holdout_keeps_shares` the rows held out of the training data).")
 
 
-def _at_edge(grid: Grid, choice: str) -> str:
+def _at_edge(grid: Grid, choice: str, cleared: tuple[int, int] = (0, 1)) -> str:
     """" It is the grid's largest value: a larger one was not tried." (or smallest, smaller) where the values are
-    numbers, three or more, and the choice is one of the two ends: the best value may lie beyond it. "" else."""
+    numbers, three or more, the choice is one of the two ends and some of its cells miss the bar (`cleared`: the
+    cells that clear it, of how many): the best value may lie beyond it. "" else (where every cell clears the bar,
+    no value beyond can do better by the grid's rule: a tie keeps the choice)."""
+    if cleared[0] >= cleared[1]:
+        return ""
     try:
         values = sorted(float(v) for v in grid.values)
         at = float(choice)
@@ -316,7 +320,7 @@ def section(results, grid: Grid, what: str, choose: bool = True, every_seed: boo
     compared = compared_seeds(results, grid)
     seed_list = ", ".join(map(str, compared)) or "none yet"
     more = any(len(results.runs(grid.prefix(v) + p.key)) > len(compared) for v in grid.values for p in grid.rows)
-    verdict = ("" if not choose else f"**Chosen: `{grid.key}={choice}`**.{_at_edge(grid, choice)}" if choice else
+    verdict = ("" if not choose else f"**Chosen: `{grid.key}={choice}`**.{_at_edge(grid, choice, got[choice][:2])}" if choice else
                f"No choice: {len(old)} row{'s' if len(old) != 1 else ''} (marked †) hold records another config "
                "made than the row runs now; they are run again before a choice rests on them." if old else
                f"No choice yet: every row needs the same {grid.seeds} seeds at every value.")

@@ -606,7 +606,8 @@ def test_a_budget_page_names_the_tasks_whose_validation_answers_are_not_in_their
 
 def test_a_budget_page_says_when_the_chosen_value_is_an_end_of_its_grid():
     """A number chosen at either end of a grid of three or more numbers is told as such (the best may lie beyond
-    it); one inside the grid, a grid of two, or values that are not numbers (a model family) say nothing."""
+    it); one inside the grid, a grid of two, values that are not numbers (a model family), or a choice whose every
+    cell clears the bar say nothing."""
     from fedlab.evidence import budget
 
     grid = lambda *values: budget.Grid("federation.lr", values, (), lambda prefix: [])
@@ -615,6 +616,8 @@ def test_a_budget_page_says_when_the_chosen_value_is_an_end_of_its_grid():
     assert budget._at_edge(grid("0.005", "0.002", "0.01"), "0.005") == ""
     assert budget._at_edge(grid("0.005", "0.002"), "0.002") == ""
     assert budget._at_edge(grid("tiny-opt", "tiny-bloom", "tiny-gpt2"), "tiny-opt") == ""
+    assert budget._at_edge(grid("0.005", "0.002", "0.01"), "0.01", (5, 6)) != ""
+    assert budget._at_edge(grid("0.005", "0.002", "0.01"), "0.01", (6, 6)) == ""    # nothing beyond can do better
 
 
 def test_a_budget_page_says_why_each_task_is_validated_on_training_rows(tmp_path):
