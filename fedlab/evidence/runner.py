@@ -9,8 +9,9 @@ A table script is its plan and its rendering:
         sys.exit(run_table(HERE, plan, render, title="…"))
 
 `python make_tables.py` runs what `results.json` does not hold yet (a run whose resolved config changed is
-run again), writes each record as soon as its run ends (kill it at any moment; run it again to continue),
-then renders `RESULTS.md`. `--seeds 0,1,2`, `--only PREFIX` (or `KEY$`, one row exactly), `--rerun`,
+run again, and so is a seed beyond the script's default seeds that a row holds from another config), writes each
+record as soon as its run ends (kill it at any moment; run it again to continue), then renders `RESULTS.md`.
+`--seeds 0,1,2` (those seeds alone), `--only PREFIX` (or `KEY$`, one row exactly), `--rerun`,
 `--render-only` and trailing `key=value` overrides for every run; `--merge-from OTHER/results.json` first
 takes the records another clone or machine made of the table (`fedlab.evidence.merge`); `--mixed` lists the rows
 whose seeds were made at several commits and how to bring each to one (`fedlab.evidence.unify`). Every run is logged to
@@ -155,13 +156,28 @@ def log_to_parent(results: Results, paths: list[Path], folder: str = "figures", 
     return len(paths)
 
 
+def _stale_beyond(results: Results, p: Planned, seeds: list[int], extra: tuple[str, ...]) -> list[int]:
+    """The seeds outside `seeds` at which row `p` holds a record another config, code or zoo made than a run here
+    would (`stale_reason`; records of other numerics aside, which only --replace-other-numerics replaces)."""
+    out = []
+    for rec in results.runs(p.key):
+        seed = rec.get("seed")
+        if isinstance(seed, int) and seed not in seeds:
+            why = stale_reason(rec, p.resolve(seed, extra))
+            if why is not None and why != OTHER_NUMERICS:
+                out.append(seed)
+    return out
+
+
 def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tuple[str, ...] = (),
             rerun: bool = False, title: str = "", summarize: Callable | None = None,
             progress: bool = True, jobs: int | None = None, allow_dirty: bool = False,
-            replace_other_numerics: bool = False) -> int:
+            replace_other_numerics: bool = False, held_stale: bool = False) -> int:
     """Run every (row, seed) the results do not hold for the current config, weights and numerics, `jobs` at a
     time (default: as many as the cores allow for the runs' threads), saving each record as its run ends;
-    returns how many ran. A dirty tree is refused (`DirtyTree`) unless `allow_dirty` (`check_tree`). Runs that
+    returns how many ran. `held_stale`: a row's seeds beyond `seeds` whose records another config made are run
+    again too (a script run without --seeds brings every seed its rows hold up to date: a budget page chooses
+    nothing while a row holds such a record). A dirty tree is refused (`DirtyTree`) unless `allow_dirty` (`check_tree`). Runs that
     would replace records made with other numerics (a machine kind not measured, another numerics mode or other
     library versions: those of every measured kind are current) are refused unless `replace_other_numerics`: they
     are someone's numbers, which a run here does not reproduce."""
@@ -171,7 +187,7 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
 
     todo, other_numerics, other_kind = [], 0, 0
     for p in plan:
-        for seed in seeds:
+        for seed in (seeds if not held_stale else sorted({*seeds, *_stale_beyond(results, p, seeds, extra)})):
             cfg = p.resolve(seed, extra)
             old = results.records.get(record_key(p.key, seed))
             why = None if old is None else stale_reason(old, cfg)
@@ -238,7 +254,9 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
 def table_parser(title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2)) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=title or None)
     ap.add_argument("overrides", nargs="*", help="key=value applied to every run")
-    ap.add_argument("--seeds", default=",".join(map(str, default_seeds)), help="comma-separated run seeds")
+    ap.add_argument("--seeds", default=None, help="comma-separated run seeds (default: "
+                    f"{','.join(map(str, default_seeds))}, and every further seed a row holds whose record another "
+                    "config made)")
     ap.add_argument("--only", default=None, help="run only rows whose key starts with this, or is exactly this when it ends with $ "
                          "(several: comma-separated)")
     ap.add_argument("--rerun", action="store_true", help="run again rows that results.json already holds")
@@ -322,7 +340,7 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
     from fedlab.validation import seed_list
 
     try:
-        seeds = seed_list(args.seeds)
+        seeds = seed_list(args.seeds) if args.seeds is not None else list(default_seeds)
     except ConfigError as e:
         parser.error(str(e))
     rows = select_rows(plan(), args.only)
@@ -357,7 +375,8 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
             spot = outcome if check is spot_check else None
         elif not args.render_only:
             execute(rows, results, seeds, tuple(args.overrides), args.rerun, title, summarize, jobs=args.jobs,
-                    allow_dirty=args.allow_dirty, replace_other_numerics=args.replace_other_numerics)
+                    allow_dirty=args.allow_dirty, replace_other_numerics=args.replace_other_numerics,
+                    held_stale=args.seeds is None)
     except (ConfigError, DirtyTree, MergeError, SpotCheckError) as e:
         print(f"fedlab: error: {e}", file=sys.stderr)
         return 2

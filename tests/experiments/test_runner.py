@@ -82,6 +82,37 @@ def test_runner_records_resumes_and_reruns_what_changed(pico_zoo, tmp_path):
     assert len(children) == 8
 
 
+def test_a_table_run_without_seeds_brings_every_seed_its_rows_hold_up_to_date(tmp_path, monkeypatch):
+    """Run as named (no --seeds), a table script also re-runs a row's seeds beyond its defaults whose records
+    another config made (a budget page chooses nothing while such a record stands); records of other numerics
+    stay for --replace-other-numerics; an explicit --seeds runs those seeds alone."""
+    from fedlab.evidence import runner
+    from fedlab.evidence.records import OTHER_NUMERICS
+
+    row = _plan(tmp_path)[:1]
+    results = Results(tmp_path / "results.json")
+    why = {0: None, 1: None, 2: None, 3: "another config", 4: OTHER_NUMERICS, 5: None}
+    results.records = {f"t/fedavg@seed{s}": {"key": "t/fedavg", "seed": s} for s in why}
+    monkeypatch.setattr(runner, "stale_reason", lambda rec, cfg: why[rec["seed"]])
+    assert runner._stale_beyond(results, row[0], [0, 1, 2], ()) == [3]
+    monkeypatch.setenv("FEDLAB_JUDGE_NUMERICS", "reference")     # execute then counts its runs and makes none
+    for held, runs in ((True, 1), (False, 0)):
+        if runs == 0:
+            assert execute(row, results, [0, 1, 2], progress=False, held_stale=held) == 0
+        else:
+            with pytest.raises(Exception, match=r"\(1 run\(s\) to make here\)"):
+                execute(row, results, [0, 1, 2], progress=False, held_stale=held)
+    seen = []
+    monkeypatch.setattr(runner, "execute", lambda rows, r, seeds, *a, held_stale=False, **k: seen.append(
+        (seeds, held_stale)))
+    monkeypatch.setattr(runner, "check_tree", lambda *a: None)
+    monkeypatch.delenv("FEDLAB_JUDGE_NUMERICS")
+    render = lambda r: ""
+    assert run_table(tmp_path, lambda: row, render, []) == 0
+    assert run_table(tmp_path, lambda: row, render, ["--seeds", "0,1,2"]) == 0
+    assert seen == [([0, 1, 2], True), ([0, 1, 2], False)]
+
+
 def test_run_table_renders_from_records(pico_zoo, tmp_path, capsys):
     def render(r: Results) -> str:
         return f"fedavg {r.final('t/fedavg', 'acc/mean')} zero {r.final('t/zeroshot', 'acc/mean')}"
