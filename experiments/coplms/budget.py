@@ -14,8 +14,8 @@ on its 60 rows a task.
 
     python experiments/coplms/budget.py                # the grids, seeds 0,1,2 (resumable; SmolLM2's needs the
                                                        # real-model packages: README.md)
-    python experiments/coplms/budget.py --only 'lr0.0005/real/control/tiny,lr0.002/real/control/tiny,lr0.005/real/control/tiny'
-                                                       # the real table's devices' grid alone
+    python experiments/coplms/budget.py --only 'lr0.0005/real/control/tiny,lr0.002/real/control/tiny,\
+lr0.005/real/control/tiny,lr0.01/real/control/tiny'       # the real table's devices' grid alone
     python experiments/coplms/budget.py --render-only  # budget/RESULTS.md from budget/results.json
 """
 from __future__ import annotations
@@ -38,8 +38,8 @@ GRID = budget.Grid(
     validation=("data.evaluate_on=validation", "data.validation_per_task=24"))
 
 # the real table's grids: the rate its rows ran at before any was chosen first (a tie keeps it), then higher; the
-# devices' up to Table 1's rate
-REAL_DEVICE_RATES = ("0.0005", "0.002", "0.005")
+# devices' past Table 1's rate, 5e-3, which led the three below it
+REAL_DEVICE_RATES = ("0.0005", "0.002", "0.005", "0.01")
 REAL_SERVER_RATES = ("0.0005", "0.001", "0.002")
 REAL_VALIDATION = budget.held_validation(100, 40, keeps_shares=True, holdout_keeps_shares=True)
 
