@@ -21,7 +21,9 @@ OUT = HERE / "budget"
 TABLES = load_table("floe")
 VALIDATION = ("data.evaluate_on=validation", "data.validation_per_task=64")
 GRID = budget.Grid(
-    "federation.lr", ("0.002", "0.005", "0.01"),       # the tables' rate first: a tie keeps it
+    # the tables' rate first (a tie keeps it); its references learnt more cells the smaller the rate down to 2e-3,
+    # the grid's smallest value then, so the grid goes on below it, to 2.5e-4
+    "federation.lr", ("0.002", "0.005", "0.01", "0.001", "0.0005", "0.00025"),
     (Planned("floe/slm_pooled", TABLES.CFG, ("method.name=centralized",), "SLM pooled"),
      Planned("floe/slm_local", TABLES.CFG, ("method.name=standalone",), "SLM-Local")),
     lambda prefix: [*TABLES.learns("pooled-data SLM", f"{prefix}floe/slm_pooled"),
