@@ -371,3 +371,18 @@ def test_floe_claims_on_records_another_config_made_are_stale(tmp_path):
     mod.figures = lambda r: None        # the figures would be written into experiments/floe
     row = next(ln for ln in mod.render(r).splitlines() if ln.startswith("| Floe above LLM-base (acc) |"))
     assert "| stale (records made by another config" in row
+
+
+def test_every_row_of_floes_tables_runs_at_the_rate_its_budget_page_chose():
+    """Floe's tables run at the learning rate `experiments/floe/budget.py` chose on validation data: a YAML edited
+    by hand away from the page's choice, or a choice that moved while base.yaml stayed, fails here."""
+    from fedlab.evidence.runner import Results
+    from fedlab.evidence.summary import load_table
+
+    b = load_table("floe", script="budget")
+    chosen = b.budget.chosen(Results(b.OUT / "results.json"), b.GRID)
+    assert chosen is not None
+    rows = load_table("floe").plan()
+    assert rows
+    for p in rows:
+        assert p.resolve(0).federation.lr == float(chosen), p.key
