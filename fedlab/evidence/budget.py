@@ -320,7 +320,8 @@ def section(results, grid: Grid, what: str, choose: bool = True, every_seed: boo
     compared = compared_seeds(results, grid)
     seed_list = ", ".join(map(str, compared)) or "none yet"
     more = any(len(results.runs(grid.prefix(v) + p.key)) > len(compared) for v in grid.values for p in grid.rows)
-    verdict = ("" if not choose else f"**Chosen: `{grid.key}={choice}`**.{_at_edge(grid, choice, got[choice][:2])}" if choice else
+    edge = _at_edge(grid, choice, got[choice][:2]) if choice else ""
+    verdict = ("" if not choose else f"**Chosen: `{grid.key}={choice}`**.{edge}" if choice else
                f"No choice: {len(old)} row{'s' if len(old) != 1 else ''} (marked †) hold records another config "
                "made than the row runs now; they are run again before a choice rests on them." if old else
                f"No choice yet: every row needs the same {grid.seeds} seeds at every value.")

@@ -177,10 +177,10 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
     time (default: as many as the cores allow for the runs' threads), saving each record as its run ends;
     returns how many ran. `held_stale`: a row's seeds beyond `seeds` whose records another config made are run
     again too (a script run without --seeds brings every seed its rows hold up to date: a budget page chooses
-    nothing while a row holds such a record). A dirty tree is refused (`DirtyTree`) unless `allow_dirty` (`check_tree`). Runs that
-    would replace records made with other numerics (a machine kind not measured, another numerics mode or other
-    library versions: those of every measured kind are current) are refused unless `replace_other_numerics`: they
-    are someone's numbers, which a run here does not reproduce."""
+    nothing while a row holds such a record). A dirty tree is refused (`DirtyTree`) unless `allow_dirty`
+    (`check_tree`). Runs that would replace records made with other numerics (a machine kind not measured,
+    another numerics mode or other library versions: those of every measured kind are current) are refused unless
+    `replace_other_numerics`: they are someone's numbers, which a run here does not reproduce."""
     from fedlab import numerics
     from fedlab.config import ConfigError
     from fedlab.parallel import default_jobs, run_many
