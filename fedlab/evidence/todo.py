@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from fedlab.evidence import unify
 from fedlab.evidence.provenance import git_state, made_dirty, made_outside_git
@@ -279,7 +280,16 @@ class PageTodo:
     script: str
     never_run: list[str]
     stale: dict[str, tuple[int, ...]]
-    per_seed: float | None                              # median recorded run time of one seed over the script
+    per_seed: float | None                              # median recorded run time of one seed of its rows to make
+
+
+def _row_seconds(results, table, key: str) -> list[float]:
+    """The recorded run times of a page's row `key`: its own records', or where it has none, those of the table's
+    row it varies (its key less the page's first segment: `lr0.001/real/x` → `real/x`; `table` None: none)."""
+    own = [s for s in map(_seconds, results.runs(key)) if s > 0]
+    if own or table is None or "/" not in key:
+        return own
+    return [s for s in map(_seconds, table.runs(key.split("/", 1)[1])) if s > 0]
 
 
 def of_page(name: str) -> PageTodo:
@@ -291,6 +301,8 @@ def of_page(name: str) -> PageTodo:
     system, script = name.split("/")
     mod = load_table(system, script=script)
     results = Results(mod.OUT / "results.json")
+    table_file = Path(mod.OUT).parent / "results.json"
+    table = Results(table_file) if table_file.is_file() else None
     never, times = [], []
     plan = mod.plan()
     for p in plan:
@@ -299,6 +311,9 @@ def of_page(name: str) -> PageTodo:
         if not recs:
             never.append(p.key)
     stale = {k: tuple(v) for k, v in stale_seeds(results, plan, results.stale(plan)).items()}
+    # the rows to make, timed by their own records or their table twins'; the script's runs where none is timed
+    lacking = [s for k in (*never, *stale) for s in _row_seconds(results, table, k)]
+    times = lacking or times
     return PageTodo(f"experiments/{name}.py", never, stale, statistics.median(times) if times else None)
 
 

@@ -202,6 +202,18 @@ def test_a_choice_page_names_the_rows_whose_records_another_config_made(name, tm
             assert "claim" not in text.split("**Not current**")[1].split("\n")[0]     # the page judges no claims
 
 
+def test_a_page_row_never_run_is_timed_by_the_table_row_it_varies(tmp_path):
+    """A budget row with no record of its own (`lr0.001/real/x`) takes the run times of the table's row it varies
+    (`real/x`), so the todo does not time a page's slow new rows by its fast old ones; a row with records of its
+    own keeps them."""
+    page, table = Results(tmp_path / "page.json"), Results(tmp_path / "table.json")
+    page.records = {"lr0.002/real/x@seed0": {"key": "lr0.002/real/x", "seed": 0, "seconds": 20.0}}
+    table.records = {f"real/x@seed{s}": {"key": "real/x", "seed": s, "seconds": 900.0 + s} for s in range(3)}
+    assert T._row_seconds(page, table, "lr0.001/real/x") == [900.0, 901.0, 902.0]
+    assert T._row_seconds(page, table, "lr0.002/real/x") == [20.0]
+    assert T._row_seconds(page, None, "lr0.001/real/x") == []
+
+
 def test_the_pages_section_lists_scripts_with_rows_never_run_or_not_current_only():
     pages = [T.PageTodo("experiments/s/budget.py", [f"lr{i}/r" for i in range(8)], {"lr0/x": (0, 2)}, 90.0),
              T.PageTodo("experiments/s/tune.py", [], {}, 60.0)]
