@@ -3,6 +3,7 @@ accept them as its own, and a (row, seed) both hold is compared rather than over
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import hashlib
 import json
 
@@ -341,25 +342,27 @@ def test_a_kind_check_made_in_another_worktree_reaches_this_file_when_it_is_late
     here, there = tmp_path / "here" / "results.json", tmp_path / "there" / "results.json"
     here.parent.mkdir()
     there.parent.mkdir()
+    # four days in order, as `date.isoformat` writes them
+    DAY = {n: datetime.date(2000, 1, n).isoformat() for n in range(1, 5)}
     check = lambda day, commit=None: {"commit": commit or _head(), "date": day, "kind": "K", "pairs": []}
-    here.write_text(json.dumps({"_meta": {"parent_run_id": "mine", "kind_check": check("2026-11-30")}}))
-    unreadable = {k: v for k, v in check("2026-12-02").items() if k != "kind"}
-    same_day_again = {**check("2026-11-30"), "pairs": [{"made_on": "K2", "failed": "OSError: x"}]}
-    same_day_older = check("2026-11-30", parent)
-    for incoming in (check("2026-11-29"), check("2026-12-01", "0" * 40), unreadable, same_day_again, same_day_older):
+    here.write_text(json.dumps({"_meta": {"parent_run_id": "mine", "kind_check": check(DAY[2])}}))
+    unreadable = {k: v for k, v in check(DAY[4]).items() if k != "kind"}
+    same_day_again = {**check(DAY[2]), "pairs": [{"made_on": "K2", "failed": "OSError: x"}]}
+    same_day_older = check(DAY[2], parent)
+    for incoming in (check(DAY[1]), check(DAY[3], "0" * 40), unreadable, same_day_again, same_day_older):
         there.write_text(json.dumps({"_meta": {"kind_check": incoming}}))
         report = merge_records(Results(here), there, ROWS)
         assert report.kind_check is None and not any("kind check" in line for line in report.lines()), incoming
-        assert json.loads(here.read_text())["_meta"]["kind_check"] == check("2026-11-30")
-    here.write_text(json.dumps({"_meta": {"kind_check": check("2026-11-30", parent)}}))
-    there.write_text(json.dumps({"_meta": {"kind_check": check("2026-11-30")}}))    # the same day, a later commit
+        assert json.loads(here.read_text())["_meta"]["kind_check"] == check(DAY[2])
+    here.write_text(json.dumps({"_meta": {"kind_check": check(DAY[2], parent)}}))
+    there.write_text(json.dumps({"_meta": {"kind_check": check(DAY[2])}}))    # the same day, a later commit
     assert merge_records(Results(here), there, ROWS).kind_check is not None
-    here.write_text(json.dumps({"_meta": {"parent_run_id": "mine", "kind_check": check("2026-11-30")}}))
-    there.write_text(json.dumps({"_meta": {"parent_run_id": "theirs", "kind_check": check("2026-12-01")}}))
+    here.write_text(json.dumps({"_meta": {"parent_run_id": "mine", "kind_check": check(DAY[2])}}))
+    there.write_text(json.dumps({"_meta": {"parent_run_id": "theirs", "kind_check": check(DAY[3])}}))
     report = merge_records(Results(here), there, ROWS)
-    assert report.kind_check == f"made at {_head()[:7]} on 2026-12-01"
+    assert report.kind_check == f"made at {_head()[:7]} on {DAY[3]}"
     assert any("incoming kind check" in line for line in report.lines())
     meta = json.loads(here.read_text())["_meta"]
-    assert meta == {"parent_run_id": "mine", "kind_check": check("2026-12-01")}
+    assert meta == {"parent_run_id": "mine", "kind_check": check(DAY[3])}
     here.write_text(json.dumps({"_meta": {"parent_run_id": "mine"}}))       # none held here: taken
     assert merge_records(Results(here), there, ROWS).kind_check is not None
