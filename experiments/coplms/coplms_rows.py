@@ -116,16 +116,10 @@ def real_control_row(model: str) -> Planned:
 def real_rates() -> dict[str, str]:
     """{"devices": the device SLMs' rate, "server": SmolLM2's}, each as `budget.py`'s grid of that name chose it
     on validation data (`real_devices`, `real_server`); a key is absent before its grid has chosen."""
-    from fedlab.evidence import budget
+    from fedlab.evidence.budget import choices_in
 
-    out = {}
-    for who in ("devices", "server"):
-        got = budget.chain_of(HERE, chain=f"real_{who}")
-        for grid in got[1] if got else ():
-            value = budget.chosen(got[0], grid)
-            if value is not None:
-                out[who] = value
-    return out
+    chosen = {who: choices_in(HERE, chain=f"real_{who}").get("federation.lr") for who in ("devices", "server")}
+    return {who: lr for who, lr in chosen.items() if lr is not None}
 
 
 def real_rate(key: str) -> tuple[str, ...]:

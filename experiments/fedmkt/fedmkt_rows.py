@@ -54,16 +54,10 @@ def chosen_budget(script: str = "budget", chain: str | None = None) -> dict[str,
     """{config key: the value chosen} along one chain of validation pages (`fedlab.evidence.budget.chain_of`):
     the multi-task tables' rate and batch size, `chain="one_to_one"` the one-to-one table's batch size,
     `chain="real"` SmolLM2's rate,
-    `script="family"` the S2 SLM family. {} before a page has records."""
-    from fedlab.evidence import budget
+    `script="family"` the S2 SLM family. {} before a page has records (`fedlab.evidence.budget.choices_in`)."""
+    from fedlab.evidence.budget import choices_in
 
-    got = budget.chain_of(HERE, script, chain)
-    out = {}
-    for grid in got[1] if got else ():
-        value = budget.chosen(got[0], grid)
-        if value is not None:
-            out[grid.key] = value
-    return out
+    return choices_in(HERE, script, chain)
 
 
 def chosen_for(kind: str) -> bool:

@@ -215,6 +215,18 @@ def left_out(folder, every_seed: bool = False, chain: str | None = None) -> dict
     return (unreliable if every_seed else unlearnt)(got[0], grid) if grid else {}
 
 
+def choices_in(folder, script: str = "budget", chain: str | None = None) -> dict[str, str]:
+    """{config key: the value chosen} along the chain of `chain_of` (its grids that have chosen); {} when the table
+    has no budget or no records yet."""
+    got = chain_of(folder, script, chain)
+    out: dict[str, str] = {}
+    for grid in got[1] if got else ():
+        value = chosen(got[0], grid)
+        if value is not None:
+            out[grid.key] = value
+    return out
+
+
 def learnt_in(folder, script: str = "budget", chain: str | None = None) -> dict[str, tuple[str, ...]]:
     """`learnt` over the chain of `chain_of` (a later choice's controls replace an earlier one's of the same
     name); {} when the table has no budget or no records yet."""

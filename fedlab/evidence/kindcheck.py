@@ -89,11 +89,14 @@ def pair_words(pair: dict) -> str:
 
 
 def line(results) -> str:
-    """The page header's line on the last `--kind-check` of these records; "" where none was made (the page
-    says "none yet" itself where two kinds made its records)."""
+    """The page header's line on the last `--kind-check` of these records (`words`); "" where none was made (the
+    page says "none yet" itself where two kinds made its records)."""
     s = results.meta.get("kind_check")
-    if not s:
-        return ""
+    return words(s) if s else ""
+
+
+def words(s: dict) -> str:
+    """A kind check's outcome (`kind_check`'s) as one line: the pairs, the kinds, where and when, and the gaps."""
     done = [p for p in s["pairs"] if not p.get("failed")]
     z = [p["z_max"] for p in done if p["z_max"] is not None]
     kinds = sorted({str(p["made_on"]) for p in s["pairs"]})

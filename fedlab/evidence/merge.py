@@ -261,12 +261,12 @@ def _take_kind_check(results: Results, check, known: dict[str, bool]) -> str | N
     """Put the incoming kind check `check` in `results`' meta when the page can read it, it is traceable here (a
     commit this checkout holds) and it is later than the one held here (a later day; the same day at a commit
     descending from the held one's; none held counts as earlier): its commit and day in words, else None."""
-    from fedlab.evidence.kindcheck import line
+    from fedlab.evidence.kindcheck import words
 
     if not isinstance(check, dict):
         return None
     try:
-        line(_Meta({"kind_check": check}))
+        words(check)
     except (TypeError, KeyError, ValueError, AttributeError):
         return None
     commit, day = str(check["commit"]), str(check["date"])
@@ -279,11 +279,6 @@ def _take_kind_check(results: Results, check, known: dict[str, bool]) -> str | N
             return None
     results.meta["kind_check"] = check
     return f"made at {commit[:7]} on {day}"
-
-
-@dataclass
-class _Meta:
-    meta: dict
 
 
 def _descends(commit: str, older: str) -> bool:

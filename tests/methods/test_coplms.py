@@ -830,9 +830,10 @@ def test_the_smollm2_tables_rates_and_cells_are_read_from_its_own_grids(monkeypa
     import coplms_claims
     import coplms_rows
 
+    grids = {"real_devices": budget.Grid("federation.lr", ("0.002",), (), lambda prefix: [])}
     monkeypatch.setattr(budget, "chain_of", lambda folder, script="budget", chain=None:
-                        ("records", [chain]) if chain == "real_devices" else None)
-    monkeypatch.setattr(budget, "chosen", lambda r, grid: {"real_devices": "0.002"}.get(grid))
+                        ("records", [grids[chain]]) if chain in grids else None)
+    monkeypatch.setattr(budget, "chosen", lambda r, grid: "0.002" if grid is grids["real_devices"] else None)
     coplms_rows.real_rates.cache_clear()
     try:
         assert coplms_rows.real_rates() == {"devices": "0.002"}
