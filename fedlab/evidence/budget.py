@@ -20,17 +20,21 @@ from fedlab.evidence.controls import Control, check
 from fedlab.evidence.records import Planned
 
 
-def held_validation(per_task: int = 300, holdout: int = 32, keeps_shares: bool = False) -> tuple[str, ...]:
+def held_validation(per_task: int = 300, holdout: int = 32, keeps_shares: bool = False,
+                    holdout_keeps_shares: bool = False) -> tuple[str, ...]:
     """The overrides that score a grid's rows on validation rows at a test set's resolution without changing what
     they train on: `per_task` fresh rows a task about the population its test set asks about, none asking what a
     test item asks (`data.validation_from=held`); for a task whose test set leaves that population no room,
     `holdout` prompts held out of its training rows, the rows that asked them refilled from the same training
     population (`data.validation_refills_train`), so every task trains on as many rows as the table's runs do.
     `keeps_shares`: the fresh rows carry each answer's share of the test set, and a task whose population cannot
-    fill them is held out of its training rows instead (`data.validation_keeps_shares`)."""
+    fill them is held out of its training rows instead (`data.validation_keeps_shares`); `holdout_keeps_shares`
+    (with `keeps_shares`): the rows held out of the training rows carry the test set's answer shares too
+    (`data.validation_holdout_keeps_shares`)."""
     return ("data.evaluate_on=validation", f"data.validation_per_task={per_task}", "data.validation_from=held",
             f"data.validation_holdout_per_task={holdout}", "data.validation_refills_train=true",
-            *(("data.validation_keeps_shares=true",) if keeps_shares else ()))
+            *(("data.validation_keeps_shares=true",) if keeps_shares else ()),
+            *(("data.validation_holdout_keeps_shares=true",) if holdout_keeps_shares else ()))
 
 
 @dataclass(frozen=True)
@@ -241,9 +245,10 @@ def _scored_on(grid: Grid) -> str:
     short = [t for t, w in fallbacks.items() if w == "shares"]
     why = [f"for {_listed(crowded)}, whose test sets ask about nearly all of those people"] if crowded else []
     why += [f"for {_listed(short)}, whose fresh rows cannot fill the test set's answer shares"] if short else []
+    held_kept = ", in the test set's answer shares," if why and data.validation_holdout_keeps_shares else ""
     return ("scored on fresh rows about the people (or number pairs) each task's test set asks about, none asking "
             "what a test item asks" + (", in its answer shares" if kept else "")
-            + (f"; on rows held out of the training data {', and '.join(why)}" if why else "")
+            + (f"; on rows held out of the training data{held_kept} {', and '.join(why)}" if why else "")
             + ("; every task trains on as many rows as the table's runs" if refilled else ""))
 
 

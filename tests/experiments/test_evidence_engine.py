@@ -621,6 +621,25 @@ def test_a_budget_page_says_why_each_task_is_validated_on_training_rows(tmp_path
             "ask about nearly all of those people;") in drawn
 
 
+def test_a_grid_whose_held_out_rows_keep_the_shares_scores_recall_in_its_test_sets_shares(tmp_path):
+    """`held_validation(holdout_keeps_shares=True)`: recall, validated on rows held out of its training data, is
+    drawn in its test set's answer shares, so the page names no skew on it and says how those rows were drawn;
+    without it the held-out rows lean to the training population's answers and the page names recall."""
+    from fedlab.evidence import budget
+
+    data = ("data.tasks=[recall,sentiment]", "data.train_per_task=120", "data.test_per_task=300")
+    grid = lambda kept: budget.Grid("federation.lr", ("0.002",), (Planned("ref", None, data, "R"),), lambda prefix: [],
+                                    validation=budget.held_validation(300, 32, keeps_shares=True,
+                                                                      holdout_keeps_shares=kept))
+    assert "data.validation_holdout_keeps_shares=true" in grid(True).validation
+    assert "data.validation_holdout_keeps_shares=true" not in grid(False).validation
+    assert "recall" in budget.answer_skew(grid(False), points=5.0)
+    assert "recall" not in budget.answer_skew(grid(True), points=5.0)
+    text = "\n".join(budget.section(Results(tmp_path / "results.json"), grid(True), "R"))
+    assert ("on rows held out of the training data, in the test set's answer shares, for recall, whose test sets "
+            "ask about nearly all of those people") in text
+
+
 def test_a_records_staleness_is_resolved_once_until_the_record_is_replaced(tmp_path, monkeypatch):
     """`Results.why_stale` resolves a row's config once per seed however often a page asks (marks, verdicts,
     what the claims lack), and asks again of a record that a run replaced."""
