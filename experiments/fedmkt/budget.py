@@ -38,8 +38,8 @@ BATCHES = ("16", "8", "4")          # the batch size the rate grid runs at first
 AT_FIRST_BATCH = (f"federation.batch_size={BATCHES[0]}",)
 GRID = budget.Grid(
     # FedMKT's rate before any was chosen first (a tie keeps it); the references learnt more cells the smaller the
-    # rate down to 1e-3, so the grid goes on to 5e-4 below it
-    "federation.lr", ("0.005", "0.002", "0.001", "0.0005"),
+    # rate down to 1e-3, so the grid goes on below it, to 2.5e-4
+    "federation.lr", ("0.005", "0.002", "0.001", "0.0005", "0.00025"),
     (Planned("centralized", HERE / "centralized.yaml", AT_FIRST_BATCH, "Centralized LLM"),
      Planned("hetero/standalone", HERE / "hetero_standalone.yaml", AT_FIRST_BATCH, "Standalone SLMs")),
     lambda prefix: [TABLES.learns("centralized LLM", [f"{prefix}centralized"]),
