@@ -10,9 +10,11 @@ HERE = Path(__file__).resolve().parent
 TASKS = ["recall", "two_hop", "arithmetic", "category", "sentiment", "paraphrase", "entailment", "topic"]
 # how the budget pages (budget.py, family.py) score their rows: 300 validation rows a task, as many as a test set
 # (a +2-point bar is six items, not one in 32), about the population its test set asks about and in its answer
-# shares (a validation set of one answer is cleared by a model that gives only that answer), and the training rows
-# the tables' (`fedlab.evidence.budget.held_validation`)
-VALIDATION = budget.held_validation(300, 32, keeps_shares=True)
+# shares (a validation set of one answer is cleared by a model that gives only that answer; a task validated on
+# prompts held out of its training rows holds them out in those shares too, or recall's would carry the training
+# population's answers, which a model learns to give and its test set does not ask), and the training rows the
+# tables' (`fedlab.evidence.budget.held_validation`)
+VALIDATION = budget.held_validation(300, 32, keeps_shares=True, holdout_keeps_shares=True)
 
 
 @functools.cache
