@@ -9,8 +9,9 @@ under which they learn the most (row, task, seed) cells by FedMKT's control rule
 takes more steps an epoch, while the paper fixes the epochs, R = E = 1, and keeps within 10 rounds): for the
 multi-task tables (2 and 3) on the same references, and for the one-to-one table (4) on its own — the centralized
 LLM on the one client's and the public data, and the Standalone SLM of S2 (the family `family.py` chose) and of S1
-— whose single client holds a fifth of the data, so fewer steps an epoch. And SmolLM2's rate, for the real-model rows'
-LLM (`real`): on centralized SmolLM2, its reference, at the real-model rows' own data and batch size.
+— whose single client holds a fifth of the data, so fewer steps an epoch (its grid goes on to 2). And SmolLM2's
+rate, for the real-model rows' LLM (`real`): on centralized SmolLM2, its reference, at the real-model rows' own
+data and batch size.
 
     python experiments/fedmkt/budget.py                # the grids, seeds 0,1,2 (resumable; SmolLM2's needs the
                                                        # real-model packages: README.md)
@@ -36,6 +37,8 @@ BATCHES = ("16", "8", "4")          # the batch size the rate grid runs at first
 # every rate at BATCHES[0], held here rather than read from base.yaml, whose batch size is the one chosen after
 # the rate: the grid's rows stay the runs they were once the tables take the chosen batch size
 AT_FIRST_BATCH = (f"federation.batch_size={BATCHES[0]}",)
+# the one-to-one table's references learnt the most cells at 4, the smallest of BATCHES, so its grid goes on to 2
+O2O_BATCHES = (*BATCHES, "2")
 GRID = budget.Grid(
     # FedMKT's rate before any was chosen first (a tie keeps it); the references learnt more cells the smaller the
     # rate down to 1e-3, so the grid goes on below it, to 2.5e-4
@@ -80,7 +83,7 @@ def one_to_one(r: Results | None = None) -> list[budget.Grid]:
                     f"Standalone SLM (one-to-one, S2: {family})"),
             Planned("o2o_s1/standalone", HERE / "one_to_one_standalone.yaml", (at, f"model.clients=[{S1}]"),
                     f"Standalone SLM (one-to-one, S1: {S1})"))
-    return [budget.Grid("federation.batch_size", BATCHES, rows,
+    return [budget.Grid("federation.batch_size", O2O_BATCHES, rows,
                         lambda prefix: [TABLES.learns("centralized LLM (one-to-one)", [f"{prefix}o2o/centralized"]),
                                         TABLES.learns("Standalone SLMs (o2o, S2)", [f"{prefix}o2o/standalone"]),
                                         TABLES.learns("Standalone SLMs (o2o, S1)", [f"{prefix}o2o_s1/standalone"])],
