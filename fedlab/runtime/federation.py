@@ -113,10 +113,16 @@ TIME_PARTS = (("clients", "client fits"), ("server", "server (aggregation, the m
               ("eval", "evaluation"), ("bookkeeping", "checkpoints and logging"))
 
 
-def time_split(rounds: list[dict]) -> dict:
-    """Where a run's time went, summed over its rounds (zero-shot evaluation included):
-    `time/total_<part>` seconds for each of TIME_PARTS."""
-    return {f"time/total_{k}": sum(r.get(f"time/{k}", 0.0) for r in rounds) for k, _ in TIME_PARTS}
+def time_split(rounds: list[dict], logging_s: float = 0.0, end_models_s: float = 0.0) -> dict:
+    """Where a run's time went, summed over its rounds (zero-shot evaluation and the method's start included):
+    `time/total_<part>` seconds for each of TIME_PARTS. A round's `time/bookkeeping` is its checkpoint, written
+    before the round is logged; `logging_s` (the seconds its rounds' records took to log and print) goes into the
+    total's bookkeeping, and `end_models_s` (the method's end-of-run models, built and scored) into its
+    evaluation."""
+    split = {f"time/total_{k}": sum(r.get(f"time/{k}", 0.0) for r in rounds) for k, _ in TIME_PARTS}
+    split["time/total_bookkeeping"] += logging_s
+    split["time/total_eval"] += end_models_s
+    return split
 
 
 def format_time_split(final: dict) -> str | None:
@@ -195,10 +201,13 @@ def _train_round(rnd: int, ctx, method, evaluation, cfg, rounds: int, budget,
     return m, stop
 
 
-def _finish(cfg, method, context, tracker, history, rounds: int, t_run: float, reference=None) -> None:
+def _finish(cfg, method, context, tracker, history, rounds: int, t_run: float, reference=None,
+            logging_s: float = 0.0) -> None:
     """The method's end-of-run metrics (fused or routed models) at the last round, the final record and the
-    run's time split."""
+    run's time split (`logging_s`: the seconds the rounds' records took to log)."""
+    t_end = time.perf_counter()
     end = method.finalize(context(rounds))
+    end_models_s = time.perf_counter() - t_end
     numbers = {k: v for k, v in end.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     if numbers:
         tracker.log_metrics(numbers, step=rounds)
@@ -207,7 +216,7 @@ def _finish(cfg, method, context, tracker, history, rounds: int, t_run: float, r
         tracker.set_tags(words)
     history.final = {**history.rounds[-1], **end}
     history.final["time/total"] = time.perf_counter() - t_run
-    split = time_split(history.rounds)
+    split = time_split(history.rounds, logging_s, end_models_s)
     history.final.update(split)
     tracker.log_metrics(split, step=rounds)
     costs = cost.run_costs(cfg, history.rounds, method.headline, reference)
@@ -247,6 +256,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True,
         method.setup()
         completed = _resume(cfg, method, backend, history, log, evaluation, ckpt_path)
         t_run = time.perf_counter()
+        logging_s = 0.0                   # seconds the rounds' records took to log and print
         if completed == 0:                                     # zero-shot, and the method's start
             t0 = time.perf_counter()
             ctx = context(0)
@@ -255,12 +265,16 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True,
                 m["time/eval"] = time.perf_counter() - t0
                 if method.trains:
                     beat.phase("the method's start")
+                    t_begin = time.perf_counter()
                     method.begin(ctx)
+                    m["time/server"] = time.perf_counter() - t_begin     # a proxy distilled, a model built
             m.update(ctx.round_metrics())
             history.rounds.append(m)
+            t_log = time.perf_counter()
             log.round(m)
             if progress:
                 log_line(_progress(method, m, rounds, time.perf_counter() - t0) + "  (zero-shot)")
+            logging_s += time.perf_counter() - t_log
             interrupt.check("before round 1 completed")
         for rnd in range(completed + 1, rounds + 1):
             with beat.round(rnd, "training"):
@@ -270,9 +284,11 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True,
             _checkpoint(ckpt_path, rnd, method, backend, history, tracker, evaluation)
             completed = rnd
             m["time/bookkeeping"] = time.perf_counter() - t_book     # checkpoint (its own record lacks this key)
+            t_log = time.perf_counter()
             log.round(m)
             if progress:
                 log_line(_progress(method, m, rounds, m["time/round"]))
+            logging_s += time.perf_counter() - t_log
             interrupt.stop_point(rnd)       # a stop asked for by SIGINT / SIGTERM: here, the round checkpointed
             if stop:
                 log_line(f"[fedlab] stopped after round {rnd} of {rounds}: {stop}")
@@ -286,6 +302,6 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True,
             e.after_round = completed       # a second signal cut a round short: the last checkpoint stands
         raise
     with beat.round(rounds, "the method's end-of-run models"):
-        _finish(cfg, method, context, tracker, history, rounds, t_run, target_reference)
+        _finish(cfg, method, context, tracker, history, rounds, t_run, target_reference, logging_s)
     backend.shutdown()
     return history

@@ -30,6 +30,7 @@ def test_the_time_split_covers_the_run_and_reaches_mlflow(pico_zoo, tmp_path):
     assert parts["time/total_clients"] > parts["time/total_server"]
     assert 0.8 * h.final["time/total"] <= sum(parts.values()) <= h.final["time/total"]
     assert sum(r["time/clients"] for r in h.rounds[1:]) == parts["time/total_clients"]
+    assert h.rounds[0]["time/server"] >= 0              # the method's start, timed beside the zero-shot scores
     # every multiple-choice task's answer share (the constant-answer check) reaches the run's record
     assert 0 < h.final["top/task_recall"] <= 1 and 0.5 <= h.final["top/task_sentiment"] <= 1
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/m.db")
@@ -47,3 +48,12 @@ def test_fedlab_run_prints_the_time_split(pico_zoo, tmp_path, capsys):
     assert code == 0
     line = next(ln for ln in out.splitlines() if ln.startswith("time: "))
     assert "client fits" in line and "evaluation" in line and "checkpoints and logging" in line
+
+
+def test_the_split_counts_logging_as_bookkeeping_and_the_end_of_run_models_as_evaluation():
+    from fedlab.runtime.federation import time_split
+
+    rounds = [{"round": 0, "time/eval": 1.0, "time/server": 0.5},
+              {"round": 1, "time/clients": 2.0, "time/server": 0.25, "time/eval": 1.0, "time/bookkeeping": 0.125}]
+    assert time_split(rounds, logging_s=0.5, end_models_s=3.0) == {
+        "time/total_clients": 2.0, "time/total_server": 0.75, "time/total_eval": 5.0, "time/total_bookkeeping": 0.625}
