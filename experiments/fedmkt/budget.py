@@ -93,8 +93,8 @@ def one_to_one(r: Results | None = None) -> list[budget.Grid]:
 # SmolLM2's rate, for the real-model rows' LLM alike (FedMKT's server LoRA, `method.server_lr`, and the centralized
 # reference's `federation.lr`): its reference, centralized SmolLM2 (`centralized_smollm2.yaml`), at each rate,
 # scored on the tables' validation rows; the rate those rows ran at before any was chosen first (the baselines'
-# SmolLM2 rows' rate), so a tie keeps it
-REAL_RATES = ("0.0005", "0.001", "0.002")
+# SmolLM2 rows' rate), so a tie keeps it; it led the grid as its smallest value, so the grid goes on to 2.5e-4
+REAL_RATES = ("0.0005", "0.001", "0.002", "0.00025")
 REAL_REFERENCE = "centralized SmolLM2"
 
 
