@@ -114,11 +114,13 @@ TIME_PARTS = (("clients", "client fits"), ("server", "server (aggregation, the m
 
 
 def time_split(rounds: list[dict], logging_s: float = 0.0, end_models_s: float = 0.0) -> dict:
-    """Where a run's time went, summed over its rounds (zero-shot evaluation and the method's start included):
-    `time/total_<part>` seconds for each of TIME_PARTS. A round's `time/bookkeeping` is its checkpoint, written
-    before the round is logged; `logging_s` (the seconds its rounds' records took to log and print) goes into the
+    """Where a run's time went, summed over its rounds (round 0: the zero-shot evaluation, and the method's start
+    as client fits and server time): `time/total_<part>` seconds for each of TIME_PARTS. A round's
+    `time/bookkeeping` is its checkpoint, written before the round is logged; `logging_s` (the seconds the rounds'
+    records took to log and print, in this process: a resumed run's earlier logging is not kept) goes into the
     total's bookkeeping, and `end_models_s` (the method's end-of-run models, built and scored) into its
-    evaluation."""
+    evaluation. Left out: the method's set-up (before the rounds' clock starts) and the end-of-run metrics'
+    own logging."""
     split = {f"time/total_{k}": sum(r.get(f"time/{k}", 0.0) for r in rounds) for k, _ in TIME_PARTS}
     split["time/total_bookkeeping"] += logging_s
     split["time/total_eval"] += end_models_s
@@ -202,12 +204,13 @@ def _train_round(rnd: int, ctx, method, evaluation, cfg, rounds: int, budget,
 
 
 def _finish(cfg, method, context, tracker, history, rounds: int, t_run: float, reference=None,
-            logging_s: float = 0.0) -> None:
+            logging_s: float = 0.0, tail_s: float = 0.0) -> None:
     """The method's end-of-run metrics (fused or routed models) at the last round, the final record and the
-    run's time split (`logging_s`: the seconds the rounds' records took to log)."""
+    run's time split (`logging_s`: the seconds the rounds' records took to log; `tail_s`: the wait for the
+    evaluations scored beside training, counted as evaluation with the end-of-run models)."""
     t_end = time.perf_counter()
     end = method.finalize(context(rounds))
-    end_models_s = time.perf_counter() - t_end
+    end_models_s = tail_s + time.perf_counter() - t_end
     numbers = {k: v for k, v in end.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     if numbers:
         tracker.log_metrics(numbers, step=rounds)
@@ -265,9 +268,10 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True,
                 m["time/eval"] = time.perf_counter() - t0
                 if method.trains:
                     beat.phase("the method's start")
-                    t_begin = time.perf_counter()
-                    method.begin(ctx)
-                    m["time/server"] = time.perf_counter() - t_begin     # a proxy distilled, a model built
+                    t_begin, fits = time.perf_counter(), ctx.client_s
+                    method.begin(ctx)                   # warm-up fits, a model scored, artifacts written
+                    m["time/clients"] = ctx.client_s - fits
+                    m["time/server"] = time.perf_counter() - t_begin - m["time/clients"]
             m.update(ctx.round_metrics())
             history.rounds.append(m)
             t_log = time.perf_counter()
@@ -294,14 +298,16 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True,
                 log_line(f"[fedlab] stopped after round {rnd} of {rounds}: {stop}")
                 tracker.set_tags({"fedlab.stopped": stop})
                 break
+        t_tail = time.perf_counter()
         with beat.round(rounds, "waiting for the evaluations scored beside training"):
             evaluation.finish()
+        tail_s = time.perf_counter() - t_tail
     except BaseException as e:
         evaluation.off()
         if isinstance(e, interrupt.Interrupted) and e.after_round is None and completed > 0:
             e.after_round = completed       # a second signal cut a round short: the last checkpoint stands
         raise
     with beat.round(rounds, "the method's end-of-run models"):
-        _finish(cfg, method, context, tracker, history, rounds, t_run, target_reference, logging_s)
+        _finish(cfg, method, context, tracker, history, rounds, t_run, target_reference, logging_s, tail_s)
     backend.shutdown()
     return history
