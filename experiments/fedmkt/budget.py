@@ -15,8 +15,9 @@ data and batch size.
 
     python experiments/fedmkt/budget.py                # the grids, seeds 0,1,2 (resumable; SmolLM2's needs the
                                                        # real-model packages: README.md)
-    python experiments/fedmkt/budget.py --only 'lr0.001/centralized,lr0.001/hetero/' --seeds 3,4   # two more seeds
-    python experiments/fedmkt/budget.py --only 'lr0.0005/real/,lr0.001/real/,lr0.002/real/'   # SmolLM2's grid alone
+    python experiments/fedmkt/budget.py --only 'lr0.0005/centralized,lr0.0005/hetero/' --seeds 3,4   # two more seeds
+    python experiments/fedmkt/budget.py --only 'lr0.0005/real/,lr0.001/real/,lr0.002/real/,lr0.00025/real/'
+                                                       # SmolLM2's grid alone
     python experiments/fedmkt/budget.py --render-only  # budget/RESULTS.md from budget/results.json
 """
 from __future__ import annotations
