@@ -71,9 +71,10 @@ def test_lora_rank_per_instruction(pico_zoo):
 def test_adapters_start_as_the_base_model_and_declare_their_keys(pico_zoo, model, where):
     import torch
 
-    from fedlab.runtime.resident import get_resident
+    from fedlab.runtime.resident import clear_residents, get_resident
 
     cfg = _cfg(f"model.name={model}")
+    clear_residents()       # residents are shared within a process: another test may have left weights in one
     base = get_resident(cfg)
     res = get_resident(cfg, chain=(transform("adapters", width=0.5, where=where),))
     n_blocks = 4 if model == "pico-llama" else 2
