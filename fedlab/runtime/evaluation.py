@@ -30,13 +30,16 @@ class RunLog:
         self.tracker, self.history = tracker, history
         self.marker = out / "logged_round"
         self.logged = _logged_round(self.marker) if cfg.resume and self.marker.exists() else -1
+        self.seconds = 0.0      # what the rounds' records took to reach the tracker, in this process
 
     def round(self, metrics: dict) -> None:
         """A round's record to the tracker, unless it got it before (a resumed run)."""
+        t0 = time.perf_counter()
         if metrics["round"] > self.logged:
             self.tracker.log_metrics({k: v for k, v in metrics.items() if k != "eval/pending"}, step=metrics["round"])
             self.logged = metrics["round"]
             write_atomic(self.marker, str(self.logged))     # a kill mid-write leaves the last round's marker
+        self.seconds += time.perf_counter() - t0
 
     def scores(self, rnd_done: int, metrics: dict) -> dict:
         """Scores of an evaluated round that came after its record (beside training, or on resume): into the

@@ -117,7 +117,7 @@ def time_split(rounds: list[dict], logging_s: float = 0.0, end_models_s: float =
     """Where a run's time went, summed over its rounds (round 0: the zero-shot evaluation, and the method's start
     as client fits and server time): `time/total_<part>` seconds for each of TIME_PARTS. A round's
     `time/bookkeeping` is its checkpoint, written before the round is logged; `logging_s` (the seconds the rounds'
-    records took to log and print, in this process: a resumed run's earlier logging is not kept) goes into the
+    records took to reach the tracker, in this process: a resumed run's earlier logging is not kept) goes into the
     total's bookkeeping, and `end_models_s` (the method's end-of-run models, built and scored) into its
     evaluation. Left out: the method's set-up (before the rounds' clock starts) and the end-of-run metrics'
     own logging."""
@@ -206,8 +206,8 @@ def _train_round(rnd: int, ctx, method, evaluation, cfg, rounds: int, budget,
 def _finish(cfg, method, context, tracker, history, rounds: int, t_run: float, reference=None,
             logging_s: float = 0.0, tail_s: float = 0.0) -> None:
     """The method's end-of-run metrics (fused or routed models) at the last round, the final record and the
-    run's time split (`logging_s`: the seconds the rounds' records took to log; `tail_s`: the wait for the
-    evaluations scored beside training, counted as evaluation with the end-of-run models)."""
+    run's time split (`logging_s`: the seconds the rounds' records took to log, from `RunLog.seconds`; `tail_s`:
+    the wait for the evaluations scored beside training, counted as evaluation with the end-of-run models)."""
     t_end = time.perf_counter()
     end = method.finalize(context(rounds))
     end_models_s = tail_s + time.perf_counter() - t_end
@@ -258,8 +258,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True,
         tracker.set_tags({f"fedlab.backend.{k}": v for k, v in history.backend.items()})
         method.setup()
         completed = _resume(cfg, method, backend, history, log, evaluation, ckpt_path)
-        t_run = time.perf_counter()
-        logging_s = 0.0                   # seconds the rounds' records took to log and print
+        t_run, logged_before = time.perf_counter(), log.seconds    # a resume's catching up is before the clock
         if completed == 0:                                     # zero-shot, and the method's start
             t0 = time.perf_counter()
             ctx = context(0)
@@ -274,11 +273,9 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True,
                     m["time/server"] = time.perf_counter() - t_begin - m["time/clients"]
             m.update(ctx.round_metrics())
             history.rounds.append(m)
-            t_log = time.perf_counter()
             log.round(m)
             if progress:
                 log_line(_progress(method, m, rounds, time.perf_counter() - t0) + "  (zero-shot)")
-            logging_s += time.perf_counter() - t_log
             interrupt.check("before round 1 completed")
         for rnd in range(completed + 1, rounds + 1):
             with beat.round(rnd, "training"):
@@ -288,11 +285,9 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True,
             _checkpoint(ckpt_path, rnd, method, backend, history, tracker, evaluation)
             completed = rnd
             m["time/bookkeeping"] = time.perf_counter() - t_book     # checkpoint (its own record lacks this key)
-            t_log = time.perf_counter()
             log.round(m)
             if progress:
                 log_line(_progress(method, m, rounds, m["time/round"]))
-            logging_s += time.perf_counter() - t_log
             interrupt.stop_point(rnd)       # a stop asked for by SIGINT / SIGTERM: here, the round checkpointed
             if stop:
                 log_line(f"[fedlab] stopped after round {rnd} of {rounds}: {stop}")
@@ -308,6 +303,7 @@ def run_federation(method, backend, cfg, tracker=None, progress: bool = True,
             e.after_round = completed       # a second signal cut a round short: the last checkpoint stands
         raise
     with beat.round(rounds, "the method's end-of-run models"):
-        _finish(cfg, method, context, tracker, history, rounds, t_run, target_reference, logging_s, tail_s)
+        _finish(cfg, method, context, tracker, history, rounds, t_run, target_reference,
+                log.seconds - logged_before, tail_s)
     backend.shutdown()
     return history

@@ -53,4 +53,3 @@ def test_fedlab_run_prints_the_time_split(pico_zoo, tmp_path, capsys):
     assert code == 0
     line = next(ln for ln in out.splitlines() if ln.startswith("time: "))
     assert "client fits" in line and "evaluation" in line and "checkpoints and logging" in line
-
