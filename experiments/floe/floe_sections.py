@@ -41,7 +41,28 @@ def gate_table(r: Results, stale: set[str] | None = None) -> list[str]:
              r.final(k, "fused/heldout_nll", 2), r.final(k, "fused/heldout_nll_slm", 2),
              r.final(k, "fused/heldout_nll_llm", 2), r.final(k, "fused/gate_check", 2)]
             + [r.final(k, f"fused/gate_w/{t}", 2) for t in TASKS]) + " |")
-    return out
+    return out + same_picks(r, [k for k, _ in rows])
+
+
+def same_picks(r: Results, keys: list[str]) -> list[str]:
+    """A sentence per fused row and multiple-choice task where the fused model's accuracy and answer share equal
+    its routed SLM's in every seed: on that task the LLM's part of P_out does not change the fused model's score,
+    whatever the gate's weight on the SLM (`fused/w/<task>`, its mean over the task's scored tokens; its range
+    over the seeds is quoted)."""
+    out = []
+    for k in keys:
+        for t in MC_TASKS:
+            runs = [rec["final"] for rec in r.runs(k)]
+            pairs = [(f.get(f"fused/acc/{t}"), f.get(f"routed/acc/{t}"), f.get(f"fused/top/{t}"),
+                      f.get(f"routed/top/{t}")) for f in runs]
+            if not runs or any(None in p or p[0] != p[1] or p[2] != p[3] for p in pairs):
+                continue
+            w = [f[f"fused/w/{t}"] for f in runs if f.get(f"fused/w/{t}") is not None]
+            span = f"; the gate's mean w on its test tokens is {min(w):.2f} to {max(w):.2f}" if w else ""
+            out.append(f"- `{k}`, **{t}**: fused and routed accuracy and answer share are equal in every seed "
+                       f"({len(runs)} of {len(runs)}){span}: the LLM's part of P_out = w·P_SLM + (1 − w)·P_LLM does "
+                       "not change the score there, and a claim of fused above routed on this task reads +0.0.")
+    return ["", *out] if out else []
 
 
 def experts_table(r: Results) -> list[str]:

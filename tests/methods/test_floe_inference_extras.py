@@ -349,6 +349,27 @@ def test_floe_gate_table_shows_the_held_out_check_and_w_per_task(tmp_path):
     assert cells[6].startswith("1.00") and [c.split()[0] for c in cells[7:]] == ["0.10", "0.20", "0.30", "0.40", "0.50"]
 
 
+def test_floe_gate_section_names_a_task_where_fused_and_routed_pick_alike_in_every_seed(tmp_path):
+    """Under the gate table, a sentence names each fused row's multiple-choice task whose fused accuracy and
+    answer share equal the routed SLM's in every seed, with the range of the gate's w there; a task where one
+    seed differs gets none."""
+    from fedlab.evidence.runner import Results
+
+    mod = _floe_tables()
+    r = Results(tmp_path / "results.json")
+    for seed in range(3):
+        final = {"fused/acc/sentiment": 0.6 + 0.1 * seed, "routed/acc/sentiment": 0.6 + 0.1 * seed,
+                 "fused/top/sentiment": 0.7, "routed/top/sentiment": 0.7, "fused/w/sentiment": 0.9 + 0.01 * seed,
+                 "fused/acc/recall": 0.5, "routed/acc/recall": 0.5 if seed else 0.4,
+                 "fused/top/recall": 0.3, "routed/top/recall": 0.3}
+        r.records[f"floe/floe@seed{seed}"] = {"key": "floe/floe", "seed": seed, "final": final}
+    lines = [ln for ln in mod.gate_table(r) if ln.startswith("- ")]
+    assert len(lines) == 1 and "**sentiment**" in lines[0] and "(3 of 3)" in lines[0]
+    assert "0.90 to 0.92" in lines[0]
+    r.records["floe/floe@seed2"]["final"]["routed/top/sentiment"] = 0.8     # one seed's picks differ
+    assert not [ln for ln in mod.gate_table(r) if ln.startswith("- ")]
+
+
 def test_floe_claims_on_records_another_config_made_are_stale(tmp_path):
     """A claim that reads records made by another config than the script's shows its difference with the verdict
     "stale"; the render computes the outdated set from the plan."""
