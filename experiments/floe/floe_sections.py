@@ -51,8 +51,8 @@ def same_picks(r: Results, keys: list[str]) -> list[str]:
     over the seeds is quoted)."""
     out = []
     for k in keys:
+        runs = [rec["final"] for rec in r.runs(k)]
         for t in MC_TASKS:
-            runs = [rec["final"] for rec in r.runs(k)]
             pairs = [(f.get(f"fused/acc/{t}"), f.get(f"routed/acc/{t}"), f.get(f"fused/top/{t}"),
                       f.get(f"routed/top/{t}")) for f in runs]
             if not runs or any(None in p or p[0] != p[1] or p[2] != p[3] for p in pairs):
