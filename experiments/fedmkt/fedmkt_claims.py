@@ -5,7 +5,7 @@ import functools
 
 from fedlab.evidence import Claim, above_zero_shot, metric_shares
 
-from fedmkt_rows import TASKS, claim_tasks, scored
+from fedmkt_rows import O2O_CONTROL, TASKS, claim_tasks, scored
 
 
 def slm_task(which: str, kind: str | None = None):
@@ -124,7 +124,7 @@ def claims() -> list[Claim]:
     C_SLMS = {s: learns(f"Standalone SLMs ({s})", [f"{s}/standalone"], claim_tasks(kind))
               for s, kind in (("hetero", "slm"), ("homo", "homo_s2"), ("o2o", "o2o_s2"), ("homo_s1", "slm"),
                               ("o2o_s1", "o2o_s1"))}
-    C_O2O_LLM = learns("centralized LLM (one-to-one)", ["o2o/centralized"], claim_tasks("o2o_llm"))
+    C_O2O_LLM = learns("centralized LLM (one-to-one)", [O2O_CONTROL], claim_tasks("o2o_llm"))
     C_TASK_LLM = {t: learns(f"centralized LLM, {t} alone", [f"task/{t}/centralized"], [t]) for t in llm_t}
     C_TASK_SLM = {t: learns(f"Standalone SLMs, {t} alone", [f"task/{t}/standalone"], [t]) for t in slm_t}
     C_REAL_LLM = learns("centralized SmolLM2", ["real/centralized"], claim_tasks("real_llm"))

@@ -113,8 +113,17 @@ PER_TASK = [("fedmkt", "FedMKT", "hetero.yaml"), ("standalone", "Standalone", "h
 PER_TASK_DATA = ["data.train_per_task=400"]
 
 
+# The one-to-one centralized LLM is both a row the one-to-one LLM claims compare and their reference. Its control
+# is the same row made at seeds no claim compares (CONTROL_SEEDS), so that the tasks those claims keep where it
+# fails some (`fedlab.evidence.claims.narrow`) are chosen without reading the seeds the claims compare.
+O2O_CONTROL = "o2o/centralized/control"
+CONTROL_SEEDS = (5, 6, 7, 8, 9)
+
+
 def plan() -> list[Planned]:
     out = [Planned(k, HERE / y, (), label, s) for s, runs in RUNS.items() for k, label, y in runs]
+    out += [Planned(O2O_CONTROL, HERE / "one_to_one_centralized.yaml", (), "Centralized (the control)", "one_to_one",
+                    CONTROL_SEEDS)]
     out += [Planned(k, HERE / y, tuple(o), label, k.split("/")[0]) for k, label, y, o in RUNS_S1]
     out += [Planned(f"task/{t}/{m}", HERE / y, (f"data.tasks=[{t}]", *PER_TASK_DATA), label, "per_task")
             for t in scored() for m, label, y in PER_TASK]

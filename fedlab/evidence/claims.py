@@ -193,10 +193,11 @@ def commit_words(results, keys, seeds) -> str:
     """Where the records a claim reads (its rows and its controls' rows, at `seeds`) do not all come from one
     clean commit per row: "seeds made at several commits: `row` (2 commits); seeds from uncommitted changes: `row`;
     seeds made outside git: `row`" (a record without a `git` field, made before fedlab recorded it, is not named);
-    "" when every row's seeds were made at one commit without uncommitted changes."""
+    "" when every row's seeds were made at one commit without uncommitted changes. A row holding none of `seeds`
+    (a control made at seeds of its own, `records.Planned.seeds`) is read at every seed it holds."""
     mixed, dirty, outside = [], [], []
     for k in dict.fromkeys(keys):
-        recs = [rec for rec in results.runs(k) if rec["seed"] in seeds]
+        recs = [rec for rec in results.runs(k) if rec["seed"] in seeds] or results.runs(k)
         commits = {rec.get("git") for rec in recs}
         if len(commits) > 1:
             mixed.append(f"`{k}` ({len(commits)} commits)")

@@ -35,6 +35,16 @@ class Planned:
     overrides: tuple[str, ...] = ()
     label: str = ""
     setting: str = ""
+    # the run seeds this row is made at, when not the table's: a control made at seeds that no compared row
+    # holds, so that choosing a claim's tasks from it reads none of the seeds the claim compares
+    seeds: tuple[int, ...] | None = None
+
+    def run_seeds(self, asked: list[int], explicit: bool) -> list[int]:
+        """The seeds to make of this row: `asked` (the table's default, or `--seeds` when `explicit`), or the row's
+        own `seeds` instead of the default and, of `--seeds`, those among them."""
+        if self.seeds is None:
+            return list(asked)
+        return [s for s in asked if s in self.seeds] if explicit else list(self.seeds)
 
     def resolve(self, seed: int, extra: tuple[str, ...] = ()):
         """The row's resolved config for one seed, with the trailing overrides `extra` of the command line."""

@@ -172,7 +172,7 @@ def _stale_beyond(results: Results, p: Planned, seeds: list[int], extra: tuple[s
 def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tuple[str, ...] = (),
             rerun: bool = False, title: str = "", summarize: Callable | None = None,
             progress: bool = True, jobs: int | None = None, allow_dirty: bool = False,
-            replace_other_numerics: bool = False, held_stale: bool = False) -> int:
+            replace_other_numerics: bool = False, held_stale: bool = False, seeds_given: bool = True) -> int:
     """Run every (row, seed) the results do not hold for the current config, weights and numerics, `jobs` at a
     time (default: as many as the cores allow for the runs' threads), saving each record as its run ends;
     returns how many ran. `held_stale`: a row's seeds beyond `seeds` whose records another config made are run
@@ -180,14 +180,20 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
     nothing while a row holds such a record). A dirty tree is refused (`DirtyTree`) unless `allow_dirty`
     (`check_tree`). Runs that would replace records made with other numerics (a machine kind not measured,
     another numerics mode or other library versions: those of every measured kind are current) are refused unless
-    `replace_other_numerics`: they are someone's numbers, which a run here does not reproduce."""
+    `replace_other_numerics`: they are someone's numbers, which a run here does not reproduce.
+    A row made at seeds of its own (`Planned.seeds`) runs at those instead of `seeds`, or, when `seeds_given`
+    (the command named them), at those of `seeds` among them."""
     from fedlab import numerics
     from fedlab.config import ConfigError
     from fedlab.parallel import default_jobs, run_many
 
     todo, other_numerics, other_kind = [], 0, 0
     for p in plan:
-        for seed in (seeds if not held_stale else sorted({*seeds, *_stale_beyond(results, p, seeds, extra)})):
+        mine = p.run_seeds(seeds, seeds_given)
+        if progress and p.seeds is not None and not mine:
+            print(f"[fedlab] table: {p.key} is made at seeds {','.join(map(str, p.seeds))} only, none of which "
+                  "--seeds names", file=sys.stderr, flush=True)
+        for seed in (mine if not held_stale else sorted({*mine, *_stale_beyond(results, p, mine, extra)})):
             cfg = p.resolve(seed, extra)
             old = results.records.get(record_key(p.key, seed))
             why = None if old is None else stale_reason(old, cfg)
@@ -256,7 +262,7 @@ def table_parser(title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2)) ->
     ap.add_argument("overrides", nargs="*", help="key=value applied to every run")
     ap.add_argument("--seeds", default=None, help="comma-separated run seeds (default: "
                     f"{','.join(map(str, default_seeds))}, and every further seed a row holds whose record another "
-                    "config made)")
+                    "config made; a row made at seeds of its own runs at those, or at those of --seeds among them)")
     ap.add_argument("--only", default=None, help="run only rows whose key starts with this, or is exactly this when it ends with $ "
                          "(several: comma-separated)")
     ap.add_argument("--rerun", action="store_true", help="run again rows that results.json already holds")
@@ -376,7 +382,7 @@ def run_table(folder: Path, plan: Callable[..., list[Planned]], render: Callable
         elif not args.render_only:
             execute(rows, results, seeds, tuple(args.overrides), args.rerun, title, summarize, jobs=args.jobs,
                     allow_dirty=args.allow_dirty, replace_other_numerics=args.replace_other_numerics,
-                    held_stale=args.seeds is None)
+                    held_stale=args.seeds is None, seeds_given=args.seeds is not None)
     except (ConfigError, DirtyTree, MergeError, SpotCheckError) as e:
         print(f"fedlab: error: {e}", file=sys.stderr)
         return 2

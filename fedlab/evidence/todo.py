@@ -2,7 +2,8 @@
 
 For every row a system's claims read (their own rows and their controls' rows), in the table's plan:
 
-- the seeds of 0 .. CLAIM_SEEDS − 1 it holds no record of (*missing*);
+- the seeds of 0 .. CLAIM_SEEDS − 1 it holds no record of (*missing*; a row made at seeds of its own,
+  `records.Planned.seeds`, those);
 - the seeds whose record is not current here (`records.stale_reason`: another config, other numerics or other
   zoo weights made it), with the reason;
 - whether its current seeds were made at several commits (`unify.mixed_rows`; `make_tables.py --mixed` gives
@@ -136,7 +137,9 @@ def lacks(results, plan, rows: list[str], target: int = CLAIM_SEEDS, head: str |
         recs = results.runs(k)
         timed = [r for r in recs if _seconds(r) > 0]
         lack = Lack(k, per_seed=statistics.median(map(_seconds, timed)) if timed else None, planned=k in by_key)
-        lack.missing = tuple(s for s in range(target) if s not in {r["seed"] for r in recs})
+        own = by_key[k].seeds if lack.planned else None       # a row made at seeds of its own: those
+        held = {r["seed"] for r in recs}
+        lack.missing = tuple(s for s in (range(target) if own is None else own) if s not in held)
         lack.unclean = tuple(sorted(r["seed"] for r in recs if made_dirty(r) or made_outside_git(r)))
         made: dict[int, str | None] = {}
         if lack.planned:

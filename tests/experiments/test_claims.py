@@ -290,6 +290,24 @@ def test_a_claim_is_not_narrowed_where_the_choice_would_read_its_own_rows_or_lea
     assert str(assess(r, empty).verdict) == "no control (u only)" and not assess(r, empty).narrowed
 
 
+def test_a_compared_reference_is_narrowed_by_its_twin_made_at_seeds_no_claim_compares(tmp_path):
+    """The reference made again at seeds of its own (`Planned.seeds`): the tasks its twin fails leave the claim,
+    chosen without reading the compared seeds, and the commit check reads the twin's own seeds."""
+    r = two_task_results(tmp_path)
+    for seed, u in ((5, 0.9), (6, 0.1), (7, 0.9)):     # the twin fails u in seed 6
+        r.records[f"ref/twin@seed{seed}"] = {"key": "ref/twin", "seed": seed, "git": "c1",
+                                             "final": {"acc/task_u": u, "acc/task_v": 0.9}}
+    twin = Control("ref twin", ("ref/twin",), ("u", "v"), REF_UV.score, REF_UV.bar, "0.5")
+    own = Claim("ref above b", "T1", "-", "ref", "b", mean_over(("u", "v")), control=twin, tasks=("u", "v"),
+                over=OVER)
+    got = assess(r, own)
+    # on v alone ref − b = +30, +29, +28 points
+    assert got.narrowed and got.judged_on == ("v",) and got.left_out == {"ref twin": {"u": "in seed 6"}}
+    assert got.ours == "+29.0 ± 2.5 pts (3 seeds)" and got.commits == ""
+    r.records["ref/twin@seed7"]["git"] = "c2"
+    assert assess(r, own).commits == "seeds made at several commits: `ref/twin` (2 commits)"
+
+
 def test_the_page_counts_the_rows_whose_seeds_were_made_at_different_commits(tmp_path):
     from fedlab.evidence.page import commits_line
 

@@ -253,3 +253,26 @@ def test_a_table_stopped_by_a_signal_and_run_again_ends_on_the_uninterrupted_rec
     numbers = lambda rec: {k: v for k, v in rec["final"].items() if k.startswith(("acc/", "loss/", "bytes/"))}  # noqa: E731
     assert sorted(resumed.records) == sorted(fresh.records) == ["t/fedavg@seed0", "t/zeroshot@seed0"]
     assert all(numbers(resumed.records[k]) == numbers(fresh.records[k]) for k in fresh.records)
+
+
+def test_a_row_made_at_seeds_of_its_own_runs_at_those_or_at_those_of_the_seeds_named(tmp_path, monkeypatch, capsys):
+    from fedlab.evidence import runner
+
+    plain, own = Planned("t/a", None), Planned("t/ctl", None, seeds=(5, 6))
+    assert plain.run_seeds([0, 1], explicit=False) == [0, 1] and own.run_seeds([0, 1], explicit=False) == [5, 6]
+    assert own.run_seeds([0, 6, 7], explicit=True) == [6] and plain.run_seeds([0, 6], explicit=True) == [0, 6]
+    made = []
+    monkeypatch.setattr(Planned, "resolve", lambda self, seed, extra=(): (self.key, seed))
+    monkeypatch.setattr(runner, "check_tree", lambda *a: None)
+    monkeypatch.setattr(runner, "_parent_run", lambda *a: None)
+    monkeypatch.setattr("fedlab.parallel.default_jobs", lambda cfgs: 1)
+    monkeypatch.setattr("fedlab.parallel.run_many", lambda cfgs, tags, jobs: made.extend(cfgs) or iter(()))
+    results = Results(tmp_path / "results.json")
+    execute([plain, own], results, [0, 1], progress=False, seeds_given=False)
+    assert made == [("t/a", 0), ("t/a", 1), ("t/ctl", 5), ("t/ctl", 6)]
+    made.clear()
+    execute([plain, own], results, [1, 6], seeds_given=True)
+    assert made == [("t/a", 1), ("t/a", 6), ("t/ctl", 6)]
+    made.clear()
+    execute([own], results, [0], seeds_given=True)
+    assert made == [] and "t/ctl is made at seeds 5,6 only, none of which --seeds names" in capsys.readouterr().err

@@ -275,3 +275,13 @@ def test_on_another_kind_a_row_made_by_code_that_mislabels_its_kind_is_made_whol
     got = {x.row: x for x in T.lacks(_Results(records), plan, ["t/old", "t/new"], head=H)}
     assert (got["t/old"].at, got["t/old"].rerun, got["t/old"].to_run) == (None, (0, 1, 2), (0, 1, 2, 3, 4))
     assert (got["t/new"].at, got["t/new"].rerun, got["t/new"].to_run) == (B, (), (2, 3, 4))
+
+
+def test_a_row_made_at_seeds_of_its_own_lacks_those_and_its_command_names_them(stale_at):
+    records = {**_recs("t/ctl", {5: (A, 10), 6: (A, 10)}), **_recs("t/a", {s: (A, 10) for s in range(5)})}
+    plan = [Planned("t/ctl", None, seeds=(5, 6, 7)), Planned("t/a", None)]
+    todo = T.SystemTodo("S", "s.py", T.lacks(_Results(records), plan, ["t/a", "t/ctl"], head=A), [], "s",
+                        ("t/ctl", "t/a"))
+    got = {x.row: x for x in todo.lacks}
+    assert got["t/ctl"].missing == (7,) and got["t/a"].empty()
+    assert T.commands(todo) == ["python s.py --only 't/ctl$' --seeds 7"]
