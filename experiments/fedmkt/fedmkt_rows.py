@@ -116,7 +116,7 @@ PER_TASK_DATA = ["data.train_per_task=400"]
 # The one-to-one centralized LLM is both a row the one-to-one LLM claims compare and their reference. Its control
 # is the same row made at seeds no claim compares (CONTROL_SEEDS), so that the tasks those claims keep where it
 # fails some (`fedlab.evidence.claims.narrow`) are chosen without reading the seeds the claims compare.
-O2O_CONTROL = "o2o/centralized/control"
+O2O_CONTROL = "o2o/control/centralized"
 CONTROL_SEEDS = (5, 6, 7, 8, 9)
 
 

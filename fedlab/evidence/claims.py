@@ -165,14 +165,26 @@ def _only(shares: Shares | None, tasks: tuple[str, ...]) -> Shares | None:
     return fn
 
 
-def narrow(c: Claim, status: list[Status]) -> tuple[Claim, dict[str, dict[str, str]]] | None:
+def reads_compared_runs(results, c: Claim) -> bool:
+    """Whether a control of `c` reads one of the runs `c` compares: a control row is one of its rows, or holds a
+    record made by the same config (`config_hash`) at the same seed as a record of one of its rows (a control
+    made again at seeds of its own, `records.Planned.seeds`, that was run at a compared seed too)."""
+    keys = claim_keys(c)
+    rows = {row for ctl in c.controls() for row in ctl.rows}
+    if set(keys) & rows:
+        return True
+    compared = {(rec["seed"], rec["config_hash"]) for k in keys for rec in results.runs(k) if rec.get("config_hash")}
+    return any((rec["seed"], rec.get("config_hash")) in compared for row in rows for rec in results.runs(row))
+
+
+def narrow(results, c: Claim, status: list[Status]) -> tuple[Claim, dict[str, dict[str, str]]] | None:
     """(the claim on the tasks its controls learn in every seed, {control: {task it fails: in which seeds}});
-    None when it cannot be narrowed: it names no `tasks` or `over`; a control row is one of the claim's own rows
-    (the choice would read a compared row); a control has no records or a task without a score; a failing task
-    is not one the claim averages; no task is left, or a control is left with none."""
+    None when it cannot be narrowed: it names no `tasks` or `over`; a control reads a run the claim compares
+    (`reads_compared_runs`: the choice would read one side); a control has no records or a task without a score;
+    a failing task is not one the claim averages; no task is left, or a control is left with none."""
     if c.over is None or not c.tasks or any(not st.run or st.missing for st in status):
         return None
-    if set(claim_keys(c)) & {row for ctl in c.controls() for row in ctl.rows}:
+    if reads_compared_runs(results, c):
         return None
     fails: dict[str, dict[str, str]] = {}
     for st in status:
@@ -189,15 +201,15 @@ def narrow(c: Claim, status: list[Status]) -> tuple[Claim, dict[str, dict[str, s
     return narrowed, fails
 
 
-def commit_words(results, keys, seeds) -> str:
-    """Where the records a claim reads (its rows and its controls' rows, at `seeds`) do not all come from one
+def commit_words(results, keys, seeds, controls=()) -> str:
+    """Where the records a claim reads (its rows at `seeds`, its controls' rows `controls`) do not all come from one
     clean commit per row: "seeds made at several commits: `row` (2 commits); seeds from uncommitted changes: `row`;
     seeds made outside git: `row`" (a record without a `git` field, made before fedlab recorded it, is not named);
-    "" when every row's seeds were made at one commit without uncommitted changes. A row holding none of `seeds`
-    (a control made at seeds of its own, `records.Planned.seeds`) is read at every seed it holds."""
+    "" when every row's seeds were made at one commit without uncommitted changes. The rows of `controls` are read
+    at every seed they hold, as their check reads them (`controls.check`)."""
     mixed, dirty, outside = [], [], []
-    for k in dict.fromkeys(keys):
-        recs = [rec for rec in results.runs(k) if rec["seed"] in seeds] or results.runs(k)
+    for k in dict.fromkeys([*keys, *controls]):
+        recs = [rec for rec in results.runs(k) if k in controls or rec["seed"] in seeds]
         commits = {rec.get("git") for rec in recs}
         if len(commits) > 1:
             mixed.append(f"`{k}` ({len(commits)} commits)")
@@ -234,7 +246,7 @@ def assess(results, c: Claim, outdated: frozenset[str] | set[str] = frozenset())
     status = [check(results, ctl) for ctl in c.controls()] or None
     if not all(results.runs(k) for k in keys):
         return Assessment(c, None, 0, Verdict(V.NOT_RUN), status)
-    if status and not all(st.holds for st in status) and (cut := narrow(c, status)) is not None:
+    if status and not all(st.holds for st in status) and (cut := narrow(results, c, status)) is not None:
         out = assess(results, cut[0], outdated)
         out.claim, out.control, out.left_out, out.judged_on = c, status, cut[1], cut[0].tasks
         return out
@@ -245,8 +257,9 @@ def assess(results, c: Claim, outdated: frozenset[str] | set[str] = frozenset())
     if len(seeds) < 2:
         return Assessment(c, None, len(seeds), few, status, collapse)
     d = paired_difference([100 * xa[s] for s in seeds], [100 * xb[s] for s in seeds])
-    rows = [*keys, *(k for ctl in c.controls() for k in ctl.rows)]
-    out = Assessment(c, d, len(seeds), few, status, collapse, commits=commit_words(results, rows, set(seeds)),
+    controls = [k for ctl in c.controls() for k in ctl.rows]
+    out = Assessment(c, d, len(seeds), few, status, collapse,
+                     commits=commit_words(results, keys, set(seeds), controls),
                      kinds=kind_words(results, keys, set(seeds)))
     if any(k in outdated for k in keys):
         out.verdict = Verdict(V.STALE, "records made by another config than the script's: re-run the row")

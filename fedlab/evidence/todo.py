@@ -10,7 +10,7 @@ For every row a system's claims read (their own rows and their controls' rows), 
   the commands that bring them to one), and the seeds made from uncommitted changes or outside git;
 
 with the run time the runs to make would take, estimated as the median recorded run time of the row's seeds
-(unknown for a row with no record; marked where every timed record was made by another config), plus the
+(for a row with no record, of the planned rows with its config and overrides, else unknown; marked where every timed record was made by another config), plus the
 recorded run time of the seeds a re-make at one commit takes, and the table command that makes them. The claims
 whose control fails are listed with the tasks and seeds it fails: more seeds do not mend them, another budget or
 task set does.
@@ -121,6 +121,13 @@ def claim_rows(claims) -> list[str]:
                                                                            for r in ctl.rows))))
 
 
+def _same_config_runs(results, plan, row) -> list[dict]:
+    """The timed records of the planned rows with `row`'s config and overrides (a control made again at seeds of
+    its own times its runs by the row it repeats)."""
+    return [r for p in plan if row.config is not None and p.key != row.key
+            and (p.config, p.overrides) == (row.config, row.overrides) for r in results.runs(p.key) if _seconds(r) > 0]
+
+
 def lacks(results, plan, rows: list[str], target: int = CLAIM_SEEDS, head: str | None = None) -> list[Lack]:
     """What each of `rows` lacks in `results` (a `records.Results`) for `plan` (the table's `Planned` rows), and
     where to make it so that each row ends at one clean commit: a row with a record not current, or with current
@@ -135,7 +142,8 @@ def lacks(results, plan, rows: list[str], target: int = CLAIM_SEEDS, head: str |
     out = []
     for k in rows:
         recs = results.runs(k)
-        timed = [r for r in recs if _seconds(r) > 0]
+        timed = [r for r in recs if _seconds(r) > 0] or (_same_config_runs(results, plan, by_key[k])
+                                                          if k in by_key else [])
         lack = Lack(k, per_seed=statistics.median(map(_seconds, timed)) if timed else None, planned=k in by_key)
         own = by_key[k].seeds if lack.planned else None       # a row made at seeds of its own: those
         held = {r["seed"] for r in recs}
@@ -239,8 +247,8 @@ def report(todo: SystemTodo, target: int = CLAIM_SEEDS, replace_other: bool = Tr
     open_rows = [x for x in todo.lacks if not x.empty()]
     head = f"## {todo.name} (`{todo.script}`)"
     if not open_rows and not todo.no_control:
-        return [head, "", f"Every row its claims read holds seeds 0–{target - 1}, current, each row at one "
-                          "commit; every control holds.", ""]
+        return [head, "", f"Every row its claims read holds seeds 0–{target - 1} (a control made at seeds of "
+                          "its own, those), current, each row at one commit; every control holds.", ""]
     lines = [head, ""]
     if open_rows:
         estimate = hours(todo.seconds) + (f", and {todo.unknown} row(s) with no recorded run time" if todo.unknown
@@ -361,8 +369,8 @@ def main() -> int:
                  "code that misses seeds is re-made whole at HEAD here (a worktree at its commit would label its "
                  "runs the reference's).", ""]
     print("\n".join([f"# What the claims still lack, {view}", "",
-                     f"Target: seeds 0–{CLAIM_SEEDS - 1} of every row a claim reads, current, at one clean commit per "
-                     f"row. The claims' runs take about {hours(total)} in all, one run at a time (the pages of their "
+                     f"Target: seeds 0–{CLAIM_SEEDS - 1} of every row a claim reads (a control made at seeds of its "
+                     f"own, `Planned.seeds`, those), current, at one clean commit per row. The claims' runs take about {hours(total)} in all, one run at a time (the pages of their "
                      "own, below, come on top, and first: a row that takes its setting from a page — a budget's "
                      "rate, Co-PLMs' α and β — is re-configured when the page's choice moves, and its records are "
                      "then not current).", "", *warn,

@@ -290,9 +290,9 @@ def test_a_claim_is_not_narrowed_where_the_choice_would_read_its_own_rows_or_lea
     assert str(assess(r, empty).verdict) == "no control (u only)" and not assess(r, empty).narrowed
 
 
-def test_a_compared_reference_is_narrowed_by_its_twin_made_at_seeds_no_claim_compares(tmp_path):
-    """The reference made again at seeds of its own (`Planned.seeds`): the tasks its twin fails leave the claim,
-    chosen without reading the compared seeds, and the commit check reads the twin's own seeds."""
+def test_a_compared_reference_is_narrowed_by_its_copy_made_at_seeds_no_claim_compares(tmp_path):
+    """The reference made again at seeds of its own (`Planned.seeds`): the tasks that copy fails leave the claim,
+    chosen without reading a compared run, and the commit check reads the copy at every seed it holds."""
     r = two_task_results(tmp_path)
     for seed, u in ((5, 0.9), (6, 0.1), (7, 0.9)):     # the twin fails u in seed 6
         r.records[f"ref/twin@seed{seed}"] = {"key": "ref/twin", "seed": seed, "git": "c1",
@@ -306,6 +306,12 @@ def test_a_compared_reference_is_narrowed_by_its_twin_made_at_seeds_no_claim_com
     assert got.ours == "+29.0 ± 2.5 pts (3 seeds)" and got.commits == ""
     r.records["ref/twin@seed7"]["git"] = "c2"
     assert assess(r, own).commits == "seeds made at several commits: `ref/twin` (2 commits)"
+    # the copy made at a compared seed by the compared row's config reads a compared run: not narrowed
+    r.records["ref@seed0"]["config_hash"] = "h"
+    r.records["ref/twin@seed0"] = {**r.records["ref@seed0"], "key": "ref/twin"}
+    assert not assess(r, own).narrowed and str(assess(r, own).verdict) == "no control (ref twin)"
+    r.records["ref/twin@seed0"]["config_hash"] = "another"
+    assert assess(r, own).narrowed
 
 
 def test_the_page_counts_the_rows_whose_seeds_were_made_at_different_commits(tmp_path):

@@ -161,10 +161,11 @@ def test_the_one_to_one_llm_claims_rest_on_their_centralized_row_made_at_seeds_n
     """The one-to-one centralized LLM is a compared row of the claims it controls: their control is the same row
     (the same config) made at seeds of its own, so a task it fails can leave the claims."""
     from fedlab.evidence.claims import claim_keys
+    from fedlab.evidence.verdicts import CLAIM_SEEDS
 
     by_key = {p.key: p for p in MOD.plan()}
     twin, compared = by_key[MOD.O2O_CONTROL], by_key["o2o/centralized"]
-    assert twin.seeds and not set(twin.seeds) & set(range(5)) and compared.seeds is None
+    assert twin.seeds and not set(twin.seeds) & set(range(CLAIM_SEEDS)) and compared.seeds is None
     assert (twin.config, twin.overrides) == (compared.config, compared.overrides)
     o2o_llm = [c for c in MOD.claims() if MOD.KINDS[c.claim] == "o2o_llm"]
     assert len(o2o_llm) == 2

@@ -276,3 +276,13 @@ def test_a_row_made_at_seeds_of_its_own_runs_at_those_or_at_those_of_the_seeds_n
     made.clear()
     execute([own], results, [0], seeds_given=True)
     assert made == [] and "t/ctl is made at seeds 5,6 only, none of which --seeds names" in capsys.readouterr().err
+    # a table script run as named (no --seeds) makes the row's own seeds, and brings none beyond them up to date
+    made.clear()
+    results.records = {"t/ctl@seed5": {"key": "t/ctl", "seed": 5}}
+    results.save()
+    monkeypatch.setattr(runner, "stale_reason", lambda rec, cfg: None)
+    assert run_table(tmp_path, lambda: [own], lambda r: "", []) == 0
+    assert made == [("t/ctl", 6)]
+    made.clear()
+    assert run_table(tmp_path, lambda: [own], lambda r: "", ["--seeds", "0,6"]) == 0
+    assert made == [("t/ctl", 6)]

@@ -285,3 +285,9 @@ def test_a_row_made_at_seeds_of_its_own_lacks_those_and_its_command_names_them(s
     got = {x.row: x for x in todo.lacks}
     assert got["t/ctl"].missing == (7,) and got["t/a"].empty()
     assert T.commands(todo) == ["python s.py --only 't/ctl$' --seeds 7"]
+    # a copy never run is timed by the row with its config and overrides
+    plan = [Planned("t/ctl", "c.yaml", ("x=1",), seeds=(5, 6)), Planned("t/a", "c.yaml", ("x=1",)),
+            Planned("t/b", "c.yaml", ("x=2",))]
+    records = {**_recs("t/a", {s: (A, 10) for s in range(5)}), **_recs("t/b", {s: (A, 99) for s in range(5)})}
+    (ctl,) = T.lacks(_Results(records), plan, ["t/ctl"], head=A)
+    assert ctl.missing == (5, 6) and ctl.seconds == 20
