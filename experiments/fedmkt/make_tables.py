@@ -286,8 +286,15 @@ def plot_rounds(r: Results, path: Path = HERE / "rounds.png") -> None:
     plt.close(fig)
 
 
+def shown_controls(_r=None) -> list:
+    """Controls the page shows that no claim rests on: the one-to-one centralized LLM at the seeds its claims
+    compare, whose control is its copy at seeds of its own (`fedmkt_rows.O2O_CONTROL`)."""
+    return [learns("centralized LLM (one-to-one), at the compared seeds (shown; the claims rest on its copy)",
+                   ["o2o/centralized"], claim_tasks("o2o_llm"))]
+
+
 SYSTEM = System("FedMKT", "an LLM and SLMs of other families distil into each other through selected top-K logits across tokenizers", "experiments/fedmkt/make_tables.py", lambda: plan(), lambda _r: claims(),
-                run="fedlab run experiments/fedmkt/hetero.yaml")
+                controls=shown_controls, run="fedlab run experiments/fedmkt/hetero.yaml")
 
 if __name__ == "__main__":
     sys.exit(run_table(HERE, plan, render, title="fedmkt", summarize=summarize, after=plot_rounds))

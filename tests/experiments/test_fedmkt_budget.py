@@ -172,3 +172,6 @@ def test_the_one_to_one_llm_claims_rest_on_their_centralized_row_made_at_seeds_n
     for c in o2o_llm:
         rows = {r for ctl in c.controls() for r in ctl.rows}
         assert rows == {MOD.O2O_CONTROL} and "o2o/centralized" in claim_keys(c) and c.over is not None
+    # the page still shows the compared row against the same bar, at the seeds the claims compare
+    (shown,) = MOD.SYSTEM.controls(None)
+    assert shown.rows == ("o2o/centralized",) and shown.tasks == o2o_llm[0].control.tasks
