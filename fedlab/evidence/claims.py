@@ -138,14 +138,15 @@ def _keys(side) -> tuple[str, ...]:
 
 
 def _collapse(results, c: Claim, seeds: list[int]) -> dict[str, Collapse] | None:
-    """{"a": …, "b": …}: the collapse of each side's records over the claim's common seeds (None without share
-    readers)."""
+    """{"a": …, "b": …}: the collapse of each side's records over the claim's common seeds, on the tasks it
+    averages where it names them (`tasks`) (None without share readers)."""
     if c.shares is None and c.shares_b is None:
         return None
     out = {}
     for name, side, shares in (("a", c.a, c.shares), ("b", c.b, c.shares_b or c.shares)):
         if shares is None:
             continue
+        shares = _only(shares, c.tasks) if c.tasks else shares
         col = Collapse(seeds=len(seeds))
         for k in _keys(side):
             col = col.merge(of_records([rec for rec in results.runs(k) if rec["seed"] in set(seeds)], shares))

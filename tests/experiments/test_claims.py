@@ -259,6 +259,8 @@ def test_a_claim_averaging_tasks_is_judged_on_the_tasks_its_control_learns_in_ev
     assert got.control_cell() == "ref: fails u (left out)"
     assert got.verdict_cell() == "reproduced; judged on 1 of 2 tasks (v), left out as ref fails them: u in seed 1"
     assert assess(r, replace(narrowable, control=None)).collapse_words() == "b: collapse in seed 0 (u)"
+    # a claim that averages v alone reads no collapse on u
+    assert assess(r, replace(narrowable, control=None, tasks=("v",))).collapse_words() == ""
     # b read another way (a's own round 0) is narrowed with it: on v, a − zero = +5, +7, +6 points
     to_zero = Claim("a above its zero-shot", "T1", "-", "a", "a", mean_over(("u", "v")),
                     fn_b=mean_over(("u", "v"), "zero"), control=REF_UV, tasks=("u", "v"),
