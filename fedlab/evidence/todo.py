@@ -248,7 +248,8 @@ def report(todo: SystemTodo, target: int = CLAIM_SEEDS, replace_other: bool = Tr
     head = f"## {todo.name} (`{todo.script}`)"
     if not open_rows and not todo.no_control:
         return [head, "", f"Every row its claims read holds seeds 0–{target - 1} (a control made at seeds of "
-                          "its own, those), current, each row at one commit; every control holds.", ""]
+                          "its own, those), current, each row at one commit; every claim's control holds on "
+                          "the tasks it is judged on.", ""]
     lines = [head, ""]
     if open_rows:
         estimate = hours(todo.seconds) + (f", and {todo.unknown} row(s) with no recorded run time" if todo.unknown
