@@ -195,7 +195,8 @@ def page(results, system: System, intro: str, body: list[str], outdated: set[str
              "seed; otherwise its verdict is *no control*. A claim whose score averages several tasks is judged on those "
              "its references learn in every seed when they fail some, and says which it left out and why; not where "
              "a reference is one of the rows it compares, or its other side is a zero-shot score, since the choice "
-             "would then read one side's scores.", "", *controls_table(results, controls), "",
+             "would then read one side's scores (a reference made again at seeds no claim compares can narrow it).",
+             "", *controls_table(results, controls), "",
              "## Claims", "", *claims_table(results, claims, assessed=assessed), "", *verdicts.legend(), "",
              collapse.LEGEND, ""]
     if forest is not None:
