@@ -262,7 +262,8 @@ def table_parser(title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2)) ->
     ap.add_argument("overrides", nargs="*", help="key=value applied to every run")
     ap.add_argument("--seeds", default=None, help="comma-separated run seeds (default: "
                     f"{','.join(map(str, default_seeds))}, and every further seed a row holds whose record another "
-                    "config made; a row made at seeds of its own runs at those, or at those of --seeds among them)")
+                    "config made; a row made at seeds of its own runs at those, or at those of --seeds among "
+                    "them)")
     ap.add_argument("--only", default=None, help="run only rows whose key starts with this, or is exactly this when it ends with $ "
                          "(several: comma-separated)")
     ap.add_argument("--rerun", action="store_true", help="run again rows that results.json already holds")

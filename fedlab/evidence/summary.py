@@ -57,7 +57,8 @@ def table(mods, root: Path = ROOT) -> list[str]:
             "per row | runs its claims lack | results |", "|---|---|---|---|---|---|---|---|",
             *["| " + " | ".join(r) + " |" for r in rows],
             "", f"*Runs its claims lack*: seeds 0–{CLAIM_SEEDS - 1} of every row a claim reads (its controls' too; a "
-            "control made at seeds of its own, those) without a record, or with one another config, other numerics or other zoo weights made, and the time "
+            "control made at seeds of its own, those) without a record, or with one another config, other numerics "
+            "or other zoo weights made, and the time "
             "they take at the rows' recorded run times, with the seeds `--mixed` re-makes so that each row's seeds "
             "come from one commit; `fedlab results --todo` lists them with the commands that make them."]
 

@@ -10,8 +10,9 @@ For every row a system's claims read (their own rows and their controls' rows), 
   the commands that bring them to one), and the seeds made from uncommitted changes or outside git;
 
 with the run time the runs to make would take, estimated as the median recorded run time of the row's seeds
-(for a row with no record, of the planned rows with its config and overrides, else unknown; marked where every timed record was made by another config), plus the
-recorded run time of the seeds a re-make at one commit takes, and the table command that makes them. The claims
+(for a row with no record, of the planned rows with its config and overrides, else unknown; marked where every
+timed record was made by another config), plus the recorded run time of the seeds a re-make at one commit takes,
+and the table command that makes them. The claims
 whose control fails are listed with the tasks and seeds it fails: more seeds do not mend them, another budget or
 task set does.
 
@@ -124,8 +125,10 @@ def claim_rows(claims) -> list[str]:
 def _same_config_runs(results, plan, row) -> list[dict]:
     """The timed records of the planned rows with `row`'s config and overrides (a control made again at seeds of
     its own times its runs by the row it repeats)."""
-    return [r for p in plan if row.config is not None and p.key != row.key
-            and (p.config, p.overrides) == (row.config, row.overrides) for r in results.runs(p.key) if _seconds(r) > 0]
+    if row.config is None:
+        return []
+    return [r for p in plan if p.key != row.key and (p.config, p.overrides) == (row.config, row.overrides)
+            for r in results.runs(p.key) if _seconds(r) > 0]
 
 
 def lacks(results, plan, rows: list[str], target: int = CLAIM_SEEDS, head: str | None = None) -> list[Lack]:
@@ -371,7 +374,8 @@ def main() -> int:
                  "runs the reference's).", ""]
     print("\n".join([f"# What the claims still lack, {view}", "",
                      f"Target: seeds 0–{CLAIM_SEEDS - 1} of every row a claim reads (a control made at seeds of its "
-                     f"own, `Planned.seeds`, those), current, at one clean commit per row. The claims' runs take about {hours(total)} in all, one run at a time (the pages of their "
+                     f"own, `Planned.seeds`, those), current, at one clean commit per row. The claims' runs take "
+                     f"about {hours(total)} in all, one run at a time (the pages of their "
                      "own, below, come on top, and first: a row that takes its setting from a page — a budget's "
                      "rate, Co-PLMs' α and β — is re-configured when the page's choice moves, and its records are "
                      "then not current).", "", *warn,
