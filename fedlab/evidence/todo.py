@@ -16,6 +16,9 @@ and the table command that makes them. The claims
 whose control fails are listed with the tasks and seeds it fails: more seeds do not mend them, another budget or
 task set does.
 
+Each system's rows that no claim reads (shown on its page with their cells marked) follow its claims' rows
+where their records are not current, with their run time and commands; no seed target applies to them.
+
 The scripts that write a page of their own (budgets chosen on validation data, model families, tuning, server
 steps: a script that declares `OUT`, `scripts.page_scripts`) follow, each with its rows never run and its rows
 whose records are not current; their claims are the choices the tables rest on, so they have no seed target
@@ -27,7 +30,7 @@ judges them as the reference machine kind does (`fedlab.numerics.judge_as`).
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fedlab.evidence import unify
@@ -87,6 +90,7 @@ class SystemTodo:
     no_control: list[tuple[str, str]]                   # (claim, "control: task in seeds …; …")
     folder: str = ""                                    # the table's folder, relative to the repository root
     plan_keys: tuple[str, ...] = ()                     # every row of the table's plan
+    shown: list[Lack] = field(default_factory=list)     # rows no claim reads, with records not current
 
     @property
     def making(self) -> list[Lack]:
@@ -197,8 +201,17 @@ def of_assessed(system, results, assessed) -> SystemTodo:
                                             if not st.holds))
                   for a in assessed if a.verdict.word == NO_CONTROL]
     plan = system.plan()
-    return SystemTodo(system.name, system.script, lacks(results, plan, claim_rows([a.claim for a in assessed])),
-                      no_control, canonical(system.folder), tuple(p.key for p in plan))
+    read = claim_rows([a.claim for a in assessed])
+    return SystemTodo(system.name, system.script, lacks(results, plan, read), no_control, canonical(system.folder),
+                      tuple(p.key for p in plan), shown_rows(results, plan, read))
+
+
+def shown_rows(results, plan, read: list[str]) -> list[Lack]:
+    """The planned rows no claim reads (`read`: the rows the claims read) whose records are not current, or that
+    miss seeds of their own (`records.Planned.seeds`): the page shows their cells marked, and no seed target
+    applies to them, so a row's seeds not yet made are not counted."""
+    skip = set(read)
+    return [x for x in lacks(results, plan, [p.key for p in plan if p.key not in skip], target=0) if x.to_run]
 
 
 def _seeds(seeds) -> str:
@@ -252,7 +265,7 @@ def report(todo: SystemTodo, target: int = CLAIM_SEEDS, replace_other: bool = Tr
     if not open_rows and not todo.no_control:
         return [head, "", f"Every row its claims read holds seeds 0–{target - 1} (a control made at seeds of "
                           "its own, those), current, each row at one commit; every claim's control holds on "
-                          "the tasks it is judged on.", ""]
+                          "the tasks it is judged on.", "", *shown_report(todo)]
     lines = [head, ""]
     if open_rows:
         estimate = hours(todo.seconds) + (f", and {todo.unknown} row(s) with no recorded run time" if todo.unknown
@@ -286,7 +299,22 @@ def report(todo: SystemTodo, target: int = CLAIM_SEEDS, replace_other: bool = Tr
         lines += [f"Claims whose control fails ({len(todo.no_control)}; more seeds do not mend these):", ""]
         lines += [f"- {claim} — {fails}" for claim, fails in todo.no_control]
         lines.append("")
-    return lines
+    return lines + shown_report(todo)
+
+
+def shown_report(todo: SystemTodo) -> list[str]:
+    """The rows no claim reads whose records are not current (`SystemTodo.shown`), as Markdown lines with their
+    run time and the commands that re-make them; nothing when there are none."""
+    if not todo.shown:
+        return []
+    seconds = sum(x.seconds or 0.0 for x in todo.shown)
+    unknown = sum(1 for x in todo.shown if x.seconds is None)
+    rows = ", ".join(f"`{x.row}` ({_seeds(x.to_run)})" for x in todo.shown)
+    return [f"Rows no claim reads, shown on the page with their cells marked, whose records are not current "
+            f"({len(todo.shown)}; about {hours(seconds)}"
+            + (f", and {unknown} with no recorded run time" if unknown else "")
+            + f"; not counted above): {rows}.", "",
+            "```bash", *commands(replace(todo, lacks=todo.shown)), "```", ""]
 
 
 @dataclass
@@ -375,10 +403,10 @@ def main() -> int:
     print("\n".join([f"# What the claims still lack, {view}", "",
                      f"Target: seeds 0–{CLAIM_SEEDS - 1} of every row a claim reads (a control made at seeds of its "
                      f"own, `Planned.seeds`, those), current, at one clean commit per row. The claims' runs take "
-                     f"about {hours(total)} in all, one run at a time (the pages of their "
-                     "own, below, come on top, and first: a row that takes its setting from a page — a budget's "
-                     "rate, Co-PLMs' α and β — is re-configured when the page's choice moves, and its records are "
-                     "then not current).", "", *warn,
+                     f"about {hours(total)} in all, one run at a time (the rows no claim reads and the pages of "
+                     "their own, below, come on top, the pages first: a row that takes its setting from a page — a "
+                     "budget's rate, Co-PLMs' α and β — is re-configured when the page's choice moves, and its "
+                     "records are then not current).", "", *warn,
                      *(line for t in todos for line in report(t, replace_other=replace)),
                      *page_report([of_page(n) for n in page_scripts()])]))
     return 0

@@ -291,3 +291,23 @@ def test_a_row_made_at_seeds_of_its_own_lacks_those_and_its_command_names_them(s
     records = {**_recs("t/a", {s: (A, 10) for s in range(5)}), **_recs("t/b", {s: (A, 99) for s in range(5)})}
     (ctl,) = T.lacks(_Results(records), plan, ["t/ctl"], head=A)
     assert ctl.missing == (5, 6) and ctl.seconds == 20
+
+
+def test_rows_no_claim_reads_are_listed_where_not_current_with_no_seed_target_and_their_command(stale_at):
+    """A shown-only row with a record not current is re-made; one that merely holds fewer than five seeds, or a
+    row a claim reads, is not listed among them."""
+    records = {**_recs("t/claim", {s: (A, 10) for s in range(5)}), **_recs("t/old", {0: (A, 60), 1: (A, 60)}),
+               **_recs("t/few", {0: (A, 10), 1: (A, 10)})}
+    stale_at[("t/old", 1)] = OUTDATED
+    stale_at[("t/claim", 2)] = OUTDATED
+    plan = [Planned(k, None) for k in ("t/claim", "t/old", "t/few")]
+    shown = T.shown_rows(_Results(records), plan, ["t/claim"])
+    assert [(x.row, x.to_run) for x in shown] == [("t/old", (0, 1))]
+    todo = T.SystemTodo("S", "s.py", [T.Lack("t/claim")], [], "s", tuple(p.key for p in plan), shown)
+    text = "\n".join(T.report(todo))
+    assert "whose records are not current (1; about 2 min; not counted above): `t/old` (0,1)." in text
+    assert "python s.py --only 't/old$' --seeds 0,1 --rerun" in text
+    assert "Rows no claim reads" not in "\n".join(T.report(T.SystemTodo("S", "s.py", [T.Lack("t/claim")], [])))
+    # and after the rows a claim reads, where those lack something
+    todo.lacks = [T.Lack("t/claim", missing=(4,), per_seed=10.0)]
+    assert "`t/old` (0,1)." in "\n".join(T.report(todo))
