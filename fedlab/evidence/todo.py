@@ -202,16 +202,18 @@ def of_assessed(system, results, assessed) -> SystemTodo:
                   for a in assessed if a.verdict.word == NO_CONTROL]
     plan = system.plan()
     read = claim_rows([a.claim for a in assessed])
-    return SystemTodo(system.name, system.script, lacks(results, plan, read), no_control, canonical(system.folder),
-                      tuple(p.key for p in plan), shown_rows(results, plan, read))
+    head = git_state()["commit"]
+    return SystemTodo(system.name, system.script, lacks(results, plan, read, head=head), no_control,
+                      canonical(system.folder), tuple(p.key for p in plan), shown_rows(results, plan, read, head))
 
 
-def shown_rows(results, plan, read: list[str]) -> list[Lack]:
+def shown_rows(results, plan, read: list[str], head: str | None = None) -> list[Lack]:
     """The planned rows no claim reads (`read`: the rows the claims read) whose records are not current, or that
     miss seeds of their own (`records.Planned.seeds`): the page shows their cells marked, and no seed target
-    applies to them, so a row's seeds not yet made are not counted."""
+    applies to them, so a row's seeds not yet made are not counted (`head`: as `lacks` takes it)."""
     skip = set(read)
-    return [x for x in lacks(results, plan, [p.key for p in plan if p.key not in skip], target=0) if x.to_run]
+    return [x for x in lacks(results, plan, [p.key for p in plan if p.key not in skip], target=0, head=head)
+            if x.to_run]
 
 
 def _seeds(seeds) -> str:
@@ -307,14 +309,13 @@ def shown_report(todo: SystemTodo) -> list[str]:
     run time and the commands that re-make them; nothing when there are none."""
     if not todo.shown:
         return []
-    seconds = sum(x.seconds or 0.0 for x in todo.shown)
-    unknown = sum(1 for x in todo.shown if x.seconds is None)
-    rows = ", ".join(f"`{x.row}` ({_seeds(x.to_run)})" for x in todo.shown)
+    shown = replace(todo, lacks=todo.shown)
+    rows = ", ".join(f"`{x.row}` ({_seeds(x.to_run)})" for x in shown.lacks)
     return [f"Rows no claim reads, shown on the page with their cells marked, whose records are not current "
-            f"({len(todo.shown)}; about {hours(seconds)}"
-            + (f", and {unknown} with no recorded run time" if unknown else "")
+            f"({len(shown.lacks)}; about {hours(shown.seconds)}"
+            + (f", and {shown.unknown} with no recorded run time" if shown.unknown else "")
             + f"; not counted above): {rows}.", "",
-            "```bash", *commands(replace(todo, lacks=todo.shown)), "```", ""]
+            "```bash", *commands(shown), "```", ""]
 
 
 @dataclass
