@@ -175,7 +175,8 @@ def rows_commands(rows: list[str], commit: str, seeds, script: str, folder: str,
 def report(records: dict, keys, script: str, folder: str, plan_keys=None,
            current: Callable[[dict], bool] = lambda rec: True) -> list[str]:
     """What `--mixed` prints: one block per mixed row of `keys` (its commits, the seeds to re-make and where,
-    the commands), cheapest first, then a total; one line when every row is at one commit. `plan_keys`: every
+    the commands), cheapest first, then the run time of both kinds of re-make (the seeds re-made at their commits,
+    the rows re-run whole at HEAD); one line when every row is at one commit. `plan_keys`: every
     row of the table's plan (default `keys`), for the rows a prefix also runs."""
     plan_keys = list(keys if plan_keys is None else plan_keys)
     mixed = mixed_rows(records, keys, current)
@@ -200,6 +201,12 @@ def report(records: dict, keys, script: str, folder: str, plan_keys=None,
         out.append("")
     total = sum(m.seconds for m in mixed if m.commit)
     rows = {r.get("key") for r in records.values() if isinstance(r, dict)} & set(keys)
-    out.append(f"{len(mixed)} of {len(rows)} rows mix commits; re-making the seeds listed at their commits takes about "
-               f"{total / 3600:.1f} h of recorded run time")
+    line = (f"{len(mixed)} of {len(rows)} rows mix commits; re-making the seeds listed at their commits takes about "
+            f"{total / 3600:.1f} h of recorded run time")
+    whole = [m for m in mixed if not m.commit]
+    if whole:
+        rows_named = "the row" if len(whole) == 1 else f"the {len(whole)} rows"
+        line += (f", and re-running {rows_named} no commit can take whole at HEAD about "
+                 f"{sum(m.seconds for m in whole) / 3600:.1f} h")
+    out.append(line)
     return out

@@ -109,8 +109,10 @@ def test_mixed_on_the_command_line_lists_and_writes_nothing(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "t/x: seeds made at aaaaaaa × 2, bbbbbbb × 1; no commit made them cleanly" in out
     assert f"python {script_name(tmp_path)} --only 't/x$' --seeds 0,1,2 --rerun" in out and "t/y" not in out
+    # no seed is re-made at its commit; the whole row's 2400 s are re-run at HEAD
     assert out.rstrip().endswith("1 of 2 rows mix commits; re-making the seeds listed at their commits takes "
-                                 "about 0.0 h of recorded run time")
+                                 "about 0.0 h of recorded run time, and re-running the row no commit can take "
+                                 "whole at HEAD about 0.7 h")
     assert not (tmp_path / "RESULTS.md").exists() and (tmp_path / "results.json").read_text() == before
     assert run_table(tmp_path, lambda: rows, lambda r: "page", ["--mixed", "--only", "t/y"]) == 0
     assert capsys.readouterr().out.strip() == "every row was made at one commit"
@@ -141,6 +143,16 @@ def test_a_row_with_no_clean_commit_is_told_to_re_run_at_head():
     assert lines[0] == ("t/z: seeds made at outside git × 1, aaaaaaa+dirty × 1; no commit made them cleanly, current "
                         "here and logging what the others log: re-run the row at HEAD (python "
                         "experiments/t/make_tables.py --only 't/z$' --seeds 0,1 --rerun)")
+
+
+def test_the_total_counts_the_rows_re_run_whole_at_head_apart_from_the_seeds_re_made_at_their_commits():
+    records = {**_recs("t/x", {0: (A, 3600), 1: (A, 3600), 2: (B, 1800)}),
+               **_recs("t/z", {0: (None, 3600), 1: (A + "+dirty", 1800)}),
+               **_recs("t/w", {0: (None, 900), 1: (C + "+dirty", 900)})}
+    lines = report(records, ["t/x", "t/z", "t/w"], "experiments/t/make_tables.py", "experiments/t")
+    assert lines[-1] == ("3 of 3 rows mix commits; re-making the seeds listed at their commits takes about 0.5 h "
+                         "of recorded run time, and re-running the 2 rows no commit can take whole at HEAD about "
+                         "2.0 h")
 
 
 def test_on_another_kind_no_commit_whose_code_mislabels_its_kind_is_a_target(monkeypatch):
