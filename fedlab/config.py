@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import os
 import re
 import types
@@ -586,6 +587,25 @@ def input_path_keys() -> set[str]:
         keys |= {f"method.{f.name}" for f in dataclasses.fields(registry.get(name).config_cls)
                  if f.metadata.get("input_path")}
     return keys
+
+
+def overrides_relative_to(overrides: list[str] | tuple[str, ...], base: Path) -> list[str]:
+    """`overrides` whose input paths are written relative to the folder `base` (a table row's are relative to the
+    repository root), with those paths made absolute: `load_config` reads a relative path on the command line
+    against the working directory, so a row resolves to the same config from every working directory."""
+    keys = input_path_keys()
+    out = []
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if sep and key.strip() in keys:
+            try:
+                value = yaml.safe_load(raw) if raw else raw
+            except yaml.YAMLError:
+                value = raw
+            if isinstance(value, str) and value.strip() and not Path(value).expanduser().is_absolute():
+                item = f"{key}={json.dumps(str(base / value))}"
+        out.append(item)
+    return out
 
 
 def _anchor_paths(tree: dict, base: Path, keys: set[str]) -> None:

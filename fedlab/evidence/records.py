@@ -47,10 +47,12 @@ class Planned:
         return [s for s in asked if s in self.seeds] if explicit else list(self.seeds)
 
     def resolve(self, seed: int, extra: tuple[str, ...] = ()):
-        """The row's resolved config for one seed, with the trailing overrides `extra` of the command line."""
-        from fedlab.config import load_config
+        """The row's resolved config for one seed, with the trailing overrides `extra` of the command line. The
+        row's own input paths are relative to the repository root (as `command` shows them), `extra`'s to the
+        working directory."""
+        from fedlab.config import load_config, overrides_relative_to
 
-        return load_config(self.config, [*self.overrides, *extra, f"seed={seed}"])
+        return load_config(self.config, [*overrides_relative_to(self.overrides, ROOT), *extra, f"seed={seed}"])
 
     def command(self, seed: int, extra: tuple[str, ...] = ()) -> str:
         cfg = [] if self.config is None else [_rel(self.config)]

@@ -112,3 +112,16 @@ def test_seeds_in_parallel_give_the_sequential_numbers(pico_zoo, tmp_path):
     keys = lambda h: {k: v for k, v in h.final.items() if k.startswith(("acc/", "loss/", "bytes/"))}  # noqa: E731
     assert [keys(h) for h in one] == [keys(h) for h in two]
     assert keys(one[0]) != keys(one[1])
+
+
+def test_a_rows_input_path_resolves_alike_from_every_working_directory(tmp_path, monkeypatch):
+    """A table row's own input paths are relative to the repository root, so its resolved config (and with it
+    whether its records are current) does not depend on where `fedlab results` runs; a path among the command
+    line's trailing overrides stays relative to the working directory."""
+    from fedlab.evidence.records import Planned
+
+    profile = "experiments/floe/profile_tiny-llama-s.json"
+    row = Planned("floe/x", None, ("method.name=floe", f"method.profile={profile}"))
+    monkeypatch.chdir(tmp_path)
+    assert row.resolve(0).method.profile == profile
+    assert row.resolve(0, ("method.profile=mine.json",)).method.profile == str(tmp_path.resolve() / "mine.json")

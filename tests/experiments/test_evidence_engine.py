@@ -251,13 +251,14 @@ def test_each_validation_page_re_renders_byte_for_byte(name, tmp_path, reference
 
 @pytest.mark.slow   # about 100 s: each system's configs resolved once per record to tell stale rows
 @pytest.mark.parametrize("name", ["coplms", "elsa", "fedmkt", "fedproxy", "floe"])
-def test_each_results_page_re_renders_byte_for_byte(name, tmp_path, reference_kind):
+def test_each_results_page_re_renders_byte_for_byte(name, tmp_path, reference_kind, monkeypatch):
     """A system's RESULTS.md and forest plot are exactly what its records give now (rendered from a copy of its
-    results.json, so the repository is left as it is), and so is the overview."""
+    results.json, so the repository is left as it is), and so is the overview, from any working directory."""
     import shutil
 
     from fedlab.evidence.summary import load_table, stale
 
+    monkeypatch.chdir(tmp_path)
     mod = load_table(name)
     shutil.copy(mod.SYSTEM.folder / "results.json", tmp_path / "results.json")
     text = mod.render(Results(tmp_path / "results.json"))
