@@ -563,10 +563,7 @@ def apply_override(tree: dict, item: str) -> dict:
     key = key.strip()
     if not key:
         raise ConfigError(f"override {item!r}: empty key")
-    try:
-        value = yaml.safe_load(raw) if raw != "" else ""
-    except yaml.YAMLError:
-        value = raw
+    value = _override_value(raw)
     node = tree
     parts = key.split(".")
     for part in parts[:-1]:
@@ -575,6 +572,14 @@ def apply_override(tree: dict, item: str) -> dict:
         node = node[part]
     node[parts[-1]] = value
     return tree
+
+
+def _override_value(raw: str):
+    """An override's value as YAML reads it; text YAML cannot parse stays the text."""
+    try:
+        return yaml.safe_load(raw) if raw != "" else ""
+    except yaml.YAMLError:
+        return raw
 
 
 def input_path_keys() -> set[str]:
@@ -598,10 +603,7 @@ def overrides_relative_to(overrides: list[str] | tuple[str, ...], base: Path) ->
     for item in overrides:
         key, sep, raw = item.partition("=")
         if sep and key.strip() in keys:
-            try:
-                value = yaml.safe_load(raw) if raw else raw
-            except yaml.YAMLError:
-                value = raw
+            value = _override_value(raw)
             if isinstance(value, str) and value.strip() and not Path(value).expanduser().is_absolute():
                 item = f"{key}={json.dumps(str(base / value))}"
         out.append(item)
