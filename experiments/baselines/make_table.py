@@ -2,7 +2,7 @@
 benchmark (tiny-llama; homogeneous and heterogeneous settings) and on SmolLM2-135M-Instruct (heterogeneous,
 small CPU budget).
 
-    python experiments/baselines/make_table.py                      # every row, seeds 0,1,2 (resumable)
+    python experiments/baselines/make_table.py                      # every row, seeds 0–4 (resumable)
     python experiments/baselines/make_table.py --only tiny/         # the tiny-llama rows only
     python experiments/baselines/make_table.py --render-only        # RESULTS.md from results.json
 
@@ -16,7 +16,7 @@ from pathlib import Path
 from fedlab.data.tasks import TASKS as TASK_SPECS
 from fedlab.evidence.claims import differences_table
 from fedlab.evidence.page import GENERATED
-from fedlab.evidence.runner import Planned, Results, constant_answer_note, run_table
+from fedlab.evidence.runner import TABLE_SEEDS, Planned, Results, constant_answer_note, run_table
 
 HERE = Path(__file__).resolve().parent
 METHODS = ["zeroshot", "standalone", "fedavg", "fedprox", "centralized"]
@@ -117,4 +117,4 @@ def headroom(r: Results, prefix: str) -> list[str]:
 
 
 if __name__ == "__main__":
-    sys.exit(run_table(HERE, plan, render, title="baselines"))
+    sys.exit(run_table(HERE, plan, render, title="baselines", default_seeds=TABLE_SEEDS))

@@ -1,7 +1,7 @@
 """Co-PLMs' tables at embedded scale (paper 004): Table 1 (heterogeneous and homogeneous devices, Dirichlet
 λ ∈ {1, 0.1}) and Table 2 (ablations), each cell the mean over seeds ± its 95 % interval.
 
-    python experiments/coplms/make_tables.py                     # every row, seeds 0,1,2 (resumable)
+    python experiments/coplms/make_tables.py                     # every row, seeds 0–4 (resumable)
     python experiments/coplms/make_tables.py --only hetero/      # the heterogeneous rows first
     python experiments/coplms/make_tables.py --render-only       # RESULTS.md from results.json
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 
 from fedlab.evidence import (
+    TABLE_SEEDS,
     Results,
     System,
     page,
@@ -113,4 +114,4 @@ SYSTEM = System("Co-PLMs", "a distilled proxy of the LLM travels; on each device
 
 
 if __name__ == "__main__":
-    sys.exit(run_table(HERE, plan, render, title="coplms"))
+    sys.exit(run_table(HERE, plan, render, title="coplms", default_seeds=TABLE_SEEDS))

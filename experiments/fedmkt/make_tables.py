@@ -2,7 +2,7 @@
 experiments/fedmkt/RESULTS.md and rounds.png (every number from the runs this script makes; all logged to
 MLflow under one parent run; each run's record in results.json, `fedlab.evidence.runner`).
 
-    python experiments/fedmkt/make_tables.py                  # all settings, seeds 0,1,2 (resumable)
+    python experiments/fedmkt/make_tables.py                  # all settings, seeds 0–4 (resumable)
     python experiments/fedmkt/make_tables.py --only hetero/   # one setting
     python experiments/fedmkt/make_tables.py --render-only    # rewrite RESULTS.md from results.json
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from fedlab.evidence import Results, System, metric_shares, page, run_table
+from fedlab.evidence import TABLE_SEEDS, Results, System, metric_shares, page, run_table
 from fedlab.evidence.stats import fmt_ci
 
 # the table's parts, re-exported here: `fedlab.evidence.summary.load_table("fedmkt")` gives every name in one module
@@ -297,4 +297,5 @@ SYSTEM = System("FedMKT", "an LLM and SLMs of other families distil into each ot
                 controls=shown_controls, run="fedlab run experiments/fedmkt/hetero.yaml")
 
 if __name__ == "__main__":
-    sys.exit(run_table(HERE, plan, render, title="fedmkt", summarize=summarize, after=plot_rounds))
+    sys.exit(run_table(HERE, plan, render, title="fedmkt", summarize=summarize, after=plot_rounds,
+                       default_seeds=TABLE_SEEDS))

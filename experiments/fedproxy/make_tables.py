@@ -2,13 +2,12 @@
 experiments/fedproxy/RESULTS.md (every number from the runs this script makes; all logged to MLflow under
 one parent run; each run's record in results.json, `fedlab.evidence.runner`).
 
-    python experiments/fedproxy/make_tables.py                 # every row, seeds 0,1,2 (resumable)
+    python experiments/fedproxy/make_tables.py                 # every row, seeds 0–4 (resumable)
     python experiments/fedproxy/make_tables.py --only homo/    # one setting
     python experiments/fedproxy/make_tables.py --render-only   # RESULTS.md from results.json
 
-Accuracy is the fused LLM's (FedProxy family) or the LLM's own (zero-shot, CentSFT), per task; QA is the
-mean over recall, two_hop, arithmetic, category; CLS (the paper's GLUE column) over sentiment, paraphrase,
-entailment, topic. The runs evaluate at round 0 and after the last round only (`eval.every=8`)."""
+Accuracy is the fused LLM's (FedProxy family) or the LLM's own (zero-shot, CentSFT), per task; QA and CLS (the
+paper's GLUE column) are the means over the tasks below. The runs evaluate at round 0 and after the last round only."""
 from __future__ import annotations
 
 import functools
@@ -16,6 +15,7 @@ import sys
 from pathlib import Path
 
 from fedlab.evidence import (
+    TABLE_SEEDS,
     Claim,
     Planned,
     Results,
@@ -392,10 +392,9 @@ def at_equal_size(claims: list) -> list:
     return out
 
 
-
 SYSTEM = System("FedProxy", "clients tune a block-influence proxy of the LLM; PCR and H-TIES aggregate; the result is fused back into the LLM", "experiments/fedproxy/make_tables.py", lambda: plan(),
                 lambda _r: claims(), run="fedlab run experiments/fedproxy/hetero.yaml")
 
 
 if __name__ == "__main__":
-    sys.exit(run_table(HERE, plan, render, title="fedproxy"))
+    sys.exit(run_table(HERE, plan, render, title="fedproxy", default_seeds=TABLE_SEEDS))

@@ -13,7 +13,7 @@ from fedlab.evidence.collapse import metric_shares
 from fedlab.evidence.controls import Control, above_chance, above_zero_shot, task_accuracy
 from fedlab.evidence.page import System, page
 from fedlab.evidence.records import Planned, Results
-from fedlab.evidence.runner import constant_answer_note, log_to_parent, run_table
+from fedlab.evidence.runner import TABLE_SEEDS, constant_answer_note, log_to_parent, run_table
 
-__all__ = ["Claim", "Control", "Planned", "Results", "System", "above_chance", "above_zero_shot",
+__all__ = ["TABLE_SEEDS", "Claim", "Control", "Planned", "Results", "System", "above_chance", "above_zero_shot",
            "constant_answer_note", "differences_table", "log_to_parent", "metric_shares", "page", "run_table", "task_accuracy"]

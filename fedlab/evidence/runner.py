@@ -38,6 +38,7 @@ from fedlab.evidence.records import (
     stale_reason,
 )
 from fedlab.evidence.spotcheck import SpotCheckError, spot_check
+from fedlab.evidence.verdicts import CLAIM_SEEDS
 from fedlab.validation import positive_int
 
 
@@ -255,6 +256,10 @@ def execute(plan: list[Planned], results: Results, seeds: list[int], extra: tupl
         raise RuntimeError(f"{len(failed)} of {len(todo)} table runs failed (the others are recorded): "
                            + "; ".join(failed))
     return len(todo)
+
+
+# the seeds a main table script makes of every row unless told (a headline claim reads all of them)
+TABLE_SEEDS = tuple(range(CLAIM_SEEDS))
 
 
 def table_parser(title: str = "", default_seeds: tuple[int, ...] = (0, 1, 2)) -> argparse.ArgumentParser:

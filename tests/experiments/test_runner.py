@@ -286,3 +286,34 @@ def test_a_row_made_at_seeds_of_its_own_runs_at_those_or_at_those_of_the_seeds_n
     made.clear()
     assert run_table(tmp_path, lambda: [own], lambda r: "", ["--seeds", "0,6"]) == 0
     assert made == [("t/ctl", 6)]
+
+
+MAIN_TABLE_SCRIPTS = ("experiments/fedproxy/make_tables.py", "experiments/fedmkt/make_tables.py",
+                      "experiments/coplms/make_tables.py", "experiments/floe/make_tables.py",
+                      "experiments/elsa/make_tables.py", "experiments/baselines/make_table.py")
+
+
+@pytest.mark.parametrize("script", MAIN_TABLE_SCRIPTS)
+def test_a_main_table_script_makes_every_seed_a_claim_reads_by_default(script, monkeypatch):
+    """Run without --seeds, each system's table script makes seeds 0 .. CLAIM_SEEDS − 1 of a row, the seeds its
+    claims read (`fedlab results --todo` counts a row short of them as lacking)."""
+    import runpy
+    import sys
+    from pathlib import Path
+
+    from fedlab.evidence import runner
+    from fedlab.evidence.verdicts import CLAIM_SEEDS
+
+    class Made(Exception):
+        pass
+
+    def execute_seeds(rows, results, seeds, *a, **k):
+        raise Made(tuple(seeds))
+
+    monkeypatch.setattr(runner, "execute", execute_seeds)
+    path = Path(__file__).resolve().parents[2] / script
+    monkeypatch.setattr(sys, "argv", [str(path), "--only", "no-such-row$"])
+    monkeypatch.syspath_prepend(str(path.parent))
+    with pytest.raises(Made) as made:
+        runpy.run_path(str(path), run_name="__main__")
+    assert made.value.args[0] == tuple(range(CLAIM_SEEDS))
