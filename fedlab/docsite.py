@@ -167,8 +167,8 @@ def stage(out: Path, root: Path = ROOT) -> list[tuple[str, str]]:
 
 # the top-level pages in reading order (others follow, by name)
 ORDER = ("getting-started.md", "concepts.md", "results.md", "reproducibility.md", "cluster.md", "plan.md", "faults.md",
-         "benchmark.md", "configs.md", "architecture.md", "house.md", "dependencies.md", "cli.md", "api.md",
-         "benchmarks.md")
+         "benchmark.md", "configs.md", "architecture.md", "house.md", "dependencies.md", "papers.md", "cli.md",
+         "api.md", "benchmarks.md")
 
 
 def config(out: Path, site: Path, nav: list[tuple[str, str]]) -> dict:
