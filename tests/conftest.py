@@ -20,8 +20,8 @@ def fedlab_home(tmp_path_factory):
 
 
 # The `federation` marker: a test whose body runs a whole federation in its process (`run_federation`) must
-# carry it, so `-m "not federation"` selects the fast unit-level tests; tests that run one in a subprocess or in
-# a fixture carry it too, by hand. A test body that runs one without the marker fails and says so;
+# carry it, so `-m "not slow and not federation"` selects the fast unit-level tests; tests that run one in a
+# subprocess or in a fixture carry it too, by hand. A test body that runs one without the marker fails and says so;
 # FEDLAB_TEST_FEDERATIONS=<file> lists them instead. Only the call phase counts: a module fixture's run belongs
 # to whichever test xdist happens to set it up for.
 _CURRENT: list[str] = []
