@@ -8,7 +8,6 @@ from fedlab.evidence.runner import Planned
 HERE = Path(__file__).resolve().parent
 TASKS = ("topic", "sentiment", "entailment", "paraphrase")
 ALPHAS = ("0.1", "0.2")
-TABLE_SEEDS = (0, 1, 2, 3, 4)   # ≥ 5 seeds for Tables 1–3: the default --seeds
 # per-task budget on top of base.yaml (the paper trains each data set on its own and leaves the budget to
 # fedlab): at base.yaml's lr 5e-3 centralized training learns entailment and paraphrase and then falls to one
 # answer (one-seed probes, the ELSA README), at 2e-3 it stays learned, so entailment ran at 2e-3 first (its

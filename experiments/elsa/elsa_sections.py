@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from fedlab.evidence import differences_table
-from fedlab.evidence.runner import Results
+from fedlab.evidence.runner import TABLE_SEEDS, Results
 from fedlab.evidence.stats import fmt_ci
 
 from elsa_claims import (
@@ -38,7 +38,6 @@ from elsa_rows import (
     SIMPLE_SL_SETTINGS,
     SKETCH_CONTROLS,
     TABLE_DEPTH,
-    TABLE_SEEDS,
     TASK_BUDGET,
     TASKS,
     central_grid_key,

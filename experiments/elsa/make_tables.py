@@ -32,7 +32,7 @@ from __future__ import annotations
 import sys
 
 from fedlab.evidence import System, page
-from fedlab.evidence.runner import Results, run_table
+from fedlab.evidence.runner import TABLE_SEEDS, Results, run_table
 
 # the table's parts, re-exported here: `fedlab.evidence.summary.load_table("elsa")` gives every name in one module
 from elsa_claims import *
