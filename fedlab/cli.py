@@ -538,7 +538,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--base", action="store_true", help="also score the base model (lmeval_base/…)")
     ev.set_defaults(fn=cmd_eval)
     rs = sub.add_parser("results", help="every system's claims by verdict, from the records: RESULTS.md and the "
-                        "README's summary; then the check that prose quotes only generated numbers")
+                        "README's summary, and docs/getting-started.md's recorded run and zoo build times; then the "
+                        "check that prose quotes only generated numbers")
     rs_mode = rs.add_mutually_exclusive_group()
     rs_mode.add_argument("--check", action="store_true", help="write nothing; exit 1 where the summary on disk differs")
     rs_mode.add_argument("--todo", action="store_true", help="write nothing; print, per system, what the rows its claims "

@@ -1,6 +1,7 @@
 """The overview of every system: one row each — its claims by verdict, its controls that hold, the seeds its
 claims rest on, a link to its page — written into the repository's RESULTS.md and into README.md between markers
-(`python -m fedlab.evidence.summary`, or `fedlab results`).
+(`python -m fedlab.evidence.summary`, or `fedlab results`), with the recorded run and build times of
+docs/getting-started.md (`fedlab.evidence.timings`).
 
 A system is a table module `experiments/<name>/make_tables.py` that declares `SYSTEM` (`page.System`);
 `scripts.load_table` imports one as a module (the table scripts are scripts, not a package).
@@ -64,8 +65,8 @@ def table(mods, root: Path = ROOT) -> list[str]:
 
 
 def pages(root: Path = ROOT) -> dict[Path, str]:
-    """{path: text} of what the overview writes: RESULTS.md at the root, and README.md with its `summary` block
-    replaced (when it has one)."""
+    """{path: text} of what the overview writes: RESULTS.md at the root, README.md with its `summary` block
+    replaced (when it has one), and the run and build times of docs/getting-started.md (`timings`)."""
     from fedlab.evidence import verdicts
 
     root = Path(root)
@@ -82,6 +83,9 @@ def pages(root: Path = ROOT) -> dict[Path, str]:
     if begin in text and end in text:
         block = "\n".join([begin, *lines, end])
         out[readme] = re.sub(re.escape(begin) + r".*?" + re.escape(end), lambda _: block, text, flags=re.S)
+    from fedlab.evidence import timings
+
+    out.update(timings.pages(root))
     return out
 
 
