@@ -49,7 +49,7 @@ INTRO = ("Accuracies are the split path as deployed (client Part 1 → its link 
 
 
 def rates() -> str:
-    """The sentence naming the rate each of entailment, paraphrase and Simple SL runs at (`TASK_RATES`,
+    """The sentence naming the rate each task and Simple SL runs at (`TASK_RATES`,
     `SIMPLE_SL_RATE`) and whether its grid on validation data (`budget.py`) chose it yet, and the tasks the claims
     leave out as no rate tried teaches their reference in every seed (`tasks_left_out`)."""
     from fedlab.evidence.summary import load_table
@@ -62,8 +62,8 @@ def rates() -> str:
                          else f"lr {held[name]}, the rate it ran at first (its grid has not chosen yet)")
     gone = "".join(f" **{t}** is scored and shown but left out of every claim: {why} (`budget/RESULTS.md`)."
                    for t, why in tasks_left_out().items())
-    return (f"The rates: entailment at {said('entailment')}; paraphrase at {said('paraphrase')}; Simple SL, on every task, "
-            f"at {said('simple_sl')} (`budget/RESULTS.md`); topic and sentiment at base.yaml's.{gone}")
+    tasks = "; ".join(f"{t} at {said(t)}" for t in TASK_RATES)
+    return f"The rates: {tasks}; Simple SL, on every task, at {said('simple_sl')} (`budget/RESULTS.md`).{gone}"
 
 
 def render(r: Results) -> str:

@@ -5,10 +5,13 @@ control rule (its own zero-shot + 2 points, `make_tables.centsft`) is chosen. A 
 every seed there leaves the heterogeneous claims (`make_tables.left_out`). The SmolLM2 rows (`make_tables.real_plan`)
 have a grid of their own (`smollm2`): their CentSFT on SmolLM2 at rates around theirs, scored on validation rows at
 their test sets' size; a task it does not learn in every seed at the rate chosen there leaves the SmolLM2 claims
-(`make_tables.left_out("smollm2")`).
+(`make_tables.left_out("smollm2")`). The homogeneous table (entailment, 4 IID clients) and the deep LLM's
+(tiny-llama-deep) homogeneous table have grids of their own (`homo`, `deep_homo`) over the same rates: their
+CentSFT rows as the tables plan them, scored on validation rows the same way.
 
     python experiments/fedproxy/budget.py                # the grids, seeds 0,1,2 (resumable)
     python experiments/fedproxy/budget.py --only lr0.002/hetero/   # the tiny-llama grid alone
+    python experiments/fedproxy/budget.py --only lr0.002/homo/,lr0.005/homo/,lr0.001/homo/   # the homogeneous grid
     python experiments/fedproxy/budget.py --only lr0.002/hetero/ --seeds 3,4   # two more seeds at the chosen rate
     python experiments/fedproxy/budget.py --render-only  # budget/RESULTS.md from budget/results.json
 """
@@ -50,17 +53,38 @@ def smollm2(r: Results | None = None) -> list[budget.Grid]:
                         lambda prefix: [TABLES.centsft("real/hetero", prefix)], validation=REAL_VALIDATION)]
 
 
+def _homogeneous(key: str) -> list[budget.Grid]:
+    """A homogeneous table's rate: its CentSFT row `key`/centsft, as the table plans it, at each rate of GRID."""
+    (row,) = [p for p in TABLES.plan() if p.key == f"{key}/centsft"]
+    return [budget.Grid("federation.lr", GRID.values, (row,), lambda prefix: [TABLES.centsft(key, prefix)],
+                        validation=VALIDATION)]
+
+
+def homo(r: Results | None = None) -> list[budget.Grid]:
+    """The homogeneous table's rate: CentSFT (homo) at each rate of GRID, by the same control rule."""
+    return _homogeneous("homo")
+
+
+def deep_homo(r: Results | None = None) -> list[budget.Grid]:
+    """The deep LLM's homogeneous table's rate: CentSFT (deep/homo) on tiny-llama-deep at each rate of GRID."""
+    return _homogeneous("deep/homo")
+
+
+CHAINS = {"smollm2": ("The SmolLM2 reference", "the SmolLM2 claims"),
+          "homo": ("The homogeneous reference", "the homogeneous claims"),
+          "deep_homo": ("The deep LLM's homogeneous reference", "the deep LLM's homogeneous claims")}
+
+
 def plan() -> list[Planned]:
-    return budget.plan(GRID) + [p for g in smollm2() for p in budget.plan(g)]
+    return budget.plan(GRID) + [p for chain in CHAINS for g in globals()[chain]() for p in budget.plan(g)]
 
 
 def render(r: Results) -> str:
     text = budget.page(r, GRID, "FedProxy: the learning rate chosen on validation data",
                        "experiments/fedproxy/budget.py", __doc__, "The heterogeneous reference",
                        every_seed=True)
-    return budget.with_sections(r, text, [(g, "The SmolLM2 reference", {"every_seed": True,
-                                                                         "claims": "the SmolLM2 claims"})
-                                          for g in smollm2(r)])
+    return budget.with_sections(r, text, [(g, what, {"every_seed": True, "claims": claims})
+                                          for chain, (what, claims) in CHAINS.items() for g in globals()[chain](r)])
 
 
 if __name__ == "__main__":
