@@ -178,8 +178,20 @@ INTRO = ("tiny-llama (6 blocks) is the LLM; each run's command and resolved conf
          "(homogeneous) or the mean of QA and CLS (heterogeneous), at embedded scale.")
 
 
+SETTING_WORDS = {"hetero": "heterogeneous", "real/hetero": "SmolLM2"}
+
+
+def intro() -> str:
+    """The page's opening paragraph, with the tasks each setting's claims leave out (`skipped`) and why: the tables'
+    QA, CLS and ALL columns average every task, as the paper's do; the claims' scores and controls the others."""
+    gone = "".join(f" In the {SETTING_WORDS.get(s, s)} claims, **{t}** is scored and shown but left out of every claim, its "
+                   f"control and the claims' QA, CLS and ALL means (the tables' columns average it): {why} "
+                   "(`budget/RESULTS.md`)." for s in BUDGET_CHAINS for t, why in skipped(s).items())
+    return INTRO + gone
+
+
 def render(r: Results) -> str:
-    return page(r, SYSTEM, INTRO, body(r))
+    return page(r, SYSTEM, intro(), body(r))
 
 
 def body(r: Results) -> list[str]:
