@@ -54,8 +54,10 @@ def _pct(r: Results, key: str, metric: str, shares: str | None = None) -> str:
                   shares=metric_shares(shares) if shares else None)
 
 
-def _device_cells(r: Results, key: str, devices: int = 3, llm: bool = True, llm_key: str | None = None) -> list[str]:
-    """Each device's Rouge-L / EM, the server LLM's (from `llm_key`'s runs when given), the device mean."""
+def _device_cells(r: Results, key: str, devices: int = 3, llm: bool = True, llm_key: str | None = None,
+                  claims_score=None) -> list[str]:
+    """Each device's Rouge-L / EM, the server LLM's (from `llm_key`'s runs when given), the device mean, and with
+    `claims_score` (`coplms_claims.device_score`) the devices' Rouge-L over the cells the claims read."""
     cells = []
     for c in range(devices):
         cells.append(f"{_pct(r, key, f'rougeL/client_{c}')} / {_pct(r, key, f'em/client_{c}', f'acc/client_{c}')}")
@@ -63,6 +65,8 @@ def _device_cells(r: Results, key: str, devices: int = 3, llm: bool = True, llm_
     cells.append(f"{_pct(r, lk, 'llm/rougeL/mean')} / {_pct(r, lk, 'llm/em/mean', 'llm/acc/mean')}"
                  + ("*" if llm_key else "") if llm or llm_key else "n/a")
     cells.append(f"{_pct(r, key, 'rougeL/mean')} / {_pct(r, key, 'em/mean', 'acc/mean')}")
+    if claims_score is not None:
+        cells.append(r.cell(key, lambda rec: None if (v := claims_score(rec)) is None else 100 * v, 1))
     return cells
 
 

@@ -56,7 +56,9 @@ def cells_read() -> list[str]:
             "The device claims average Rouge-L over the (device family, task) cells whose family's centralized "
             "control learns the task in every seed on validation data at its table's rate "
             "([budget/RESULTS.md](budget/RESULTS.md); the SmolLM2 table's devices at that table's own budget); the "
-            "control of each claim then checks those cells on the test sets."
+            "control of each claim then checks those cells on the test sets. Table 1's *device mean* averages every "
+            "cell; its last column, the devices' Rouge-L over the cells the claims read, is the score the device "
+            "claims compare (a claim judged on fewer tasks names them in its row)."
             + (" The SmolLM2 table's devices' grid has not chosen yet: its device claims read every cell."
                if waits else "") + (" Left out:" if out else ""), "",
             *(f"- **{f}**: {', '.join(tasks)}" for f, tasks in out), *([""] if out else [])]
@@ -68,9 +70,9 @@ def render(r: Results) -> str:
 
 def body(r: Results) -> list[str]:
     lines = cells_read()
-    head = "| λ | method | Device-1 | Device-2 | Device-3 | Server LLM | device mean |"
+    head = "| λ | method | Device-1 | Device-2 | Device-3 | Server LLM | device mean | device Rouge-L, the claims' cells |"
     lines += ["## Table 1, heterogeneous devices (tiny-gpt2, tiny-opt, tiny-bloom; LLM tiny-llama)", "", head,
-              "|---" * 7 + "|"]
+              "|---" * 8 + "|"]
     for lam, _ in LAMBDAS:
         for m, label in HETERO:
             key = f"hetero/lambda{lam}/{m}"
@@ -80,30 +82,33 @@ def body(r: Results) -> list[str]:
                 solo = f"ablation/lambda{lam}/coplms_no_saml" if m == "standalone" and r.runs(
                     f"ablation/lambda{lam}/coplms_no_saml") else None
                 lines.append(f"| {lam} | {label} | " + " | ".join(
-                    _device_cells(r, key, llm=m != "standalone", llm_key=solo)) + " |")
+                    _device_cells(r, key, llm=m != "standalone", llm_key=solo, claims_score=device_score())) + " |")
     lines += ["", "\\* Standalone's server LLM: LoRA-tuned on the server's data alone (CE, no device knowledge) — the "
               "LLM of the w/o SAML run at the same λ."]
     lines += ["", "## Table 1, homogeneous devices (three copies of one SLM)", "",
-              "| SLM | λ | method | Device-1 | Device-2 | Device-3 | Server LLM | device mean |", "|---" * 8 + "|"]
+              "| SLM | λ | method | Device-1 | Device-2 | Device-3 | Server LLM | device mean "
+              "| device Rouge-L, the claims' cells |", "|---" * 9 + "|"]
     for slm in FAMILIES:
         for lam, _ in LAMBDAS:
             for m, label in HOMO:
                 key = f"homo/{slm}/lambda{lam}/{m}"
                 if r.runs(key):
-                    lines.append(f"| {slm} | {lam} | {label} | "
-                                 + " | ".join(_device_cells(r, key, llm=m == "coplms")) + " |")
+                    lines.append(f"| {slm} | {lam} | {label} | " + " | ".join(
+                        _device_cells(r, key, llm=m == "coplms", claims_score=device_score((slm,) * 3))) + " |")
     real = [(m, label) for m, label in REAL if r.runs(f"real/hetero/{m}")]
     if real:
         lines += ["", "## Table 1 with a real LLM (SmolLM2-135M-Instruct, its 3-block DPM; tiny-gpt2, tiny-opt, "
-                  "tiny-bloom; λ = 1; hetero_smollm2.yaml)", "", head, "|---" * 7 + "|"]
-        lines += [f"| 1 | {label} | " + " | ".join(_device_cells(r, f"real/hetero/{m}", llm=m != "standalone")) + " |"
+                  "tiny-bloom; λ = 1; hetero_smollm2.yaml)", "", head, "|---" * 8 + "|"]
+        lines += [f"| 1 | {label} | " + " | ".join(_device_cells(r, f"real/hetero/{m}", llm=m != "standalone",
+                                                                claims_score=device_score(real=True))) + " |"
                   for m, label in real]
-    lines += ["", "## Table 2, ablations (heterogeneous devices)", "", head, "|---" * 7 + "|"]
+    lines += ["", "## Table 2, ablations (heterogeneous devices)", "", head, "|---" * 8 + "|"]
     for lam, _ in LAMBDAS:
         for m, label in ABLATION:
             key = f"hetero/lambda{lam}/{m}" if m == "coplms" else f"ablation/lambda{lam}/{m}"
             if r.runs(key):
-                lines.append(f"| {lam} | {label} | " + " | ".join(_device_cells(r, key)) + " |")
+                lines.append(f"| {lam} | {label} | " + " | ".join(_device_cells(r, key, claims_score=device_score()))
+                             + " |")
     lines += (multiple_choice(r) + control_table(r) + communication(r) + sweep(r) + curves(r, r.path.parent)
               + differences(r))
     return lines

@@ -581,6 +581,38 @@ def test_table_1_has_a_standalone_server_llm(tmp_path):
     assert row.split("|")[6].strip() == "50.0 ± 0.0 / 25.0 ± 0.0 ◌*"       # ◌: no answer shares in these records
 
 
+def test_table_1_and_2_show_the_device_score_the_claims_compare_beside_the_mean_over_every_cell(tmp_path,
+                                                                                                  monkeypatch):
+    """Each device row of Tables 1 and 2 ends with the devices' Rouge-L over the cells the claims read
+    (`device_score` of the row's families), beside the device mean over every cell."""
+    from fedlab.evidence.runner import Results
+
+    mod = _tables_module()
+    asked = []
+
+    def score(families=None, tasks=None, real=False):
+        asked.append((families, real))
+        return lambda rec: rec["final"]["rougeL/mean"] + 0.25
+
+    monkeypatch.setattr(mod, "device_score", score)
+    r = Results(tmp_path / "results.json")
+    devices = {f"{m}/client_{c}": 0.3 for m in ("rougeL", "em") for c in range(3)} | {"rougeL/mean": 0.3, "em/mean": 0.3}
+    keys = ("hetero/lambda1/fedcollm", "ablation/lambda1/coplms_no_dst", "homo/tiny-opt/lambda1/fedlora",
+            "real/hetero/fedcollm")
+    for seed in range(2):
+        for k in keys:
+            r.records[f"{k}@{seed}"] = {"key": k, "seed": seed, "final": devices}
+    sections = {s.split("\n", 1)[0]: s for s in mod.render(r).split("\n## ")}
+    rows = [ln for title, s in sections.items() if title.startswith(("Table 1, heterogeneous", "Table 1, homogeneous",
+                                                                    "Table 1 with a real LLM", "Table 2, ablations"))
+            for ln in s.splitlines() if ln.startswith(("| 1 | ", "| tiny-opt | 1 | "))]
+    assert len(rows) == 4
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[-2].startswith("30.0 ± 0.0 / 30.0 ± 0.0") and cells[-1].startswith("55.0 ± 0.0"), row
+    assert (("tiny-opt",) * 3, False) in asked and (None, True) in asked and (None, False) in asked
+
+
 def test_dpm_distillation_is_reverse_kl_over_positions_with_a_next_token_by_hand():
     """token_kl (MiniLLM's direction): KL(p_s ‖ p_t) averaged over the masked positions; forward is
     KL(p_t ‖ p_s); the masked-out position does not count."""
