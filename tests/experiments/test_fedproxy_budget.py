@@ -65,3 +65,24 @@ def test_the_results_page_names_each_task_a_settings_claims_leave_out(monkeypatc
     assert "In the SmolLM2 claims, **two_hop** is scored" in text and text.count("is scored and shown") == 2
     monkeypatch.undo()
     assert TABLES.intro() in (BUDGET.HERE / "RESULTS.md").read_text()
+
+
+def test_every_homogeneous_row_that_trains_runs_at_the_rate_its_own_grid_holds():
+    """The homogeneous table's rows and the deep LLM's homogeneous rows train at their grid's choice once it has
+    made one; before, at the rate the grid lists first while it has no records, and at one of its rates while it
+    runs (zero-shot trains nothing)."""
+    results = Results(BUDGET.OUT / "results.json")
+    plan = TABLES.plan()
+    for chain, prefix in (("homo", "homo/"), ("deep_homo", "deep/homo/")):
+        (grid,) = getattr(BUDGET, chain)()
+        choice = budget.chosen(results, grid)
+        ran = any(results.runs(p.key) for p in budget.plan(grid))
+        rows = [p for p in plan if p.key.startswith(prefix) and not p.key.endswith("/zeroshot")]
+        assert len(rows) > 10, chain
+        rates = {p.resolve(0).federation.lr for p in rows}
+        if choice is not None:
+            assert rates == {float(choice)}, chain
+        elif not ran:
+            assert rates == {float(grid.values[0])}, chain
+        else:
+            assert len(rates) == 1 and rates <= {float(v) for v in grid.values}, chain
