@@ -16,7 +16,10 @@ the same values and more besides, it takes the place of this file's (`extended`,
 A row whose records here were made at several commits takes the incoming ones with the same numbers when that
 leaves the row at one commit (`unified`): every record of the row here is then replaced by, or already made at
 the commit of, the incoming one. Incoming records of another measured machine kind count there too
-(`unified_kind`): their numbers cannot be compared, and where they do not unify a row, this file's stay.
+(`unified_kind`): their numbers cannot be compared, and where they do not unify a row, this file's stay, unless
+they re-make the whole row: one incoming record of one commit for every record of the row here, each logging
+every metric this file's does and more besides (a row re-run on another kind for what later code logs), take
+the row's place (`extended_kind`), so that the row stays at one commit and one kind.
 The incoming file's kind check (`_meta.kind_check`, `fedlab.evidence.kindcheck`) takes the place of this file's
 when it was made at a commit this checkout holds and is later than this file's — on a later day, or on the same
 day at a commit that descends from this one's — or this file has none, so that a kind check run in another
@@ -52,6 +55,7 @@ class MergeReport:
     unified: list[str] = field(default_factory=list)       # the same numbers, taken so that the row is at one commit
     other_kind: list[str] = field(default_factory=list)    # both current, made by two machine kinds: this one stays
     unified_kind: list[str] = field(default_factory=list)  # another kind's, taken so that the row is at one commit
+    extended_kind: list[str] = field(default_factory=list)  # another kind's whole row, logging more: it is kept
     differ: dict[str, list[str]] = field(default_factory=dict)   # both current: what differs between them
     skipped: dict[str, list[str]] = field(default_factory=dict)  # reason → keys
     kind_check: str | None = None    # the incoming kind check, in words, when it took this file's place
@@ -69,6 +73,8 @@ class MergeReport:
                   "are not compared), " if self.other_kind else "")
                + (f"{len(self.unified_kind)} replaced by another machine kind's record so that its row is at one "
                   "commit (numbers not compared), " if self.unified_kind else "")
+               + (f"{len(self.extended_kind)} replaced by another machine kind's re-made row that logs more metrics "
+                  "(numbers not compared), " if self.extended_kind else "")
                + f"{len(self.differ)} held here with OTHER numbers, {sum(map(len, self.skipped.values()))} skipped"]
         for key, what in self.differ.items():
             out.append(f"[fedlab]   REPRODUCIBILITY FAILURE {key}: the same config and numerics gave other numbers "
@@ -78,7 +84,7 @@ class MergeReport:
             out.append(f"[fedlab]   skipped, {reason}: {shown}")
         if self.kind_check:
             out.append(f"[fedlab]   the incoming kind check ({self.kind_check}) takes the place of this file's")
-        if self.added or self.replaced or self.extended or self.unified or self.unified_kind:
+        if self.added or self.replaced or self.extended or self.unified or self.unified_kind or self.extended_kind:
             out.append("[fedlab]   the merged records name their MLflow runs in the other machine's store (`run_id`)")
         return out
 
@@ -189,6 +195,7 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
     report, known = MergeReport(path), {}
     agreeing: dict[str, dict] = {}      # row → its incoming records with the same numbers as the ones here
     crossing: dict[str, dict] = {}      # row → its incoming records of another machine kind than the ones here
+    fuller: set[str] = set()            # those of them that log metrics the one here lacks
     for k, rec in incoming.records.items():
         if not isinstance(rec, dict) or not isinstance(rec.get("key"), str) or not isinstance(rec.get("seed"), int):
             report.skip("not a table record (no key and seed)", k)
@@ -213,10 +220,13 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
         if mine_current and numerics_fingerprint(mine) != numerics_fingerprint(rec):
             # two kinds' digits are equal only by chance, so not compared; taken only to unify a row's commits,
             # unless this file's record holds a metric the incoming one lacks
-            if one_sided(mine, rec)[0]:
+            only_mine, only_theirs = one_sided(mine, rec)
+            if only_mine:
                 report.other_kind.append(k)
             else:
                 crossing.setdefault(rec["key"], {})[k] = rec
+                if only_theirs:
+                    fuller.add(k)
             continue
         if mine_current:
             what = differing(mine, rec)
@@ -248,11 +258,17 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
             report.unified.extend(same)
             report.unified_kind.extend(other)
             results.records.update({**same, **other})
+        elif other and not same and _remakes(results, row, other, fuller):
+            for rec in other.values():
+                _bring_patch(rec, path.parent, results)
+            report.extended_kind.extend(other)
+            results.records.update(other)
         else:
             report.agree.extend(same)
             report.other_kind.extend(other)
     report.kind_check = _take_kind_check(results, incoming.meta.get("kind_check"), known)
-    if report.added or report.replaced or report.extended or report.unified or report.unified_kind or report.kind_check:
+    if (report.added or report.replaced or report.extended or report.unified or report.unified_kind
+            or report.extended_kind or report.kind_check):
         results.save()
     return report
 
@@ -307,6 +323,14 @@ def _unifies(results: Results, row: str, agreeing: dict) -> bool:
     here = {k: r.get("git") for k, r in results.records.items() if r.get("key") == row}
     after = {agreeing[k].get("git") if k in agreeing else g for k, g in here.items()}
     return len(commits) == 1 and len(set(here.values())) > 1 and len(after) == 1
+
+
+def _remakes(results: Results, row: str, incoming: dict, fuller: set[str]) -> bool:
+    """Whether `incoming` (another machine kind's records of `row`) re-make the whole row here: made at one
+    commit, one for every record of the row here, each logging metrics the one here lacks (`fuller`: incoming
+    records that cross one here, so every key of it is held here)."""
+    here = {k for k, r in results.records.items() if r.get("key") == row}
+    return len({r.get("git") for r in incoming.values()}) == 1 and here <= fuller
 
 
 def merge_all(results: Results, sources: list[str], plan: list[Planned], extra: tuple[str, ...] = (),

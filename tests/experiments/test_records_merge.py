@@ -170,6 +170,39 @@ def test_another_kinds_records_re_made_at_one_commit_unify_a_row_made_at_several
     assert json.loads(here.read_text())["t/fedavg@seed1"]["run_id"] == "m1"
 
 
+def test_another_kinds_re_made_row_that_logs_more_takes_the_whole_rows_place(tmp_path):
+    """A row re-made on another machine kind, every seed here at one commit, each record logging metrics this
+    file's lack (what later code logs), replaces the row; a re-make that misses a seed, or logs nothing more,
+    leaves this file's records."""
+    from fedlab import numerics
+    from fedlab.evidence.merge import merge_records
+
+    fa, _ = ROWS
+    other = {"numerics_fingerprint": next(f for f in numerics.measured_fingerprints()
+                                          if f != numerics.current_fingerprint())}
+    here, there = tmp_path / "here" / "results.json", tmp_path / "there" / "results.json"
+    mine = {f"t/fedavg@seed{s}": _record(fa, s, 0.5, f"m{s}") for s in (0, 1)}
+
+    def theirs(seeds, more=True):
+        return {f"t/fedavg@seed{s}": _record(fa, s, 0.55, f"k{s}", environment=other,
+                                             final={"acc/mean": 0.55, **({"share/a": 1.0} if more else {})})
+                for s in seeds}
+
+    _write(here, mine)
+    _write(there, theirs((0, 1)))
+    report = merge_records(Results(here), there, ROWS)
+    assert sorted(report.extended_kind) == ["t/fedavg@seed0", "t/fedavg@seed1"] and not report.other_kind
+    assert {r["run_id"] for r in json.loads(here.read_text()).values() if isinstance(r, dict) and "run_id" in r} \
+        == {"k0", "k1"}
+    assert "2 replaced by another machine kind's re-made row that logs more metrics" in "\n".join(report.lines())
+    for seeds, more in (((0,), True), ((0, 1), False)):
+        _write(here, mine)
+        _write(there, theirs(seeds, more))
+        report = merge_records(Results(here), there, ROWS)
+        assert not report.extended_kind and sorted(report.other_kind) == sorted(theirs(seeds))
+        assert json.loads(here.read_text())["t/fedavg@seed0"]["run_id"] == "m0"
+
+
 def test_merge_keeps_this_files_meta_and_brings_a_dirty_records_patch_when_allowed(tmp_path):
     from fedlab.evidence.merge import merge_records
 
