@@ -111,8 +111,8 @@ def deep_plan() -> list[Planned]:
     out.append(("deep/homo/fedot_et/0.5", "fedot_et", HERE / "homo.yaml", ["method.name=fedot_et"]))
     out.append(("deep/homo/fedot_et_eq/0.5", "fedot_et, the proxy's size", HERE / "homo.yaml",
                 ["method.name=fedot_et", "method.size=proxy"]))
-    # the deep LLM keeps the rate its rows were run at: the heterogeneous table's budget (budget.py) was chosen
-    # for tiny-llama, not for it
+    # 2e-3: the rate the deep LLM's homogeneous grid chose (budget.py's `deep_homo`); its heterogeneous rows keep
+    # it too, with no grid of their own
     return [Planned(key, yaml, (f"model.name={DEEP}", "federation.lr=0.002", *extra, *EVAL), label,
                     f"deep {key.split('/')[1]}") for key, label, yaml, extra in out]
 
