@@ -6,8 +6,9 @@ every seed there leaves the heterogeneous claims (`make_tables.left_out`). The S
 have a grid of their own (`smollm2`): their CentSFT on SmolLM2 at rates around theirs, scored on validation rows at
 their test sets' size; a task it does not learn in every seed at the rate chosen there leaves the SmolLM2 claims
 (`make_tables.left_out("smollm2")`). The homogeneous table (entailment, 4 IID clients) and the deep LLM's
-(tiny-llama-deep) homogeneous table have grids of their own (`homo`, `deep_homo`) over the same rates: their
-CentSFT rows as the tables plan them, scored on validation rows the same way.
+(tiny-llama-deep) homogeneous and heterogeneous tables have grids of their own (`homo`, `deep_homo`,
+`deep_hetero`) over the same rates: their CentSFT rows as the tables plan them, scored on validation rows the same
+way.
 
     python experiments/fedproxy/budget.py                # the grids, seeds 0,1,2 (resumable)
     python experiments/fedproxy/budget.py --only lr0.002/hetero/   # the tiny-llama grid alone
@@ -53,8 +54,9 @@ def smollm2(r: Results | None = None) -> list[budget.Grid]:
                         lambda prefix: [TABLES.centsft("real/hetero", prefix)], validation=REAL_VALIDATION)]
 
 
-def _homogeneous(key: str) -> list[budget.Grid]:
-    """A homogeneous table's rate: its CentSFT row `key`/centsft, as the table plans it, at each rate of GRID."""
+def _own_grid(key: str) -> list[budget.Grid]:
+    """A table's rate on a grid of its own: its CentSFT row `key`/centsft, as the table plans it, at each rate of
+    GRID."""
     (row,) = [p for p in TABLES.plan() if p.key == f"{key}/centsft"]
     return [budget.Grid("federation.lr", GRID.values, (row,), lambda prefix: [TABLES.centsft(key, prefix)],
                         validation=VALIDATION)]
@@ -62,17 +64,23 @@ def _homogeneous(key: str) -> list[budget.Grid]:
 
 def homo(r: Results | None = None) -> list[budget.Grid]:
     """The homogeneous table's rate: CentSFT (homo) at each rate of GRID, by the same control rule."""
-    return _homogeneous("homo")
+    return _own_grid("homo")
 
 
 def deep_homo(r: Results | None = None) -> list[budget.Grid]:
     """The deep LLM's homogeneous table's rate: CentSFT (deep/homo) on tiny-llama-deep at each rate of GRID."""
-    return _homogeneous("deep/homo")
+    return _own_grid("deep/homo")
+
+
+def deep_hetero(r: Results | None = None) -> list[budget.Grid]:
+    """The deep LLM's heterogeneous table's rate: CentSFT (deep/hetero) on tiny-llama-deep at each rate of GRID."""
+    return _own_grid("deep/hetero")
 
 
 CHAINS = {"smollm2": ("The SmolLM2 reference", "the SmolLM2 claims"),
           "homo": ("The homogeneous reference", "the homogeneous claims"),
-          "deep_homo": ("The deep LLM's homogeneous reference", "the deep LLM's homogeneous claims")}
+          "deep_homo": ("The deep LLM's homogeneous reference", "the deep LLM's homogeneous claims"),
+          "deep_hetero": ("The deep LLM's heterogeneous reference", "the deep LLM's heterogeneous claims")}
 
 
 def plan() -> list[Planned]:
