@@ -2,7 +2,8 @@
 the SLM LoRA-tuned on every device's data pooled (the positive control) and SLM-Local (each device's own
 expert) — at each rate of the grid, scored on rows held out of the training data; the rate under which they
 learn the most (row, task, seed) cells by Floe's control rule (`make_tables.learns`: chance + 10 points on the
-multiple-choice tasks, zero-shot + 2 points of Rouge-L on the generative ones) is chosen.
+multiple-choice tasks, zero-shot + 2 points of Rouge-L on the generative ones) is chosen. At that rate a second
+grid chooses the local epochs the same way (`epochs_grid`), the tables' 2 listed first.
 
     python experiments/floe/budget.py                # the grid, seeds 0,1,2 (resumable)
     python experiments/floe/budget.py --render-only  # budget/RESULTS.md from budget/results.json
@@ -31,10 +32,13 @@ GRID = budget.Grid(
     validation=VALIDATION)
 
 
+# the tables' local epochs first (a tie keeps them), then more, for a task the references learn in some seeds only
+EPOCHS = ("2", "4")
+
+
 def epochs_grid(r: Results | None = None) -> budget.Grid | None:
-    """A second axis at the rate GRID chose: more local epochs, for a task the references learn in some seeds
-    only (recall); compared on validation beside the chosen row (2 local epochs), not yet a choice of the
-    table's budget. None before GRID has chosen."""
+    """The local epochs at the rate GRID chose: its reference rows at that rate at each of EPOCHS, by the same
+    control rule. None before GRID has chosen."""
     if r is None:
         path = OUT / "results.json"
         if not path.is_file():
@@ -44,7 +48,7 @@ def epochs_grid(r: Results | None = None) -> budget.Grid | None:
     if lr is None:
         return None
     rows = tuple(Planned(p.key, p.config, (*p.overrides, f"federation.lr={lr}"), p.label) for p in GRID.rows)
-    return budget.Grid("federation.local_epochs", ("4",), rows, GRID.controls, validation=VALIDATION)
+    return budget.Grid("federation.local_epochs", EPOCHS, rows, GRID.controls, validation=VALIDATION)
 
 
 def plan() -> list[Planned]:
@@ -56,8 +60,8 @@ def render(r: Results) -> str:
     text = budget.page(r, GRID, "Floe: the learning rate chosen on validation data",
                        "experiments/floe/budget.py", __doc__, "The references", every_seed=True)
     second = epochs_grid(r)
-    return budget.with_sections(r, text, [(second, "At the chosen rate, more local epochs", {"choose": False})]
-                                if second else [])
+    return budget.with_sections(r, text, [(second, "At the chosen rate, the local epochs",
+                                           {"every_seed": True})] if second else [])
 
 
 if __name__ == "__main__":
