@@ -54,11 +54,11 @@ def smollm2(r: Results | None = None) -> list[budget.Grid]:
                         lambda prefix: [TABLES.centsft("real/hetero", prefix)], validation=REAL_VALIDATION)]
 
 
-def _own_grid(key: str) -> list[budget.Grid]:
+def _own_grid(key: str, values: tuple[str, ...] = GRID.values) -> list[budget.Grid]:
     """A table's rate on a grid of its own: its CentSFT row `key`/centsft, as the table plans it, at each rate of
-    GRID."""
+    `values` (GRID's unless given)."""
     (row,) = [p for p in TABLES.plan() if p.key == f"{key}/centsft"]
-    return [budget.Grid("federation.lr", GRID.values, (row,), lambda prefix: [TABLES.centsft(key, prefix)],
+    return [budget.Grid("federation.lr", values, (row,), lambda prefix: [TABLES.centsft(key, prefix)],
                         validation=VALIDATION)]
 
 
@@ -73,8 +73,9 @@ def deep_homo(r: Results | None = None) -> list[budget.Grid]:
 
 
 def deep_hetero(r: Results | None = None) -> list[budget.Grid]:
-    """The deep LLM's heterogeneous table's rate: CentSFT (deep/hetero) on tiny-llama-deep at each rate of GRID."""
-    return _own_grid("deep/hetero")
+    """The deep LLM's heterogeneous table's rate: CentSFT (deep/hetero) on tiny-llama-deep at each rate of GRID,
+    and at 5e-4: 1e-3, GRID's smallest value, learnt the most cells, so the grid goes on below it."""
+    return _own_grid("deep/hetero", (*GRID.values, "0.0005"))
 
 
 CHAINS = {"smollm2": ("The SmolLM2 reference", "the SmolLM2 claims"),
