@@ -104,6 +104,8 @@ def real_plan() -> list[Planned]:
 # and κ = 0.3 and 0.5 give the same OT model; on tiny-llama-deep's 12 blocks the OT model keeps 2 + 6 + 2 and
 # 2 + 4 + 2 blocks and the proxy 8 and 6, so κ separates both, as on the paper's 32-block LLaMA
 DEEP = "tiny-llama-deep"
+# each deep setting's rate: the one its own grid chose (budget.py's `deep_homo`, `deep_hetero`)
+DEEP_LR = {"homo": "0.002", "hetero": "0.001"}
 
 
 def deep_plan() -> list[Planned]:
@@ -111,10 +113,8 @@ def deep_plan() -> list[Planned]:
     out.append(("deep/homo/fedot_et/0.5", "fedot_et", HERE / "homo.yaml", ["method.name=fedot_et"]))
     out.append(("deep/homo/fedot_et_eq/0.5", "fedot_et, the proxy's size", HERE / "homo.yaml",
                 ["method.name=fedot_et", "method.size=proxy"]))
-    # 2e-3: the rate the deep LLM's homogeneous grid chose (budget.py's `deep_homo`); its heterogeneous rows keep
-    # it too, with no grid of their own
-    return [Planned(key, yaml, (f"model.name={DEEP}", "federation.lr=0.002", *extra, *EVAL), label,
-                    f"deep {key.split('/')[1]}") for key, label, yaml, extra in out]
+    return [Planned(key, yaml, (f"model.name={DEEP}", f"federation.lr={DEEP_LR[key.split('/')[1]]}", *extra, *EVAL),
+                    label, f"deep {key.split('/')[1]}") for key, label, yaml, extra in out]
 
 
 # The tables read round 0 (zero-shot) and the last round only: evaluating the 8 × 300 test questions in every
@@ -152,8 +152,9 @@ def metric(col: str, skip=()):
 
 
 # the settings whose claims leave out what their CentSFT misses on validation, and the chain of budget.py that
-# chose their rate (None: its GRID, the tiny-llama table's; "smollm2": the SmolLM2 rows')
-BUDGET_CHAINS = {"hetero": None, "real/hetero": "smollm2"}
+# chose their rate (None: its GRID, the tiny-llama table's; "smollm2": the SmolLM2 rows'; "deep_hetero": the deep
+# LLM's heterogeneous rows')
+BUDGET_CHAINS = {"hetero": None, "real/hetero": "smollm2", "deep/hetero": "deep_hetero"}
 
 
 @functools.cache
@@ -178,7 +179,7 @@ INTRO = ("tiny-llama (6 blocks) is the LLM; each run's command and resolved conf
          "(homogeneous) or the mean of QA and CLS (heterogeneous), at embedded scale.")
 
 
-SETTING_WORDS = {"hetero": "heterogeneous", "real/hetero": "SmolLM2"}
+SETTING_WORDS = {"hetero": "heterogeneous", "real/hetero": "SmolLM2", "deep/hetero": "deep LLM's heterogeneous"}
 
 
 def intro() -> str:

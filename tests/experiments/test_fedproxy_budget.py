@@ -67,13 +67,13 @@ def test_the_results_page_names_each_task_a_settings_claims_leave_out(monkeypatc
     assert TABLES.intro() in (BUDGET.HERE / "RESULTS.md").read_text()
 
 
-def test_every_homogeneous_row_that_trains_runs_at_the_rate_its_own_grid_holds():
-    """The homogeneous table's rows and the deep LLM's homogeneous rows train at their grid's choice once it has
-    made one; before, at the rate the grid lists first while it has no records, and at one of its rates while it
-    runs (zero-shot trains nothing)."""
+def test_every_row_of_a_table_with_a_grid_of_its_own_runs_at_the_rate_that_grid_holds():
+    """The homogeneous table's rows and the deep LLM's homogeneous and heterogeneous rows train at their grid's
+    choice once it has made one; before, at the rate the grid lists first while it has no records, and at one of
+    its rates while it runs (zero-shot trains nothing)."""
     results = Results(BUDGET.OUT / "results.json")
     plan = TABLES.plan()
-    for chain, prefix in (("homo", "homo/"), ("deep_homo", "deep/homo/")):
+    for chain, prefix in (("homo", "homo/"), ("deep_homo", "deep/homo/"), ("deep_hetero", "deep/hetero/")):
         (grid,) = getattr(BUDGET, chain)()
         choice = budget.chosen(results, grid)
         ran = any(results.runs(p.key) for p in budget.plan(grid))
