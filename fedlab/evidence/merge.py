@@ -60,6 +60,10 @@ class MergeReport:
     skipped: dict[str, list[str]] = field(default_factory=dict)  # reason → keys
     kind_check: str | None = None    # the incoming kind check, in words, when it took this file's place
 
+    def took(self) -> bool:
+        """Whether the merge took any incoming record into this file."""
+        return any((self.added, self.replaced, self.extended, self.unified, self.unified_kind, self.extended_kind))
+
     def skip(self, reason: str, key: str) -> None:
         self.skipped.setdefault(reason, []).append(key)
 
@@ -84,7 +88,7 @@ class MergeReport:
             out.append(f"[fedlab]   skipped, {reason}: {shown}")
         if self.kind_check:
             out.append(f"[fedlab]   the incoming kind check ({self.kind_check}) takes the place of this file's")
-        if self.added or self.replaced or self.extended or self.unified or self.unified_kind or self.extended_kind:
+        if self.took():
             out.append("[fedlab]   the merged records name their MLflow runs in the other machine's store (`run_id`)")
         return out
 
@@ -253,22 +257,21 @@ def merge_records(results: Results, source: str | Path, plan: list[Planned], ext
     for row in dict.fromkeys([*agreeing, *crossing]):
         same, other = agreeing.get(row, {}), crossing.get(row, {})
         if _unifies(results, row, {**same, **other}):
-            for rec in (*same.values(), *other.values()):
-                _bring_patch(rec, path.parent, results)
             report.unified.extend(same)
             report.unified_kind.extend(other)
-            results.records.update({**same, **other})
+            take = {**same, **other}
         elif other and not same and _remakes(results, row, other, fuller):
-            for rec in other.values():
-                _bring_patch(rec, path.parent, results)
             report.extended_kind.extend(other)
-            results.records.update(other)
+            take = other
         else:
             report.agree.extend(same)
             report.other_kind.extend(other)
+            continue
+        for rec in take.values():
+            _bring_patch(rec, path.parent, results)
+        results.records.update(take)
     report.kind_check = _take_kind_check(results, incoming.meta.get("kind_check"), known)
-    if (report.added or report.replaced or report.extended or report.unified or report.unified_kind
-            or report.extended_kind or report.kind_check):
+    if report.took() or report.kind_check:
         results.save()
     return report
 
