@@ -41,7 +41,22 @@ def intro() -> str:
             "Rouge-L means over SNI and MMLU (its devices Bloom-1.1B, Llama2-1.3B, Qwen2.5-1.5B; server GPT-J-6B); its "
             "homogeneous rows are averaged over its three SLM families, which fedlab's tiny families do not match one "
             "to one. Collapse is read from the same models' multiple-choice answers (`top/…`), the generated answers "
-            "having no logged share.")
+            "having no logged share." + rates_said())
+
+
+def rates_said() -> str:
+    """The sentence naming the rate each table trains at and the grid it was chosen from on validation data
+    (`budget.py`); "" before its grids have chosen."""
+    from fedlab.evidence.budget import choices_said
+
+    embedded = choices_said(HERE)
+    devices, server = (choices_said(HERE, chain=f"real_{who}") for who in ("devices", "server"))
+    said = [f"the embedded tables train at {embedded}" if embedded else "",
+            f"the SmolLM2 table's devices at {devices}" if devices else "",
+            f"SmolLM2 (and the server step of FedCoLLM and Co-PLMs) at {server}" if server else ""]
+    said = [s for s in said if s]
+    return (" Learning rates: " + "; ".join(said) + ", each chosen on validation data by its table's references, "
+            "the models tuned centrally on the pooled data ([budget/RESULTS.md](budget/RESULTS.md)).") if said else ""
 
 
 def cells_read() -> list[str]:

@@ -58,7 +58,9 @@ def rates() -> str:
     path = grids.OUT / "results.json"
     chosen = grids.chosen(Results(path)) if path.is_file() else {}
     held = {**TASK_RATES, "simple_sl": SIMPLE_SL_RATE}
-    said = lambda name: (f"lr {held[name]}, chosen on validation data" if name in chosen
+    tried = {name: g.values for name, (_, g) in grids.grids().items()}
+    said = lambda name: (f"lr {held[name]}, chosen on validation data (tried {', '.join(tried[name])})"
+                         if name in chosen
                          else f"lr {held[name]}, the rate it ran at first (its grid has not chosen yet)")
     gone = "".join(f" **{t}** is scored and shown but left out of every claim: {why} (`budget/RESULTS.md`)."
                    for t, why in tasks_left_out().items())

@@ -227,6 +227,18 @@ def choices_in(folder, script: str = "budget", chain: str | None = None) -> dict
     return out
 
 
+def choices_said(folder, script: str = "budget", chain: str | None = None) -> str:
+    """The choices of `choices_in`, each beside the grid it was chosen from, for a results page's opening
+    paragraph: "`federation.lr` = 0.005 (tried 0.005, 0.002 and 0.01)"; "" before any grid has chosen."""
+    got = chain_of(folder, script, chain)
+    said = []
+    for grid in got[1] if got else ():
+        value = chosen(got[0], grid)
+        if value is not None:
+            said.append(f"`{grid.key}` = {value} (tried {_listed(list(grid.values))})")
+    return "; ".join(said)
+
+
 def learnt_in(folder, script: str = "budget", chain: str | None = None) -> dict[str, tuple[str, ...]]:
     """`learnt` over the chain of `chain_of` (a later choice's controls replace an earlier one's of the same
     name); {} when the table has no budget or no records yet."""
