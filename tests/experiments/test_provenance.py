@@ -189,3 +189,16 @@ def test_no_committed_record_comes_from_a_dirty_tree_without_its_diff():
                 if not patch.is_file() or diff_sha256(patch.read_text()) != sha:
                     bad.append(f"{path.parent.name}/{key}: dirty without its diff")
     assert not bad, f"{len(bad)} records: {bad[:5]}"
+
+
+@pytest.mark.parametrize("system", ["coplms", "elsa", "fedmkt", "fedproxy", "floe"])
+def test_a_tables_records_are_of_the_rows_its_script_plans(system):
+    """A system's results.json holds records of planned rows only: a row dropped from the plan takes its records
+    with it (git keeps them), so no page's record count or commit count reads a row that no table shows."""
+    from fedlab.evidence.provenance import ROOT
+    from fedlab.evidence.summary import load_table
+
+    planned = {p.key for p in load_table(system).plan()}
+    records = json.loads((ROOT / "experiments" / system / "results.json").read_text())
+    extra = sorted({rec["key"] for key, rec in records.items() if key != "_meta"} - planned)
+    assert not extra, f"{system}: records of rows no longer planned: {extra}"
