@@ -51,6 +51,13 @@ def epochs_grid(r: Results | None = None) -> budget.Grid | None:
     return budget.Grid("federation.local_epochs", EPOCHS, rows, GRID.controls, validation=VALIDATION)
 
 
+def tables_chain(r: Results) -> list[budget.Grid]:
+    """The grids the tables' settings come from, in the order they were chosen: GRID's rate, then the local
+    epochs at it (`epochs_grid`, once GRID has chosen)."""
+    second = epochs_grid(r)
+    return [GRID] + ([second] if second else [])
+
+
 def plan() -> list[Planned]:
     second = epochs_grid()
     return budget.plan(GRID) + (budget.plan(second) if second else [])

@@ -40,17 +40,11 @@ INTRO = ("Accuracy on recall and sentiment, Rouge-L on describe, food and friend
 
 def intro() -> str:
     """The page's opening paragraph, with the tasks left out of the claims and why."""
-    from fedlab.evidence.budget import choices_said, chosen
-    from fedlab.evidence.summary import load_table
+    from fedlab.evidence.budget import choices_said
 
     gone = "".join(f" **{t}** is scored and shown but left out of every claim, its control and the claims' "
                    f"means: {why} (`budget/RESULTS.md`)." for t, why in left_out().items())
-    said = choices_said(HERE)
-    grids = load_table("floe", script="budget")
-    if said and (second := grids.epochs_grid()) is not None and (path := grids.OUT / "results.json").is_file():
-        epochs = chosen(Results(path), second)
-        said += (f", then at that rate `{second.key}` = {epochs} (tried {', '.join(second.values)})"
-                 if epochs is not None else "")
+    said = choices_said(HERE, chain="tables_chain")
     budget = (f" Every row's devices train at {said}, chosen on validation data by the tables' references, the "
               "pooled-data SLM and each device's expert, for every row alike (`budget/RESULTS.md`)." if said else "")
     return (INTRO.format(items=items_per_task("floe/slm_base"), real_items=items_per_task("floe/real/floe"))

@@ -218,25 +218,21 @@ def left_out(folder, every_seed: bool = False, chain: str | None = None) -> dict
 def choices_in(folder, script: str = "budget", chain: str | None = None) -> dict[str, str]:
     """{config key: the value chosen} along the chain of `chain_of` (its grids that have chosen); {} when the table
     has no budget or no records yet."""
+    return {grid.key: value for grid, value in _choices(folder, script, chain)}
+
+
+def _choices(folder, script: str = "budget", chain: str | None = None) -> list[tuple[Grid, str]]:
+    """(grid, the value it chose) along the chain of `chain_of`, for its grids that have chosen."""
     got = chain_of(folder, script, chain)
-    out: dict[str, str] = {}
-    for grid in got[1] if got else ():
-        value = chosen(got[0], grid)
-        if value is not None:
-            out[grid.key] = value
-    return out
+    made = [(grid, chosen(got[0], grid)) for grid in (got[1] if got else ())]
+    return [(grid, value) for grid, value in made if value is not None]
 
 
 def choices_said(folder, script: str = "budget", chain: str | None = None) -> str:
     """The choices of `choices_in`, each beside the grid it was chosen from, for a results page's opening
     paragraph: "`federation.lr` = 0.005 (tried 0.005, 0.002 and 0.01)"; "" before any grid has chosen."""
-    got = chain_of(folder, script, chain)
-    said = []
-    for grid in got[1] if got else ():
-        value = chosen(got[0], grid)
-        if value is not None:
-            said.append(f"`{grid.key}` = {value} (tried {_listed(list(grid.values))})")
-    return "; ".join(said)
+    return "; ".join(f"`{grid.key}` = {value} (tried {_listed(list(grid.values))})"
+                     for grid, value in _choices(folder, script, chain))
 
 
 def learnt_in(folder, script: str = "budget", chain: str | None = None) -> dict[str, tuple[str, ...]]:

@@ -20,7 +20,7 @@ def test_floe_names_the_rate_and_the_local_epochs_its_rows_run_at_and_the_grids_
     text = tables.intro()
     assert f"`federation.lr` = {budget.chosen(results, grids.GRID)} (tried {_tried(grids.GRID.values)})" in text
     assert float(budget.chosen(results, grids.GRID)) == row.lr
-    assert f"`federation.local_epochs` = {row.local_epochs} (tried {', '.join(epochs.values)})" in text
+    assert f"`federation.local_epochs` = {row.local_epochs} (tried {_tried(epochs.values)})" in text
 
 
 def test_coplms_names_each_tables_rate_and_the_grid_it_was_chosen_from():
